@@ -1,0 +1,1 @@
+"""Contrastive losses: NT-Xent, debiased, hard-negative, Ring and UnReMix."""

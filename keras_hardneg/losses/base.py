@@ -1,0 +1,151 @@
+"""The base class of every contrastive loss, and the debiasing step they share."""
+
+import math
+
+import keras
+import tensorflow as tf
+
+from keras_hardneg.losses import core
+
+__all__ = ["ContrastiveLoss", "debiased_log_negatives", "check_float"]
+
+
+def check_float(name, value, low=None, high=None, low_inclusive=True, high_inclusive=True):
+    """Validates a float hyper-parameter; raises ``ValueError`` naming it."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"`{name}` must be a number; got {value!r}.")
+    value = float(value)
+    if math.isnan(value) or math.isinf(value):
+        raise ValueError(f"`{name}` must be finite; got {value}.")
+    bad_low = low is not None and (value < low if low_inclusive else value <= low)
+    bad_high = high is not None and (value > high if high_inclusive else value >= high)
+    if bad_low or bad_high:
+        lo = "" if low is None else ("[" if low_inclusive else "(") + f"{low:g}"
+        hi = "" if high is None else f"{high:g}" + ("]" if high_inclusive else ")")
+        if low is not None and high is not None:
+            allowed = f"in {lo}, {hi}"
+        elif low is not None:
+            allowed = f"{'>=' if low_inclusive else '>'} {low:g}"
+        else:
+            allowed = f"{'<=' if high_inclusive else '<'} {high:g}"
+        raise ValueError(f"`{name}` must be {allowed}; got {value:g}.")
+    return value
+
+
+def debiased_log_negatives(log_r, pos_logit, num_negatives, tau_plus, temperature):
+    """The debiased negative term of Chuang et al. (2020), in log space.
+
+    Computes ``log Ng`` with
+    ``Ng = max((R - tau_plus * N * e^pos) / (1 - tau_plus), N * e^(-1/t))``
+    from ``log R`` without ever exponentiating a logit.
+
+    Args:
+        log_r: ``[A]`` log of the (possibly importance-weighted) negative sum ``R``.
+        pos_logit: ``[A]`` positive logit ``cos / t``.
+        num_negatives: ``N`` (int or scalar tensor).
+        tau_plus: class prior in ``[0, 1)`` (Python float).
+        temperature: ``t > 0`` (Python float).
+
+    Returns:
+        ``(log_ng [A], clamped [A] bool)``; ``clamped`` marks anchors where the
+        lower bound ``N e^{-1/t}`` is active (they get no gradient from negatives).
+    """
+    n = tf.cast(num_negatives, tf.float32)
+    log_clamp = tf.math.log(n) - 1.0 / temperature
+    if tau_plus == 0.0:
+        candidate = log_r
+    else:
+        # c = log(tau N e^pos / R); the difference R - tau N e^pos is positive iff c < 0.
+        c = math.log(tau_plus) + tf.math.log(n) + pos_logit - log_r
+        valid = c < 0.0
+        c_safe = tf.where(valid, c, -1.0)
+        candidate = log_r + tf.math.log(-tf.math.expm1(c_safe)) - math.log1p(-tau_plus)
+        candidate = tf.where(valid, candidate, float("-inf"))
+    log_ng = tf.maximum(candidate, log_clamp)
+    clamped = candidate <= log_clamp
+    return log_ng, clamped
+
+
+class ContrastiveLoss(keras.losses.Loss):
+    """Base class: one anchor-positive-negatives loss, in-batch or against a queue.
+
+    Subclasses implement :meth:`anchor_terms`, mapping a
+    :class:`~keras_hardneg.losses.core.ContrastivePairs` to per-anchor losses.
+    This class supplies the two call conventions of the library:
+
+    * ``loss(z1, z2)``: SimCLR, two views ``[B, d]``; mean over ``2B`` anchors.
+    * ``loss.call_with_negatives(anchors, positives, negatives)``: MoCo, with
+      ``[B, d]``, ``[B, d]``, ``[K, d]``; mean over ``B`` anchors.
+
+    and :meth:`compute_terms`, which frameworks use to log diagnostics.
+    All arithmetic is float32 whatever the input precision.
+    """
+
+    has_clamp = False
+
+    def __init__(self, temperature=0.5, name=None, reduction="sum_over_batch_size", dtype=None):
+        super().__init__(name=name, reduction=reduction, dtype=dtype)
+        self.temperature = check_float("temperature", temperature, low=0.0, low_inclusive=False)
+
+    # --- subclass hook ------------------------------------------------------
+    def anchor_terms(self, pairs):
+        """Returns ``{"loss": [A]}`` plus optional ``"clamped": [A] bool``."""
+        raise NotImplementedError
+
+    # --- conventions --------------------------------------------------------
+    def call(self, y_true, y_pred):
+        """Keras entry point: ``y_true`` is ``z1``, ``y_pred`` is ``z2``; ``[2B]`` losses."""
+        return self.anchor_terms(core.in_batch_pairs(y_true, y_pred))["loss"]
+
+    def call_with_negatives(self, anchors, positives, negatives, sample_weight=None):
+        """The queue convention (MoCo): returns the reduced scalar loss."""
+        pairs = core.queue_pairs(anchors, positives, negatives)
+        return self.reduce(self.anchor_terms(pairs)["loss"], sample_weight)
+
+    def reduce(self, per_anchor, sample_weight=None):
+        """Applies this loss's reduction (``"sum_over_batch_size"``/``"mean"``,
+        ``"sum"`` or ``None``/``"none"``) to per-anchor losses."""
+        values = tf.cast(per_anchor, tf.float32)
+        if sample_weight is not None:
+            values = values * tf.cast(sample_weight, tf.float32)
+        if self.reduction in (None, "none"):
+            return values
+        if self.reduction == "sum":
+            return tf.reduce_sum(values)
+        return tf.reduce_mean(values)
+
+    def compute_terms(self, pairs):
+        """Per-anchor losses and diagnostics for a :class:`ContrastivePairs`.
+
+        Returns a dict with ``"loss"`` (``[A]``), ``"positive_cosine"`` and
+        ``"negative_cosine"`` (batch means) and, for losses with the
+        debiasing clamp, ``"clamp_fraction"`` (share of clamped anchors).
+        """
+        terms = self.anchor_terms(pairs)
+        out = {
+            "loss": terms["loss"],
+            "positive_cosine": tf.reduce_mean(pairs.positive_cos),
+            "negative_cosine": tf.reduce_mean(
+                core.masked_mean(pairs.negative_cos, pairs.negative_mask)
+            ),
+        }
+        if self.has_clamp:
+            out["clamp_fraction"] = tf.reduce_mean(tf.cast(terms["clamped"], tf.float32))
+        return out
+
+    def diagnostics(self, z1, z2):
+        """In-batch diagnostics of two views (see :meth:`compute_terms`), without the loss."""
+        terms = self.compute_terms(core.in_batch_pairs(z1, z2))
+        terms.pop("loss")
+        return terms
+
+    # --- helpers for subclasses --------------------------------------------
+    def logits(self, pairs):
+        """``(pos [A], neg [A, M])``: cosines divided by the temperature."""
+        t = self.temperature
+        return pairs.positive_cos / t, pairs.negative_cos / t
+
+    def get_config(self):
+        config = super().get_config()
+        config["temperature"] = self.temperature
+        return config
