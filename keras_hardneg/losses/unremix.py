@@ -1,0 +1,192 @@
+"""UnReMix: uncertainty, representativeness and similarity mixing (Tabassum et al. 2022)."""
+
+import math
+
+import keras
+import tensorflow as tf
+
+from keras_hardneg.losses import core
+from keras_hardneg.losses.base import check_float
+from keras_hardneg.losses.debiased import DebiasedContrastiveLoss
+from keras_hardneg.losses.hard_negative import hard_negative_log_sum
+
+__all__ = ["UnReMixContrastiveLoss", "pseudo_label_gradients", "uncertainty_scores",
+           "representativeness_scores"]
+
+_EPS = 1e-12
+
+
+def pseudo_label_gradients(query_unit, query_norms, pool_unit, self_mask=None):
+    """Closed-form gradient of UnReMix's pseudo-label cross entropy (Eq. 2-3).
+
+    For a sample ``j`` with unit embedding ``u_j`` (``z_j = ||z_j|| u_j``), the
+    pseudo-posterior is ``p_j = softmax_k(u_k . u_j)`` over the pool rows ``k``
+    (excluding ``j`` itself), the pseudo-label is ``argmax_k p_jk`` and the
+    cross-entropy gradient with respect to the *unnormalised* ``z_j`` is::
+
+        v_j = sum_k p_jk u_k - u_{argmax}
+        e_j = (v_j - (u_j . v_j) u_j) / ||z_j||
+
+    (other pool rows held fixed). This is the per-sample gradient w.r.t. the
+    output of the projection head's last Dense layer.
+
+    Args:
+        query_unit: ``[Q, d]`` unit rows ``u_j``.
+        query_norms: ``[Q]`` norms ``||z_j||``.
+        pool_unit: ``[P, d]`` unit rows of the pool.
+        self_mask: ``[Q, P]`` bool, True where the pool row is the query itself.
+
+    Returns:
+        ``[Q, d]`` gradients ``e_j``.
+    """
+    logits = tf.matmul(query_unit, pool_unit, transpose_b=True)
+    if self_mask is not None:
+        logits = tf.where(self_mask, tf.constant(float("-inf"), logits.dtype), logits)
+    probs = tf.nn.softmax(logits, axis=-1)
+    label = tf.one_hot(tf.argmax(logits, axis=-1), tf.shape(pool_unit)[0], dtype=probs.dtype)
+    v = tf.matmul(probs - label, pool_unit)
+    v = v - tf.reduce_sum(query_unit * v, axis=-1, keepdims=True) * query_unit
+    return v / tf.maximum(query_norms, _EPS)[:, None]
+
+
+def uncertainty_scores(pairs):
+    """``[A, M]`` raw uncertainty ``u_aj = g_a . g_j`` (may be negative).
+
+    With ``h`` the input of the head's last Dense layer (``z = W h + b``) the
+    per-sample gradient w.r.t. ``(W, b)`` is ``(e h^T, e)``, so
+    ``g_a . g_j = (h_a . h_j + 1)(e_a . e_j)`` — a Gram matrix, no per-sample
+    backward pass. Without features (e.g. a MoCo queue that stores only
+    keys) only the bias part ``e_a . e_j`` is used.
+
+    The pseudo-label pool is the batch: in-batch, the ``2B`` views; with a
+    queue, the ``2B`` rows ``[anchors; positives]`` (queue keys are scored
+    against that pool, which keeps the cost ``O(B K d)``).
+    """
+    a = pairs.anchors
+    if pairs.in_batch:
+        n_rows = tf.shape(a)[0]
+        e = pseudo_label_gradients(a, pairs.anchor_norms, a, tf.eye(n_rows, dtype=tf.bool))
+        e_a, e_n = e, e
+    else:
+        pool = tf.concat([a, pairs.positives], axis=0)
+        b = tf.shape(a)[0]
+        self_mask = tf.cast(tf.one_hot(tf.range(b), 2 * b, dtype=tf.int8), tf.bool)
+        e_a = pseudo_label_gradients(a, pairs.anchor_norms, pool, self_mask)
+        e_n = pseudo_label_gradients(pairs.negatives, pairs.negative_norms, pool)
+    gram_e = tf.matmul(e_a, e_n, transpose_b=True)
+    if pairs.anchor_features is not None and pairs.negative_features is not None:
+        gram_h = tf.matmul(pairs.anchor_features, pairs.negative_features, transpose_b=True)
+        return (gram_h + 1.0) * gram_e
+    return gram_e
+
+
+def representativeness_scores(pairs):
+    """``[A, M]`` representativeness: mean ``1 - cos`` of a negative to the
+    anchor's other negatives (Eq. 4), via one pool sum (``O(M d)``)."""
+    neg = pairs.negatives
+    n = tf.cast(pairs.num_negatives, tf.float32)
+    dot_total = tf.linalg.matvec(neg, tf.reduce_sum(neg, axis=0))  # [M]: sum_j' u_j . u_j'
+    self_dot = tf.reduce_sum(neg * neg, axis=-1)  # 1 (0 for a zero row)
+    if pairs.in_batch:
+        # Remove the anchor and its positive from the pool sum for anchor a.
+        sim = pairs.negative_cos  # [A, M] = u_a . u_j
+        b = tf.shape(sim)[0] // 2
+        partner_sim = tf.roll(sim, shift=b, axis=0)  # row a: u_{partner(a)} . u_j
+        others = dot_total[None, :] - self_dot[None, :] - sim - partner_sim
+    else:
+        others = (dot_total - self_dot)[None, :] + tf.zeros_like(pairs.negative_cos)
+    count = tf.maximum(n - 1.0, 1.0)
+    return 1.0 - others / count
+
+
+def _normalized_log_weights(scores, mask):
+    """``log(w / mean w)`` over the anchor's negatives, ``w = max(scores, 0)``.
+
+    An anchor whose weights are all zero gets uniform weights (log 0).
+    """
+    w = tf.maximum(scores, 0.0)
+    mean = core.masked_mean(w, mask)
+    has_mass = mean > _EPS
+    safe_mean = tf.where(has_mass, mean, 1.0)
+    log_w = tf.math.log(w) - tf.math.log(safe_mean)[:, None]
+    return tf.where(has_mass[:, None], log_w, tf.zeros_like(log_w))
+
+
+@keras.saving.register_keras_serializable(package="keras_hardneg")
+class UnReMixContrastiveLoss(DebiasedContrastiveLoss):
+    """UnReMix of Tabassum et al., "Hard Negative Sampling Strategies for
+    Contrastive Representation Learning" (2022), Sec. 3 and Alg. 1.
+
+    **This is our reconstruction; the authors' code is not public.** Each
+    negative ``j`` of anchor ``a`` gets an importance weight mixing three
+    components, each made non-negative and normalised to mean 1 over the
+    anchor's negatives::
+
+        u_aj = max(g_a . g_j, 0)        uncertainty (pseudo-label CE gradient
+                                        of the head's last layer, closed form)
+        s_aj = e^{beta * cos(a, j)/t}   anchor similarity (HCL's importance)
+        r_aj = mean_{j'} (1 - cos(j, j'))  representativeness (Eq. 4)
+        w_aj = l_u u~_aj + l_s s~_aj + l_r r~_aj,   l = weights / sum(weights)
+
+    ``w`` replaces HCL's ``imp / mean(imp)``: ``R_a = sum_j w_aj e^{s_aj}``,
+    then the debiasing with ``tau_plus`` and the clamp ``N e^{-1/t}`` exactly as
+    in :class:`HardNegativeContrastiveLoss`. With ``weights=(0, 1, 0)`` this *is*
+    HCL (including gradients). Gradients flow through the similarity
+    component (as in HCL) but not through ``u`` and ``r``. An anchor whose
+    ``u`` (or ``r``) is zero for every negative gets uniform weights for that
+    component. The paper also learns ``l`` through a softmax; here ``l`` is
+    fixed (the paper's "fixed equal weights" variant, which it reports as
+    comparable), because minimising the loss itself over ``l`` would favour
+    whichever component makes the negatives easiest.
+
+    Inputs: as every loss, or UnReMix dicts
+    ``{"embeddings": [B, d], "features": [B, m]}`` where ``features`` is the
+    input of the projection head's last Dense layer (the frameworks pass it
+    automatically). Without features the uncertainty uses the bias gradient only.
+
+    Args:
+        temperature: ``t > 0``.
+        tau_plus: class prior in ``[0, 1)`` (default 0, as in the paper).
+        beta: concentration of the similarity component, ``>= 0``.
+        weights: ``(l_u, l_s, l_r)``, non-negative, not all zero.
+
+    Example:
+    >>> import numpy as np
+    >>> z1, z2 = np.random.default_rng(0).normal(size=(2, 8, 16)).astype("float32")
+    >>> float(UnReMixContrastiveLoss(temperature=0.5)(z1, z2)) > 0
+    True
+    """
+
+    def __init__(self, temperature=0.5, tau_plus=0.0, beta=1.0,
+                 weights=(1.0, 1.0, 1.0), **kwargs):
+        super().__init__(temperature=temperature, tau_plus=tau_plus, **kwargs)
+        self.beta = check_float("beta", beta, low=0.0)
+        if isinstance(weights, str) or len(tuple(weights)) != 3:
+            raise ValueError(
+                "`weights` must be 3 non-negative numbers (uncertainty, similarity, "
+                f"representativeness); got {weights!r}."
+            )
+        w = [check_float(f"weights[{i}]", x, low=0.0) for i, x in enumerate(weights)]
+        if sum(w) <= 0:
+            raise ValueError(f"`weights` must not all be zero; got {tuple(weights)}.")
+        self.weights = tuple(x / sum(w) for x in w)
+
+    def negative_log_sum(self, pairs, neg_logits):
+        mask = pairs.negative_mask
+        l_u, l_s, l_r = self.weights
+        parts = []
+        if l_s > 0:
+            parts.append(math.log(l_s) + hard_negative_log_sum(
+                neg_logits, mask, pairs.num_negatives, self.beta))
+        for lam, scorer in ((l_u, uncertainty_scores), (l_r, representativeness_scores)):
+            if lam > 0:
+                log_w = tf.stop_gradient(_normalized_log_weights(scorer(pairs), mask))
+                parts.append(math.log(lam) + core.masked_logsumexp(log_w + neg_logits, mask))
+        if len(parts) == 1:
+            return parts[0]
+        return tf.reduce_logsumexp(tf.stack(parts, axis=0), axis=0)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(beta=self.beta, weights=list(self.weights))
+        return config

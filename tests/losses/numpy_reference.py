@@ -1,0 +1,146 @@
+"""Independent NumPy (float64, per-anchor loops) transcriptions of the loss formulas in
+``spec/losses-and-sampler.md``. Written from the formulas, not from the library code."""
+
+import math
+
+import numpy as np
+
+
+def _unit(x):
+    x = np.asarray(x, np.float64)
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def in_batch_triples(z1, z2):
+    """Yields (anchor index, positive index, negative indices) over 2B anchors, and the unit rows."""
+    z = _unit(np.concatenate([z1, z2]))
+    b = len(z1)
+    triples = []
+    for a in range(2 * b):
+        p = (a + b) % (2 * b)
+        triples.append((a, p, [j for j in range(2 * b) if j not in (a, p)]))
+    return z, triples
+
+
+def ntxent(pos, neg, t, **_):
+    return -math.log(math.exp(pos) / (math.exp(pos) + np.exp(neg).sum()))
+
+
+def debiased(pos, neg, t, tau_plus, **_):
+    n = len(neg)
+    ng = max((np.exp(neg).sum() - tau_plus * n * math.exp(pos)) / (1 - tau_plus), n * math.exp(-1 / t))
+    return -math.log(math.exp(pos) / (math.exp(pos) + ng))
+
+
+def hard(pos, neg, t, tau_plus, beta, **_):
+    n = len(neg)
+    imp = np.exp(beta * neg)
+    r = (imp * np.exp(neg)).sum() / imp.mean()
+    ng = max((r - tau_plus * n * math.exp(pos)) / (1 - tau_plus), n * math.exp(-1 / t))
+    return -math.log(math.exp(pos) / (math.exp(pos) + ng))
+
+
+def ring(pos, neg, t, lower, upper, **_):
+    n = len(neg)
+    ranked = np.sort(neg)[::-1]
+    band = ranked[int(np.floor(lower / 100 * n)):int(np.floor(upper / 100 * n))]
+    return -math.log(math.exp(pos) / (math.exp(pos) + np.exp(band).sum()))
+
+
+def weighted(pos, neg, t, tau_plus, w, **_):
+    """Debiased loss with explicit per-negative weights w (mean 1)."""
+    n = len(neg)
+    r = (w * np.exp(neg)).sum()
+    ng = max((r - tau_plus * n * math.exp(pos)) / (1 - tau_plus), n * math.exp(-1 / t))
+    return -math.log(math.exp(pos) / (math.exp(pos) + ng))
+
+
+def in_batch_loss(fn, z1, z2, t, **kw):
+    z, triples = in_batch_triples(z1, z2)
+    vals = [fn(z[a] @ z[p] / t, z[negs] @ z[a] / t, t, **kw) for a, p, negs in triples]
+    return float(np.mean(vals))
+
+
+def queue_loss(fn, q, k, queue, t, **kw):
+    q, k, queue = _unit(q), _unit(k), _unit(queue)
+    vals = [fn(q[i] @ k[i] / t, queue @ q[i] / t, t, **kw) for i in range(len(q))]
+    return float(np.mean(vals))
+
+
+# ---- UnReMix -----------------------------------------------------------------
+
+def _ce_pseudo_label(zj, pool_units, eps=0.0):
+    """Cross entropy of softmax_k(cos(z_k, z_j)) against its own argmax (Eq. 2-3)."""
+    uj = zj / np.linalg.norm(zj)
+    logits = pool_units @ uj
+    label = int(np.argmax(logits))
+    m = logits.max()
+    return -(logits[label] - m - math.log(np.exp(logits - m).sum()))
+
+
+def numeric_output_gradient(zj, pool_units, h=1e-6):
+    """dCE/dz_j by central finite differences (other pool rows fixed)."""
+    g = np.zeros_like(zj)
+    for c in range(len(zj)):
+        d = np.zeros_like(zj)
+        d[c] = h
+        g[c] = (_ce_pseudo_label(zj + d, pool_units) - _ce_pseudo_label(zj - d, pool_units)) / (2 * h)
+    return g
+
+
+def last_layer_gradient(e, h):
+    """Gradient w.r.t. (W, b) of z = W h + b, flattened: (outer(e, h), e)."""
+    if h is None:
+        return e
+    return np.concatenate([np.outer(e, h).ravel(), e])
+
+
+def _mean_one(x):
+    x = np.maximum(x, 0.0)
+    m = x.mean()
+    return x / m if m > 1e-12 else np.ones_like(x)
+
+
+def unremix_in_batch(z1, z2, t, tau_plus, beta, weights, f1=None, f2=None):
+    raw = np.concatenate([z1, z2]).astype(np.float64)
+    z, triples = in_batch_triples(z1, z2)
+    feats = None if f1 is None else np.concatenate([f1, f2]).astype(np.float64)
+    grads = []
+    for j in range(len(raw)):
+        pool = np.delete(z, j, axis=0)
+        e = numeric_output_gradient(raw[j], pool)
+        grads.append(last_layer_gradient(e, None if feats is None else feats[j]))
+    grads = np.array(grads)
+    lu, ls, lr = np.asarray(weights, np.float64) / np.sum(weights)
+    vals = []
+    for a, p, negs in triples:
+        pos = z[a] @ z[p] / t
+        neg = z[negs] @ z[a] / t
+        u = np.array([grads[a] @ grads[j] for j in negs])
+        s = np.exp(beta * neg)
+        r = np.array([np.mean([1 - z[j] @ z[jj] for jj in negs if jj != j]) for j in negs])
+        w = lu * _mean_one(u) + ls * s / s.mean() + lr * _mean_one(r)
+        vals.append(weighted(pos, neg, t, tau_plus, w))
+    return float(np.mean(vals))
+
+
+def unremix_queue(q, k, queue, t, tau_plus, beta, weights, fq=None, fqueue=None):
+    raw_q, raw_n = np.asarray(q, np.float64), np.asarray(queue, np.float64)
+    uq, uk, un = _unit(q), _unit(k), _unit(queue)
+    pool = np.concatenate([uq, uk])
+    gq = [last_layer_gradient(numeric_output_gradient(raw_q[i], np.delete(pool, i, axis=0)),
+                              None if fq is None else fq[i]) for i in range(len(q))]
+    gn = [last_layer_gradient(numeric_output_gradient(raw_n[j], pool),
+                              None if fqueue is None else fqueue[j]) for j in range(len(queue))]
+    lu, ls, lr = np.asarray(weights, np.float64) / np.sum(weights)
+    kk = len(queue)
+    r = np.array([np.mean([1 - un[j] @ un[jj] for jj in range(kk) if jj != j]) for j in range(kk)])
+    vals = []
+    for i in range(len(q)):
+        pos = uq[i] @ uk[i] / t
+        neg = un @ uq[i] / t
+        u = np.array([gq[i] @ gn[j] for j in range(kk)])
+        s = np.exp(beta * neg)
+        w = lu * _mean_one(u) + ls * s / s.mean() + lr * _mean_one(r)
+        vals.append(weighted(pos, neg, t, tau_plus, w))
+    return float(np.mean(vals))

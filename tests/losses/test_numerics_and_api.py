@@ -1,0 +1,160 @@
+"""Precision, XLA, serialization, diagnostics and argument validation for every loss."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import keras
+
+from keras_hardneg import losses as L
+from tests.losses import numpy_reference as ref
+
+ALL = [
+    lambda: L.NTXentLoss(temperature=0.1),
+    lambda: L.DebiasedContrastiveLoss(temperature=0.1, tau_plus=0.1),
+    lambda: L.HardNegativeContrastiveLoss(temperature=0.1, tau_plus=0.1, beta=1.0),
+    lambda: L.RingContrastiveLoss(temperature=0.1, lower_percentile=5, upper_percentile=50),
+    lambda: L.UnReMixContrastiveLoss(temperature=0.1, tau_plus=0.05, beta=1.0),
+]
+IDS = ["ntxent", "debiased", "hard", "ring", "unremix"]
+
+
+def _views(dtype="float32", b=16, d=32, seed=0):
+    rng = np.random.default_rng(seed)
+    z1, z2 = rng.normal(size=(2, b, d))
+    return tf.constant(z1, dtype), tf.constant(z2, dtype)
+
+
+@pytest.mark.parametrize("make", ALL, ids=IDS)
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("queue", [False, True])
+def test_low_precision_inputs_give_finite_loss_and_gradients(make, dtype, queue):
+    z1, z2 = _views(dtype)
+    z1, z2 = tf.Variable(z1), tf.Variable(z2)
+    negatives = tf.constant(np.random.default_rng(1).normal(size=(64, 32)), dtype)
+    loss = make()
+    with tf.GradientTape() as tape:
+        value = loss.call_with_negatives(z1, z2, negatives) if queue else loss(z1, z2)
+    grads = tape.gradient(value, [z1, z2])
+    assert np.isfinite(float(value))
+    for g in grads:
+        assert np.all(np.isfinite(tf.cast(g, tf.float32).numpy()))
+
+
+@pytest.mark.parametrize("make", ALL, ids=IDS)
+def test_eager_equals_jit_compile(make):
+    z1, z2 = _views()
+    negatives = tf.constant(np.random.default_rng(2).normal(size=(48, 32)), tf.float32)
+    loss = make()
+
+    def f(a, b, n):
+        return loss(a, b), loss.call_with_negatives(a, b, n)
+
+    eager = f(z1, z2, negatives)
+    jit = tf.function(f, jit_compile=True)(z1, z2, negatives)
+    for e, j in zip(eager, jit):
+        np.testing.assert_allclose(float(e), float(j), rtol=1e-5, atol=1e-6)
+
+
+def test_no_overflow_at_extreme_beta_and_temperature():
+    """beta=10, t=0.05: (beta+1)/t = 220 overflows a direct float32 exp (e^88 is the limit)."""
+    rng = np.random.default_rng(4)
+    z1 = rng.normal(size=(8, 16))
+    z2 = z1 + 0.7 * rng.normal(size=(8, 16))
+    loss = L.HardNegativeContrastiveLoss(temperature=0.05, tau_plus=0.1, beta=10.0)
+    got = float(loss(z1.astype("float32"), z2.astype("float32")))
+    want = ref.in_batch_loss(ref.hard, z1, z2, 0.05, tau_plus=0.1, beta=10.0)
+    assert np.isfinite(got) and got > 0.1
+    np.testing.assert_allclose(got, want, rtol=1e-4)
+    with np.errstate(over="ignore"):
+        assert not np.isfinite(np.exp(np.float32(220.0)))  # what the direct form would hit
+
+
+@pytest.mark.parametrize("make", ALL, ids=IDS)
+def test_serialization_round_trip(make):
+    loss = make()
+    config = keras.saving.serialize_keras_object(loss)
+    assert config["registered_name"].startswith("keras_hardneg>")
+    clone = keras.saving.deserialize_keras_object(config)
+    assert type(clone) is type(loss)
+    assert clone.get_config() == loss.get_config()
+    z1, z2 = _views()
+    np.testing.assert_allclose(float(clone(z1, z2)), float(loss(z1, z2)), rtol=1e-6)
+
+
+@pytest.mark.parametrize("make", ALL, ids=IDS)
+def test_usable_in_compile(make):
+    """Drop-in for model.compile(loss=...): y_true is z1, the model outputs z2."""
+    z1, z2 = _views(b=8, d=4)
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(4)])
+    model.compile(optimizer="sgd", loss=make())
+    history = model.fit(z1.numpy(), z2.numpy(), batch_size=8, epochs=1, verbose=0)
+    assert np.isfinite(history.history["loss"][0])
+
+
+def test_diagnostics_match_numpy():
+    z1, z2 = _views(b=6, d=5, seed=7)
+    t, tau = 0.2, 0.3
+    loss = L.DebiasedContrastiveLoss(temperature=t, tau_plus=tau)
+    diag = loss.diagnostics(z1, z2)
+    z, triples = ref.in_batch_triples(z1.numpy(), z2.numpy())
+    clamped, pos, neg = [], [], []
+    for a, p, negs in triples:
+        sp, sn = z[a] @ z[p], z[negs] @ z[a]
+        n = len(negs)
+        raw = (np.exp(sn / t).sum() - tau * n * np.exp(sp / t)) / (1 - tau)
+        clamped.append(raw <= n * np.exp(-1 / t))
+        pos.append(sp)
+        neg.append(sn.mean())
+    np.testing.assert_allclose(float(diag["clamp_fraction"]), np.mean(clamped))
+    np.testing.assert_allclose(float(diag["positive_cosine"]), np.mean(pos), atol=1e-6)
+    np.testing.assert_allclose(float(diag["negative_cosine"]), np.mean(neg), atol=1e-6)
+    assert "clamp_fraction" not in L.NTXentLoss().diagnostics(z1, z2)
+
+
+@pytest.mark.parametrize("factory,kwargs,match", [
+    (L.NTXentLoss, {"temperature": 0.0}, "temperature"),
+    (L.NTXentLoss, {"temperature": -1.0}, "temperature"),
+    (L.NTXentLoss, {"temperature": float("nan")}, "temperature"),
+    (L.DebiasedContrastiveLoss, {"tau_plus": 1.0}, r"tau_plus.*\[0, 1\)"),
+    (L.DebiasedContrastiveLoss, {"tau_plus": -0.1}, "tau_plus"),
+    (L.HardNegativeContrastiveLoss, {"beta": -0.5}, "beta"),
+    (L.HardNegativeContrastiveLoss, {"beta": "big"}, "beta"),
+    (L.RingContrastiveLoss, {"lower_percentile": 50, "upper_percentile": 40}, "lower_percentile"),
+    (L.RingContrastiveLoss, {"lower_percentile": -1}, "lower_percentile"),
+    (L.RingContrastiveLoss, {"upper_percentile": 101}, "upper_percentile"),
+    (L.UnReMixContrastiveLoss, {"tau_plus": 1.5}, "tau_plus"),
+])
+def test_bad_hyperparameters(factory, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        factory(**kwargs)
+
+
+def test_beta_can_be_changed_and_is_validated():
+    loss = L.HardNegativeContrastiveLoss(beta=1.0)
+    loss.beta = 0.25
+    assert loss.get_config()["beta"] == 0.25
+    with pytest.raises(ValueError, match="beta"):
+        loss.beta = -1
+
+
+def test_ring_empty_band_gives_zero_loss():
+    z1, z2 = _views(b=2, d=4)  # N = 2: floor(0.1*2) = floor(0.4*2) = 0
+    loss = L.RingContrastiveLoss(lower_percentile=10, upper_percentile=40)
+    assert float(loss(z1, z2)) == 0.0
+
+
+@pytest.mark.parametrize("make", ALL, ids=IDS)
+def test_bad_shapes_raise_not_nan(make):
+    loss = make()
+    with pytest.raises(ValueError, match="same shape"):
+        loss(np.ones((4, 3), "float32"), np.ones((5, 3), "float32"))
+    with pytest.raises(ValueError, match="at least 2"):
+        loss(np.ones((1, 3), "float32"), np.ones((1, 3), "float32"))
+    with pytest.raises(ValueError, match="rank 2"):
+        loss(np.ones((4,), "float32"), np.ones((4,), "float32"))
+
+
+def test_get_by_name():
+    assert isinstance(L.get("hard", beta=0.5), L.HardNegativeContrastiveLoss)
+    with pytest.raises(ValueError, match="Unknown loss"):
+        L.get("triplet")
