@@ -1,0 +1,30 @@
+"""Datasets in the library's element format: images float32 ``[B, H, W, 3]`` in ``[0, 1]``
+and labels int64 ``[B]``.
+
+* :func:`load_digits`: the embedded default dataset (scikit-learn digits, no download).
+* :func:`image_folder` / :func:`load_image_folder_arrays`: ``root/<class>/<image>`` folders.
+* :func:`tfds_dataset`: a prepared TensorFlow Datasets dataset.
+"""
+
+from keras_hardneg.data.digits import load_digits
+from keras_hardneg.data.image_folder import (
+    IMAGE_EXTENSIONS,
+    ImageFolderReport,
+    image_folder,
+    list_image_files,
+    load_image_folder_arrays,
+    scan_image_folder,
+)
+from keras_hardneg.data.tfds_loader import tfds_dataset, to_rgb_float
+
+__all__ = [
+    "IMAGE_EXTENSIONS",
+    "ImageFolderReport",
+    "image_folder",
+    "list_image_files",
+    "load_digits",
+    "load_image_folder_arrays",
+    "scan_image_folder",
+    "tfds_dataset",
+    "to_rgb_float",
+]

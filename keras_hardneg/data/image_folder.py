@@ -1,0 +1,520 @@
+"""Images in class folders (``root/<class>/<file>``) as a ``tf.data`` pipeline or numpy arrays.
+
+Layout is the one ``tfds.ImageFolder`` and ``keras.utils.image_dataset_from_directory`` read:
+one sub-folder per class (sorted folder names give the label ids ``0..C-1``), image files
+anywhere below it. Files whose extension is not an image extension (``.jpg .jpeg .png .bmp
+.gif``, any case) are ignored and listed in the report.
+
+Bad files. A file with an image extension that cannot be decoded (truncated, or not an
+image at all) is either skipped and counted (``on_error="skip"``, the default: the names
+are logged as a warning and kept in ``dataset.report``) or reported with a ``ValueError``
+naming the file (``on_error="raise"``). They are found by a pre-pass chosen by ``validate``:
+
+* ``"decode"`` (default): every file is decoded once in a parallel ``tf.data`` pass; exact.
+  Cost: one decoding pass (about 2.3 s for the 50,000 CIFAR-10 JPEGs on 2 busy CPU cores,
+  i.e. ~22k files/s; far more for large photos).
+* ``"header"``: reads only the first and last bytes of each file (format signature and
+  end marker: JPEG ``FFD9``, PNG ``IEND``, GIF ``;``, BMP size field); files that fail the
+  end-marker test are then decoded to confirm, so a valid file is never skipped. Catches
+  non-images and truncated files; misses corruption in the middle of an intact file.
+* ``"none"``: no pre-pass. With ``on_error="skip"`` undecodable files are dropped inside the
+  pipeline (``Dataset.ignore_errors``) without being counted; with ``"raise"`` TensorFlow's
+  ``InvalidArgumentError`` (which does not name the file) stops iteration.
+
+Channels: grayscale, grayscale+alpha, palette and RGBA images are converted to RGB (alpha is
+dropped); 16-bit PNGs are scaled to 8 bits. Images are resized (bilinear, antialiased) to
+``image_size`` when their size differs; then kept as uint8 (and cached as uint8 when
+``cache`` is set: 150 MB for CIFAR-10 train) and converted to float32 in ``[0, 1]`` per batch.
+"""
+
+import dataclasses
+import logging
+import os
+
+import numpy as np
+import tensorflow as tf
+
+from keras_hardneg.data._checks import (
+    check_batch_size,
+    check_choice,
+    check_image_size,
+    check_positive_int,
+)
+
+__all__ = [
+    "IMAGE_EXTENSIONS",
+    "ImageFolderReport",
+    "image_folder",
+    "load_image_folder_arrays",
+    "list_image_files",
+    "scan_image_folder",
+]
+
+logger = logging.getLogger("keras_hardneg.data")
+
+IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".gif")
+ON_ERROR_CHOICES = ("skip", "raise")
+VALIDATE_CHOICES = ("decode", "header", "none")
+_MAX_NAMES_LOGGED = 20
+
+
+@dataclasses.dataclass
+class ImageFolderReport:
+    """What was read from an image folder.
+
+    Attributes:
+        directory: the folder read.
+        class_names: sorted class sub-folder names; label ``i`` is ``class_names[i]``.
+        file_paths: the image files used, in label-then-name order (before shuffling).
+        labels: int64 ``[len(file_paths)]`` label of each used file.
+        skipped: ``[(path, reason)]`` for every undecodable file that was skipped.
+        ignored: paths of files without an image extension (not read).
+        validate: the pre-pass used (``"decode"``, ``"header"`` or ``"none"``).
+    """
+
+    directory: str
+    class_names: list
+    file_paths: list
+    labels: np.ndarray
+    skipped: list = dataclasses.field(default_factory=list)
+    ignored: list = dataclasses.field(default_factory=list)
+    validate: str = "decode"
+
+    @property
+    def num_images(self):
+        """Number of image files used."""
+        return len(self.file_paths)
+
+    @property
+    def num_skipped(self):
+        """Number of undecodable image files skipped."""
+        return len(self.skipped)
+
+    def summary(self):
+        """One-paragraph human-readable summary, listing skipped files (first 20)."""
+        text = (
+            f"{self.directory}: {self.num_images} images in {len(self.class_names)} classes; "
+            f"{self.num_skipped} unreadable file(s) skipped; {len(self.ignored)} non-image "
+            f"file(s) ignored (validate={self.validate!r})."
+        )
+        if self.skipped:
+            shown = "\n".join(f"  {p}: {r}" for p, r in self.skipped[:_MAX_NAMES_LOGGED])
+            more = self.num_skipped - _MAX_NAMES_LOGGED
+            text += "\nSkipped:\n" + shown + (f"\n  ... and {more} more" if more > 0 else "")
+        return text
+
+
+# --------------------------------------------------------------------------- listing
+
+
+def _is_image_name(name):
+    return name.lower().endswith(IMAGE_EXTENSIONS) and not name.startswith(".")
+
+
+def _walk_files(folder):
+    """All non-hidden files below ``folder``, sorted, following the sorted folder order."""
+    out = []
+    for root, dirs, files in os.walk(folder, followlinks=True):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        out.extend(os.path.join(root, f) for f in sorted(files) if not f.startswith("."))
+    return out
+
+
+def list_image_files(directory, labels=True):
+    """Lists a class-folder tree without reading any image.
+
+    Args:
+        directory: root folder.
+        labels: if true, images must sit in class sub-folders (files directly in
+            ``directory`` are ignored) and every class folder must hold an image;
+            if false, every image below ``directory`` is listed, grouped by sub-folder.
+
+    Returns:
+        ``(class_names, groups, ignored)``: sorted sub-folder names; a list of
+        ``(group_name, [image paths])`` in sorted order (with ``labels=True`` one group per
+        class, in ``class_names`` order); paths of ignored non-image files.
+
+    Raises:
+        ValueError: naming ``directory`` if it does not exist or holds no image, or naming
+            the class folder that holds no image.
+    """
+    if not isinstance(directory, (str, os.PathLike)):
+        raise ValueError(f"`directory` must be a path; got {directory!r}.")
+    directory = os.fspath(directory)
+    if not os.path.isdir(directory):
+        raise ValueError(f"`directory` {directory!r} does not exist or is not a directory.")
+    entries = sorted(os.listdir(directory))
+    class_names = [
+        e for e in entries if not e.startswith(".") and os.path.isdir(os.path.join(directory, e))
+    ]
+    root_files = [
+        os.path.join(directory, e)
+        for e in entries
+        if not e.startswith(".") and os.path.isfile(os.path.join(directory, e))
+    ]
+    ignored = []
+    groups = []
+    if labels:
+        if not class_names:
+            raise ValueError(
+                f"`directory` {directory!r} has no class sub-folders; expected "
+                "directory/<class_name>/<image files> (use labels=False for a flat folder)."
+            )
+        ignored.extend(root_files)  # files next to the class folders carry no label
+    else:
+        root_images = [p for p in root_files if _is_image_name(os.path.basename(p))]
+        ignored.extend(p for p in root_files if not _is_image_name(os.path.basename(p)))
+        if root_images:
+            groups.append(("", root_images))
+    for name in class_names:
+        files = _walk_files(os.path.join(directory, name))
+        images = [p for p in files if _is_image_name(os.path.basename(p))]
+        ignored.extend(p for p in files if not _is_image_name(os.path.basename(p)))
+        if labels and not images:
+            raise ValueError(
+                f"Class folder {os.path.join(directory, name)!r} contains no image files "
+                f"(extensions {', '.join(IMAGE_EXTENSIONS)}); found {len(files)} other file(s)."
+            )
+        if images:
+            groups.append((name, images))
+    if not groups:
+        example = f"; e.g. {ignored[0]!r}" if ignored else ""
+        raise ValueError(
+            f"`directory` {directory!r} contains no image files (extensions "
+            f"{', '.join(IMAGE_EXTENSIONS)}); found {len(ignored)} other file(s){example}."
+        )
+    return class_names, groups, ignored
+
+
+# --------------------------------------------------------------------------- decoding
+
+
+def _decode_rgb(raw):
+    """Encoded bytes -> uint8 ``[h, w, 3]`` (grey/RGBA/palette/16-bit converted)."""
+    image = tf.io.decode_image(raw, channels=3, expand_animations=False, dtype=tf.uint8)
+    image.set_shape([None, None, 3])
+    return image
+
+
+def _resize_uint8(image, size):
+    """uint8 ``[h, w, 3]`` -> uint8 ``[H, W, 3]``; identity when already the right size."""
+    height, width = size
+
+    def resize():
+        out = tf.image.resize(image, size, method="bilinear", antialias=True)
+        return tf.cast(tf.clip_by_value(tf.round(out), 0.0, 255.0), tf.uint8)
+
+    same = tf.logical_and(tf.shape(image)[0] == height, tf.shape(image)[1] == width)
+    out = tf.cond(same, lambda: image, resize)
+    out.set_shape([height, width, 3])
+    return out
+
+
+def _decode_error(path):
+    """The error message of decoding ``path`` (eagerly), or ``None`` if it decodes."""
+    try:
+        _decode_rgb(tf.io.read_file(path))
+    except (tf.errors.OpError, ValueError) as err:  # noqa: PERF203
+        message = getattr(err, "message", None) or str(err)
+        return message.strip().splitlines()[0] if message.strip() else type(err).__name__
+    return None
+
+
+# --------------------------------------------------------------------------- validation
+
+_SIGNATURES = (
+    (b"\xff\xd8\xff", "jpeg"),
+    (b"\x89PNG\r\n\x1a\n", "png"),
+    (b"GIF87a", "gif"),
+    (b"GIF89a", "gif"),
+    (b"BM", "bmp"),
+)
+
+
+def _header_problem(path):
+    """Cheap structural check. Returns ``(reason, definite)`` or ``None`` if it looks fine.
+
+    ``definite`` is true when TensorFlow certainly cannot decode the file (empty, unknown
+    signature); otherwise the file is suspicious (no end marker) and must be confirmed.
+    """
+    try:
+        size = os.path.getsize(path)
+        with open(path, "rb") as f:
+            head = f.read(16)
+            f.seek(max(0, size - 512))
+            tail = f.read(512)
+    except OSError as err:
+        return f"cannot read file: {err}", True
+    if size == 0:
+        return "empty file", True
+    kind = next((k for sig, k in _SIGNATURES if head.startswith(sig)), None)
+    if kind is None:
+        return "not an image (unknown file signature)", True
+    stripped = tail.rstrip(b"\x00\r\n ")
+    if kind == "jpeg" and not stripped.endswith(b"\xff\xd9"):
+        return "JPEG without end-of-image marker (truncated?)", False
+    if kind == "png" and b"IEND" not in tail[-16:]:
+        return "PNG without IEND chunk (truncated?)", False
+    if kind == "gif" and not stripped.endswith(b";"):
+        return "GIF without trailer (truncated?)", False
+    if kind == "bmp" and len(head) >= 6 and int.from_bytes(head[2:6], "little") > size:
+        return "BMP shorter than its header says (truncated?)", False
+    return None
+
+
+def _validate_header(paths):
+    bad = {}
+    for i, path in enumerate(paths):
+        problem = _header_problem(path)
+        if problem is None:
+            continue
+        reason, definite = problem
+        if definite:
+            bad[i] = reason
+        else:
+            error = _decode_error(path)
+            if error is not None:
+                bad[i] = f"{reason} {error}"
+    return bad
+
+
+def _validate_decode(paths):
+    """Decodes every file in a parallel tf.data pass; returns ``{index: reason}`` of failures."""
+    if not paths:
+        return {}
+    indices = tf.data.Dataset.from_tensor_slices(
+        (tf.range(len(paths), dtype=tf.int64), tf.constant(paths))
+    )
+
+    def decode_ok(index, path):
+        image = _decode_rgb(tf.io.read_file(path))
+        with tf.control_dependencies([image]):
+            return tf.identity(index)
+
+    good = (
+        indices.map(decode_ok, num_parallel_calls=tf.data.AUTOTUNE, deterministic=False)
+        .ignore_errors()
+        .batch(8192)
+    )
+    ok = np.zeros(len(paths), dtype=bool)
+    for batch in good:
+        ok[batch.numpy()] = True
+    bad = {}
+    for i in np.flatnonzero(~ok):
+        bad[int(i)] = _decode_error(paths[i]) or "cannot be decoded"
+    return bad
+
+
+def _validate(paths, validate):
+    if validate == "decode":
+        return _validate_decode(paths)
+    if validate == "header":
+        return _validate_header(paths)
+    return {}
+
+
+def _select(groups, limit_per_class, validate, on_error):
+    """Validates files group by group, keeping up to ``limit_per_class`` good ones each.
+
+    Returns ``(group_index_per_file, paths, skipped)``.
+    """
+    paths, group_ids, skipped = [], [], []
+    for gid, (_, files) in enumerate(groups):
+        kept = []
+        start = 0
+        while start < len(files) and (limit_per_class is None or len(kept) < limit_per_class):
+            need = len(files) - start if limit_per_class is None else limit_per_class - len(kept)
+            chunk = files[start : start + need]
+            start += len(chunk)
+            bad = _validate(chunk, validate)
+            for i, path in enumerate(chunk):
+                if i in bad:
+                    if on_error == "raise":
+                        raise ValueError(f"Cannot decode image file {path!r}: {bad[i]}")
+                    skipped.append((path, bad[i]))
+                else:
+                    kept.append(path)
+        paths.extend(kept)
+        group_ids.extend([gid] * len(kept))
+    return np.asarray(group_ids, dtype=np.int64), paths, skipped
+
+
+def scan_image_folder(
+    directory, labels=True, on_error="skip", limit_per_class=None, validate="decode"
+):
+    """Lists and validates an image folder; returns an :class:`ImageFolderReport`.
+
+    Logs a warning naming skipped files. See the module docstring for ``validate``.
+    Raises ``ValueError`` for a missing/empty directory, an empty class folder, a bad
+    ``on_error``/``validate``/``limit_per_class``, no readable image at all, or (with
+    ``on_error="raise"``) the first undecodable file.
+    """
+    check_choice("on_error", on_error, ON_ERROR_CHOICES)
+    check_choice("validate", validate, VALIDATE_CHOICES)
+    limit_per_class = check_positive_int("limit_per_class", limit_per_class, allow_none=True)
+    class_names, groups, ignored = list_image_files(directory, labels=labels)
+    group_ids, paths, skipped = _select(groups, limit_per_class, validate, on_error)
+    if labels:
+        label_ids = group_ids  # groups are exactly the classes, in order
+    else:
+        label_ids = np.full(len(paths), -1, dtype=np.int64)
+    report = ImageFolderReport(
+        directory=os.fspath(directory),
+        class_names=list(class_names),
+        file_paths=paths,
+        labels=label_ids,
+        skipped=skipped,
+        ignored=ignored,
+        validate=validate,
+    )
+    if skipped:
+        logger.warning("Skipped unreadable image files. %s", report.summary())
+    if not paths:
+        raise ValueError(
+            f"`directory` {os.fspath(directory)!r} has no readable image: all "
+            f"{len(skipped)} image file(s) failed to decode (first: {skipped[0][0]!r})."
+        )
+    return report
+
+
+# --------------------------------------------------------------------------- pipeline
+
+
+def image_folder(
+    directory,
+    image_size=(32, 32),
+    batch_size=256,
+    shuffle=True,
+    seed=0,
+    labels=True,
+    on_error="skip",
+    limit_per_class=None,
+    drop_remainder=False,
+    cache=False,
+    validate="decode",
+):
+    """A batched ``tf.data.Dataset`` of the images in ``directory/<class>/...``.
+
+    Args:
+        directory: root folder with one sub-folder per class.
+        image_size: int or ``(height, width)``; images of another size are resized.
+        batch_size: images per batch, ``>= 1``.
+        shuffle: shuffle the order, differently each epoch, reproducibly given ``seed``.
+        seed: integer seed of the shuffling.
+        labels: yield ``(images, labels)`` if true, else images only (then the folder may
+            also be flat, with images directly inside).
+        on_error: ``"skip"`` undecodable image files (counted, named in a logged warning
+            and in ``dataset.report``) or ``"raise"`` a ``ValueError`` naming the file.
+        limit_per_class: keep at most this many (readable) files per class, the first in
+            sorted name order; ``None`` keeps all.
+        drop_remainder: drop the last partial batch.
+        cache: ``False``; ``True`` caches decoded uint8 images in memory after the first
+            epoch; a string caches to that file path.
+        validate: the bad-file pre-pass, ``"decode"`` (exact), ``"header"`` (cheap) or
+            ``"none"``; see the module docstring.
+
+    Returns:
+        A ``tf.data.Dataset`` of ``(images float32 [B, H, W, 3] in [0, 1], labels int64 [B])``
+        (or images only), with attributes ``class_names`` (list of str), ``file_paths``
+        and ``report`` (:class:`ImageFolderReport`).
+
+    Example:
+        >>> ds = image_folder("../shared/data/cifar10-jpg/test", image_size=32,
+        ...                   batch_size=64, limit_per_class=10)
+        >>> images, labels = next(iter(ds))
+        >>> images.shape, ds.class_names[0], ds.report.num_skipped
+        (TensorShape([64, 32, 32, 3]), 'airplane', 0)
+    """
+    size = check_image_size(image_size)
+    batch_size = check_batch_size(batch_size)
+    if not isinstance(cache, (bool, str)):
+        raise ValueError(f"`cache` must be a bool or a file path string; got {cache!r}.")
+    report = scan_image_folder(
+        directory, labels=labels, on_error=on_error,
+        limit_per_class=limit_per_class, validate=validate,
+    )
+    dataset = _build_pipeline(
+        report, size, batch_size, shuffle, seed, labels, on_error, drop_remainder, cache
+    )
+    dataset.class_names = report.class_names
+    dataset.file_paths = report.file_paths
+    dataset.report = report
+    return dataset
+
+
+def _build_pipeline(report, size, batch_size, shuffle, seed, labels, on_error, drop_remainder,
+                    cache):
+    n = report.num_images
+    paths = tf.data.Dataset.from_tensor_slices(
+        (tf.constant(report.file_paths), tf.constant(report.labels, dtype=tf.int64))
+    )
+
+    def load(path, label):
+        return _resize_uint8(_decode_rgb(tf.io.read_file(path)), size), label
+
+    def to_float(images, batch_labels):
+        images = tf.cast(images, tf.float32) / 255.0
+        return (images, batch_labels) if labels else images
+
+    if shuffle and not cache:
+        # Shuffling file names (cheap strings) before decoding gives a full-size buffer.
+        paths = paths.shuffle(n, seed=seed, reshuffle_each_iteration=True)
+    dataset = paths.map(load, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    if on_error == "skip":
+        dataset = dataset.ignore_errors(log_warning=True)  # safety net for validate != decode
+    if cache:
+        dataset = dataset.cache("" if cache is True else cache)
+        if shuffle:
+            dataset = dataset.shuffle(n, seed=seed, reshuffle_each_iteration=True)
+    dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
+    dataset = dataset.map(to_float, num_parallel_calls=tf.data.AUTOTUNE)
+    return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def load_image_folder_arrays(
+    directory,
+    image_size=(32, 32),
+    limit_per_class=None,
+    labels=True,
+    on_error="skip",
+    validate="decode",
+    return_report=False,
+):
+    """Loads an image folder into memory as numpy arrays, in label-then-file-name order.
+
+    Args: as :func:`image_folder` (no batching, shuffling or caching); ``return_report``
+    also returns the :class:`ImageFolderReport` (with ``class_names``).
+
+    Returns:
+        ``(images, labels)``: float32 ``[n, H, W, 3]`` in ``[0, 1]`` and int64 ``[n]``;
+        images only if ``labels`` is false; ``report`` appended if ``return_report``.
+        Memory: ``n * H * W * 12`` bytes (600 MB for CIFAR-10 train).
+
+    Example:
+        >>> x, y, report = load_image_folder_arrays(
+        ...     "../shared/data/cifar10-jpg/train", image_size=32, limit_per_class=5,
+        ...     return_report=True)
+        >>> x.shape, y[:6].tolist(), report.class_names[1]
+        ((50, 32, 32, 3), [0, 0, 0, 0, 0, 1], 'automobile')
+    """
+    dataset = image_folder(
+        directory, image_size=image_size, batch_size=1024, shuffle=False, labels=labels,
+        on_error=on_error, limit_per_class=limit_per_class, cache=False, validate=validate,
+    )
+    report = dataset.report
+    size = check_image_size(image_size)
+    image_batches, label_batches = [], []
+    for element in dataset:
+        if labels:
+            image_batches.append(element[0].numpy())
+            label_batches.append(element[1].numpy())
+        else:
+            image_batches.append(element.numpy())
+    if image_batches:
+        images = np.concatenate(image_batches, axis=0)
+    else:
+        images = np.zeros((0, *size, 3), np.float32)
+    out = (images, np.concatenate(label_batches).astype(np.int64)) if labels else (images,)
+    if return_report:
+        out = out + (report,)
+    return out[0] if len(out) == 1 else out

@@ -1,0 +1,170 @@
+"""TensorFlow Datasets (``tfds``) image datasets in the library's element format.
+
+The dataset must already be prepared in ``data_dir`` (``download=False`` by default, since
+training machines are often offline); the error says how to prepare it otherwise.
+"""
+
+import os
+
+import tensorflow as tf
+
+from keras_hardneg.data._checks import check_batch_size, check_image_size
+
+__all__ = ["tfds_dataset", "to_rgb_float"]
+
+_SHUFFLE_BUFFER = 10_000
+
+
+def to_rgb_float(image):
+    """``[..., H, W, C]`` image (uint8/uint16/float, C in 1..4) -> float32 RGB in ``[0, 1]``.
+
+    Integer images are scaled by their dtype's maximum; 1 channel is replicated, 2
+    (grey+alpha) keeps grey, 4 (RGBA) drops alpha. Float images are assumed in ``[0, 1]``.
+    """
+    image = tf.convert_to_tensor(image)
+    channels = image.shape[-1]
+    if channels is None:
+        raise ValueError("Images need a known channel dimension; got shape "
+                         f"{image.shape}.")
+    image = tf.image.convert_image_dtype(image, tf.float32)
+    if channels == 1:
+        image = tf.concat([image] * 3, axis=-1)
+    elif channels == 2:
+        image = tf.concat([image[..., :1]] * 3, axis=-1)
+    elif channels == 4:
+        image = image[..., :3]
+    elif channels != 3:
+        raise ValueError(f"Images must have 1 to 4 channels; got {channels}.")
+    return image
+
+
+def _prepare_help(name, data_dir):
+    where = data_dir or "~/tensorflow_datasets (the default data_dir)"
+    return (
+        f"Dataset {name!r} is not prepared in data_dir {where!r}. Prepare it on a machine "
+        f"with internet access with `tfds build {name} --data_dir=<dir>` (or "
+        f"`tfds.builder({name!r}, data_dir=<dir>).download_and_prepare()`) and copy <dir> "
+        "here, or call tfds_dataset(..., download=True) where downloading is possible."
+    )
+
+
+def tfds_dataset(
+    name,
+    split="train",
+    data_dir=None,
+    image_size=None,
+    batch_size=256,
+    shuffle=True,
+    seed=0,
+    with_labels=True,
+    image_key="image",
+    label_key="label",
+    download=False,
+    drop_remainder=False,
+):
+    """A batched ``tf.data.Dataset`` from a prepared TFDS dataset.
+
+    Args:
+        name: TFDS name, optionally with config/version (``"cifar10"``,
+            ``"mnist:3.*.*"``). A name not registered in this Python process is read
+            from ``data_dir`` if prepared there.
+        split: TFDS split string (``"train"``, ``"test[:10%]"``, ...).
+        data_dir: TFDS data directory; ``None`` uses TFDS's default.
+        image_size: ``None`` keeps the stored size (must then be the same for every
+            image); an int or ``(height, width)`` resizes (bilinear, antialiased).
+        batch_size: ``>= 1``.
+        shuffle: shuffle files and examples (buffer 10,000), reproducibly given ``seed``.
+        seed: integer seed.
+        with_labels: yield ``(images, labels)`` if true, else images only.
+        image_key, label_key: feature names of the image and the label.
+        download: if true, download and prepare the dataset when missing.
+        drop_remainder: drop the last partial batch.
+
+    Returns:
+        ``tf.data.Dataset`` of ``(images float32 [B, H, W, 3] in [0, 1], labels int64 [B])``
+        (or images only); attribute ``class_names`` (list of str, or ``None`` when the
+        label is not a ``ClassLabel``) and ``info`` (``tfds.core.DatasetInfo``).
+
+    Raises:
+        ValueError: naming the parameter for an unknown ``name``, an unprepared dataset
+            (with how to prepare it), an unknown ``split``/``image_key``/``label_key``,
+            an empty split, an invalid ``batch_size``/``image_size``.
+
+    Example:
+        >>> ds = tfds_dataset("cifar10", split="test", data_dir="/data/tfds", batch_size=8)
+        >>> images, labels = next(iter(ds))   # [8, 32, 32, 3] float32, [8] int64
+    """
+    import tensorflow_datasets as tfds
+
+    size = check_image_size(image_size, allow_none=True)
+    batch_size = check_batch_size(batch_size)
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"`name` must be a non-empty TFDS dataset name; got {name!r}.")
+    if data_dir is not None:
+        data_dir = os.fspath(data_dir)
+
+    try:
+        builder = tfds.builder(name, data_dir=data_dir)
+    except tfds.core.registered.DatasetNotFoundError as err:
+        raise ValueError(
+            f"`name` {name!r} is not a known TFDS dataset and is not prepared in data_dir "
+            f"{data_dir!r}: {str(err).splitlines()[0]}"
+        ) from err
+    if not builder.is_prepared():
+        if not download:
+            raise ValueError(_prepare_help(name, data_dir))
+        builder.download_and_prepare()
+
+    features = builder.info.features
+    if image_key not in features:
+        raise ValueError(
+            f"`image_key` {image_key!r} is not a feature of {name!r}; features: "
+            f"{sorted(features.keys())}."
+        )
+    if with_labels and label_key not in features:
+        raise ValueError(
+            f"`label_key` {label_key!r} is not a feature of {name!r}; features: "
+            f"{sorted(features.keys())}."
+        )
+    image_shape = features[image_key].shape
+    if size is None and (len(image_shape) != 3 or None in image_shape[:2]):
+        raise ValueError(
+            f"`image_size` is None but images of {name!r} have variable shape {image_shape}; "
+            "give image_size=(height, width)."
+        )
+
+    try:
+        num_examples = builder.info.splits[split].num_examples
+    except (KeyError, ValueError, AssertionError) as err:
+        raise ValueError(
+            f"`split` {split!r} is not available for {name!r}; splits: "
+            f"{sorted(builder.info.splits.keys())}. ({err})"
+        ) from err
+    if num_examples == 0:
+        raise ValueError(f"`split` {split!r} of {name!r} is empty (dataset empty).")
+
+    read_config = tfds.ReadConfig(shuffle_seed=seed) if shuffle else tfds.ReadConfig()
+    dataset = builder.as_dataset(split=split, shuffle_files=shuffle, read_config=read_config)
+    if shuffle:
+        buffer = max(1, min(_SHUFFLE_BUFFER, num_examples))
+        dataset = dataset.shuffle(buffer, seed=seed, reshuffle_each_iteration=True)
+
+    def convert(example):
+        image = to_rgb_float(example[image_key])
+        if size is not None:
+            if tuple(image.shape[-3:-1]) != size:
+                image = tf.image.resize(image, size, method="bilinear", antialias=True)
+                image = tf.clip_by_value(image, 0.0, 1.0)
+        if not with_labels:
+            return image
+        return image, tf.cast(example[label_key], tf.int64)
+
+    dataset = dataset.map(convert, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
+    dataset = dataset.prefetch(tf.data.AUTOTUNE)
+    label_feature = features[label_key] if label_key in features else None
+    dataset.class_names = (
+        list(label_feature.names) if isinstance(label_feature, tfds.features.ClassLabel) else None
+    )
+    dataset.info = builder.info
+    return dataset
