@@ -30,6 +30,7 @@ dropped); 16-bit PNGs are scaled to 8 bits. Images are resized (bilinear, antial
 import dataclasses
 import logging
 import os
+import re
 
 import numpy as np
 import tensorflow as tf
@@ -216,7 +217,8 @@ def _decode_error(path):
         _decode_rgb(tf.io.read_file(path))
     except (tf.errors.OpError, ValueError) as err:  # noqa: PERF203
         message = getattr(err, "message", None) or str(err)
-        return message.strip().splitlines()[0] if message.strip() else type(err).__name__
+        message = re.sub(r"\{\{function_node[^}]*\}\}|\[Op:[^\]]*\].*", "", message).strip()
+        return message.splitlines()[0] if message else type(err).__name__
     return None
 
 
@@ -288,8 +290,9 @@ def _validate_decode(paths):
 
     def decode_ok(index, path):
         image = _decode_rgb(tf.io.read_file(path))
-        with tf.control_dependencies([image]):
-            return tf.identity(index)
+        # Return something computed from the decoded image so the decode cannot be pruned
+        # (a control dependency alone is dropped by tf.data's function optimisation).
+        return index, tf.reduce_sum(tf.cast(image[:1, :1, 0], tf.int32))
 
     good = (
         indices.map(decode_ok, num_parallel_calls=tf.data.AUTOTUNE, deterministic=False)
@@ -297,7 +300,7 @@ def _validate_decode(paths):
         .batch(8192)
     )
     ok = np.zeros(len(paths), dtype=bool)
-    for batch in good:
+    for batch, _ in good:
         ok[batch.numpy()] = True
     bad = {}
     for i in np.flatnonzero(~ok):
