@@ -1,0 +1,212 @@
+"""Random walk with restart (RWR) on a proximity graph (Yang et al., KDD 2023, Alg. 3).
+
+Alg. 3: start at the seed ``u``; at each step, with probability ``alpha`` go back to ``u``, else
+move to a uniformly chosen out-neighbour; collect distinct nodes in order of first visit until
+``B`` are collected.
+
+Vectorised simulation (same distribution as the sequential walk)
+---------------------------------------------------------------
+The walk is a sequence of independent *excursions* from the seed: each excursion makes
+``L ~ Geometric`` moves (``P(L = l) = (1 - alpha)^l alpha``, ``l >= 0``) and then restarts.
+We draw the lengths of many excursions at once and advance all of them together, one numpy
+gather per step depth; concatenating their node sequences in excursion order and keeping first
+occurrences gives exactly the sequential walk's first-visit order.  An excursion still running
+at the round's depth cap is continued in the next round from its last node (the remaining
+length of a geometric variable is again geometric), and excursions after it are discarded,
+so the order stays exact.  Cost: ``O(max excursion length)`` numpy calls per round, i.e. a few
+tens for ``alpha = 0.2``; ``alpha = 0`` degenerates to one long path (one call per step).
+
+Termination: if a round ends short of ``B`` nodes, a bounded BFS from the seed checks that at
+least ``B`` nodes are reachable (``ValueError`` otherwise); a walk that still has not found
+``B`` nodes after ``max_steps`` moves raises ``ValueError`` (restart probability too high to
+escape the seed's neighbourhood).
+
+Example
+-------
+>>> import numpy as np
+>>> from keras_hardneg.sampling import ProximityGraph, random_walk_with_restart
+>>> emb = np.random.default_rng(0).normal(size=(2000, 16))
+>>> g = ProximityGraph.build(emb, num_candidates=200, num_neighbors=20, seed=0)
+>>> b = random_walk_with_restart(g.neighbors, seed_node=0, restart_prob=0.2, batch_size=256,
+...                              rng=np.random.default_rng(0))
+>>> b.shape, len(set(b.tolist())), int(b[0])
+((256,), 256, 0)
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = ["random_walk_with_restart", "reachable_count", "python_random_walk_with_restart"]
+
+
+def _check_neighbors(neighbors):
+    nb = np.asarray(neighbors)
+    if nb.ndim != 2 or nb.shape[1] < 1:
+        raise ValueError(f"`neighbors` must be an int array [N, K] with K >= 1, got shape "
+                         f"{nb.shape}.")
+    if not np.issubdtype(nb.dtype, np.integer):
+        raise ValueError(f"`neighbors` must be an integer array, got dtype {nb.dtype}.")
+    return nb
+
+
+def _validate(nb, seed_node, restart_prob, batch_size, check_values=False):
+    n = nb.shape[0]
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
+            or batch_size < 2:
+        raise ValueError(f"`batch_size` must be an integer >= 2, got {batch_size!r}.")
+    if batch_size > n:
+        raise ValueError(f"`batch_size` ({batch_size}) exceeds the number of nodes N={n}.")
+    try:
+        a = float(restart_prob)
+    except (TypeError, ValueError):
+        raise ValueError(f"`restart_prob` must be a float in [0, 1), got {restart_prob!r}.")
+    if not (0.0 <= a < 1.0):
+        raise ValueError(f"`restart_prob` must be in [0, 1), got {restart_prob!r}.")
+    if isinstance(seed_node, bool) or not isinstance(seed_node, (int, np.integer)) \
+            or not (0 <= seed_node < n):
+        raise ValueError(f"`seed_node` must be an integer in [0, {n}), got {seed_node!r}.")
+    if check_values and nb.size and (nb.min() < 0 or nb.max() >= n):
+        raise ValueError("`neighbors` entries must be node ids in [0, N).")
+    return a
+
+
+def reachable_count(neighbors, seed_node, limit):
+    """Number of nodes reachable from ``seed_node`` (itself included), counting stops at
+    ``limit``.  Bounded BFS, vectorised per level."""
+    nb = np.asarray(neighbors)
+    frontier = np.array([seed_node], dtype=np.int64)
+    visited = np.array([seed_node], dtype=np.int64)
+    while frontier.size and visited.size < limit:
+        nxt = np.unique(nb[frontier].ravel())
+        nxt = nxt[~np.isin(nxt, visited, assume_unique=True)]
+        visited = np.union1d(visited, nxt)
+        frontier = nxt
+    return int(min(visited.size, limit))
+
+
+def random_walk_with_restart(neighbors, seed_node, restart_prob, batch_size, rng=None, *,
+                             max_steps=None):
+    """Sample one mini-batch by random walk with restart (paper Alg. 3).
+
+    Args:
+        neighbors: int array ``[N, K]`` (e.g. ``ProximityGraph.neighbors``); row ``i`` lists the
+            out-neighbours of node ``i``; a neighbour is chosen uniformly among the ``K``.
+        seed_node: start node ``u`` in ``[0, N)``; always ``batch[0]``.
+        restart_prob: ``alpha`` in ``[0, 1)``.
+        batch_size: ``B >= 2`` distinct nodes to collect.
+        rng: ``np.random.Generator`` (or int seed / None).
+        max_steps: bound on simulated moves (default ``max(10**6, 2000 * B)``).
+
+    Returns:
+        int64 array ``[batch_size]`` of distinct nodes in order of first visit.
+
+    Raises:
+        ValueError: invalid arguments, fewer than ``B`` nodes reachable from the seed, or no
+            ``B`` distinct nodes found within ``max_steps`` moves.
+    """
+    nb = _check_neighbors(neighbors)
+    alpha = _validate(nb, seed_node, restart_prob, batch_size)
+    if not isinstance(rng, np.random.Generator):
+        rng = np.random.default_rng(rng)
+    n, k = nb.shape
+    flat = nb.ravel()
+    seed_node = int(seed_node)
+    if max_steps is None:
+        max_steps = max(10 ** 6, 2000 * batch_size)
+
+    mean_len = (1.0 - alpha) / alpha if alpha > 0 else math.inf
+    target = int(1.25 * batch_size) + 8  # moves simulated in the first round
+    rounds = 0
+    parts = [np.array([seed_node], dtype=np.int64)]
+    cont = None  # node from which an interrupted excursion continues
+    total = 0
+    checked = False
+    got = 1
+    while True:
+        if math.isinf(mean_len):
+            e = 1
+            depth_cap = target
+        else:
+            e = max(1, int(math.ceil(target / max(mean_len, 1e-9))))
+            # the longest of e geometric lengths is ~ mean * log(e); cap a bit above that
+            depth_cap = max(16, int(math.ceil(3.0 * (mean_len + 1) * (1 + math.log(e)))))
+        if math.isinf(mean_len):
+            lengths = np.full(e, depth_cap, dtype=np.int64)
+        else:
+            lengths = rng.geometric(alpha, size=e).astype(np.int64) - 1
+        if cont is not None:
+            lengths[0] += 1  # remaining length of an interrupted excursion is >= 1 (memoryless)
+        over = np.nonzero(lengths > depth_cap)[0]
+        if over.size:  # truncate at the first over-long excursion; it continues next round
+            j = int(over[0])
+            lengths = lengths[: j + 1]
+            lengths[j] = depth_cap
+            e = j + 1
+            interrupted = True
+        else:
+            interrupted = math.isinf(mean_len)
+        d = int(lengths.max()) if e else 0
+        if d > 0:
+            cur = np.full(e, seed_node, dtype=np.int64)
+            if cont is not None:
+                cur[0] = cont
+            steps = (rng.random((d, e)) * k).astype(np.intp)  # uniform neighbour slot
+            path = np.empty((d, e), dtype=np.int64)
+            for t in range(d):  # one gather per depth for all excursions
+                cur = flat[cur * k + steps[t]]
+                path[t] = cur
+            valid = np.arange(d)[:, None] < lengths[None, :]
+            seq = path.T[valid.T]  # excursion-major, then depth order
+            parts.append(seq)
+            if interrupted:
+                cont = int(path[lengths[-1] - 1, e - 1])
+            else:
+                cont = None
+        else:
+            cont = None
+        total += int(lengths.sum()) + e
+        allv = np.concatenate(parts) if len(parts) > 1 else parts[0]
+        uniq, first = np.unique(allv, return_index=True)
+        got = uniq.size
+        if got >= batch_size:
+            order = np.sort(first)[:batch_size]
+            return allv[order]
+        # compact the history to the distinct nodes in first-visit order
+        parts = [allv[np.sort(first)]]
+        rounds += 1
+        if not checked and rounds >= 2:
+            checked = True
+            r = reachable_count(nb, seed_node, batch_size)
+            if r < batch_size:
+                raise ValueError(
+                    f"Only {r} nodes are reachable from seed_node={seed_node}, fewer than "
+                    f"batch_size={batch_size}: the seed lies in a small component of the graph "
+                    "(increase num_neighbors / num_candidates or reduce batch_size).")
+        if total >= max_steps:
+            raise ValueError(
+                f"Random walk from seed_node={seed_node} found only {got} of batch_size="
+                f"{batch_size} distinct nodes in {total} moves; restart_prob={alpha} is too high "
+                "for this graph.")
+        # next round: aim at the missing nodes given the observed discovery rate
+        rate = max(got / max(total, 1), 1e-3)
+        target = int(min(max(1.5 * (batch_size - got) / rate, 32), 50 * batch_size))
+
+
+def python_random_walk_with_restart(neighbors, seed_node, restart_prob, batch_size, rng):
+    """Literal, sequential Alg. 3 (reference for tests and benchmarks; no guard)."""
+    nb = np.asarray(neighbors)
+    k = nb.shape[1]
+    out, seen = [], set()
+    v = int(seed_node)
+    while len(out) < batch_size:
+        if v not in seen:
+            seen.add(v)
+            out.append(v)
+        if rng.random() < restart_prob:
+            v = int(seed_node)
+        else:
+            v = int(nb[v, int(rng.integers(k))])
+    return np.array(out, dtype=np.int64)
