@@ -1,0 +1,401 @@
+"""SimCLR data augmentation (Chen et al. 2020, "A Simple Framework for Contrastive Learning
+of Visual Representations", appendix A), vectorised and random **per image**.
+
+For each image, in this order:
+
+1. random resized crop: area fraction ``U(crop_scale)`` (paper: 0.08-1.0), log-uniform
+   aspect ratio in ``[3/4, 4/3]`` (10 attempts, else the whole image), resized (bilinear)
+   to ``image_size x image_size``;
+2. horizontal flip with p = 0.5;
+3. colour jitter with p = ``jitter_prob`` (0.8): brightness, contrast, saturation, hue in a
+   random order (drawn per image), each clipped to ``[0, 1]``; maximal strengths
+   ``strength * (0.4, 0.4, 0.4, 0.1)``. ``strength=1`` is the paper's CIFAR colour
+   strength ``s = 0.5`` (jitter ``0.8 s, 0.8 s, 0.8 s, 0.2 s``); ``strength=2`` is its
+   ImageNet ``s = 1``. Brightness is additive (``x + U(-b, b)``) for ``version="v1"``
+   and multiplicative (``x * U(1-b, 1+b)``) for ``"v2"``/``"v3"``, as in the reference
+   implementation's two colour-jitter variants;
+4. grayscale with p = ``grayscale_prob`` (0.2);
+5. Gaussian blur with p = ``blur_prob``, sigma ``U(0.1, 2.0)`` per image, kernel size 10%
+   of ``image_size`` (odd). Default p = 0.5 when ``image_size >= 64`` (ImageNet-like) and
+   0 for smaller images (SimCLR does not blur CIFAR);
+6. ``version="v3"`` only: solarization (``x -> 1 - x`` where ``x >= 0.5``) with p = 0.2
+   on the **second view** (as in BYOL's asymmetric pipeline, Grill et al. 2020).
+
+Because the two views may differ (v3), draw views with ``layer(x, view=1)`` and
+``layer(x, view=2)``, or with :meth:`SimCLRAugmentation.two_views` / :func:`two_views`.
+``view=None`` means view 1.
+
+Input ``[B, H, W, 3]`` or ``[H, W, 3]`` float in ``[0, 1]`` (any ``H, W``); output
+``[B, image_size, image_size, 3]`` (or ``[image_size, image_size, 3]``) float32 in
+``[0, 1]``. With ``training=False`` images are only resized to ``image_size``
+(identity when they already have that size); ``training=None`` (not inside a model's
+``fit``/``predict``) augments.
+
+The layer uses only TensorFlow ops and ``keras.random`` with a
+:class:`keras.random.SeedGenerator`, so it runs eagerly, inside a model's ``train_step``
+(under ``tf.function``) and inside ``tf.data.Dataset.map`` (batched or single images).
+
+Example:
+
+>>> import numpy as np
+>>> aug = simclr_augmentation(image_size=32, seed=0)
+>>> v1, v2 = aug.two_views(np.random.rand(4, 32, 32, 3).astype("float32"))
+>>> tuple(v1.shape), tuple(v2.shape)
+((4, 32, 32, 3), (4, 32, 32, 3))
+"""
+
+import math
+
+import keras
+import tensorflow as tf
+
+__all__ = ["SimCLRAugmentation", "RandomApply", "simclr_augmentation", "two_views",
+           "VERSIONS"]
+
+VERSIONS = ("v1", "v2", "v3")
+_JITTER = (0.4, 0.4, 0.4, 0.1)          # brightness, contrast, saturation, hue at strength 1
+_GRAY = (0.2989, 0.5870, 0.1140)
+
+
+def _check_probability(p, what):
+    if not isinstance(p, (int, float)) or isinstance(p, bool) or not 0.0 <= p <= 1.0:
+        raise ValueError(f"{what} must be a probability in [0, 1], got {p!r}")
+    return float(p)
+
+
+def _to_gray(x):
+    return tf.reduce_sum(x * tf.constant(_GRAY, x.dtype), axis=-1, keepdims=True)
+
+
+def _select(mask, a, b):
+    """Per-image ``where``: ``mask`` [B] bool picks ``a`` else ``b`` ([B, H, W, C])."""
+    return tf.where(mask[:, None, None, None], a, b)
+
+
+@keras.saving.register_keras_serializable(package="keras_hardneg")
+class SimCLRAugmentation(keras.layers.Layer):
+    """SimCLR augmentation pipeline as one Keras layer (see the module docstring).
+
+    Args:
+        image_size: output height = width (>= 8).
+        version: ``"v1"`` (additive brightness), ``"v2"`` (multiplicative brightness) or
+            ``"v3"`` (v2 + solarization p=0.2 on view 2).
+        strength: colour-jitter strength multiplier (>= 0), see the module docstring.
+        crop_scale: ``(min, max)`` area fraction of the random resized crop.
+        crop_ratio: ``(min, max)`` aspect ratio of the crop.
+        flip: random horizontal flip (p = 0.5).
+        jitter_prob: probability of colour jitter.
+        grayscale_prob: probability of grayscale.
+        blur_prob: probability of Gaussian blur; ``None`` -> 0.5 if ``image_size >= 64`` else 0.
+        solarize_prob: ``(view1, view2)`` probabilities of solarization; ``None`` ->
+            ``(0, 0.2)`` for v3 and ``(0, 0)`` otherwise.
+        seed: int seed of the layer's :class:`keras.random.SeedGenerator` (``None``: random).
+    """
+
+    def __init__(self, image_size=32, version="v1", strength=1.0, crop_scale=(0.08, 1.0),
+                 crop_ratio=(3.0 / 4.0, 4.0 / 3.0), flip=True, jitter_prob=0.8,
+                 grayscale_prob=0.2, blur_prob=None, solarize_prob=None, seed=None, **kwargs):
+        kwargs.setdefault("dtype", "float32")
+        super().__init__(**kwargs)
+        if (isinstance(image_size, bool) or not isinstance(image_size, int) or image_size < 8):
+            raise ValueError(f"image_size must be an int >= 8, got {image_size!r}")
+        if version not in VERSIONS:
+            raise ValueError(f"version must be one of {VERSIONS}, got {version!r}")
+        if not isinstance(strength, (int, float)) or isinstance(strength, bool) or strength < 0:
+            raise ValueError(f"strength must be a float >= 0, got {strength!r}")
+        try:
+            lo, hi = (float(v) for v in crop_scale)
+        except (TypeError, ValueError):
+            raise ValueError(f"crop_scale must be a (min, max) pair, got {crop_scale!r}") \
+                from None
+        if not 0.0 < lo <= hi <= 1.0:
+            raise ValueError(f"crop_scale must satisfy 0 < min <= max <= 1, got {crop_scale!r}")
+        try:
+            rlo, rhi = (float(v) for v in crop_ratio)
+        except (TypeError, ValueError):
+            raise ValueError(f"crop_ratio must be a (min, max) pair, got {crop_ratio!r}") \
+                from None
+        if not 0.0 < rlo <= rhi:
+            raise ValueError(f"crop_ratio must satisfy 0 < min <= max, got {crop_ratio!r}")
+        self.image_size = image_size
+        self.version = version
+        self.strength = float(strength)
+        self.crop_scale = (lo, hi)
+        self.crop_ratio = (rlo, rhi)
+        self.flip = bool(flip)
+        self.jitter_prob = _check_probability(jitter_prob, "jitter_prob")
+        self.grayscale_prob = _check_probability(grayscale_prob, "grayscale_prob")
+        if blur_prob is None:
+            blur_prob = 0.5 if image_size >= 64 else 0.0
+        self.blur_prob = _check_probability(blur_prob, "blur_prob")
+        if solarize_prob is None:
+            solarize_prob = (0.0, 0.2) if version == "v3" else (0.0, 0.0)
+        if isinstance(solarize_prob, (int, float)):
+            solarize_prob = (solarize_prob, solarize_prob)
+        if len(tuple(solarize_prob)) != 2:
+            raise ValueError(f"solarize_prob must be a (view1, view2) pair, got {solarize_prob!r}")
+        self.solarize_prob = tuple(_check_probability(p, "solarize_prob")
+                                   for p in solarize_prob)
+        self.seed = seed
+        self.seed_generator = keras.random.SeedGenerator(seed)
+        # SimCLR: kernel size 10% of the image side, odd.
+        self.blur_radius = max(1, image_size // 20)
+        self.supports_masking = False
+
+    # -- random draws ----------------------------------------------------------------
+    def _uniform(self, shape, minval=0.0, maxval=1.0):
+        return keras.random.uniform(shape, minval=minval, maxval=maxval, dtype="float32",
+                                    seed=self.seed_generator)
+
+    def _coin(self, batch, p):
+        return self._uniform((batch,)) < p
+
+    # -- ops (x: [B, H, W, 3] float32) -------------------------------------------------
+    def _crop_boxes(self, batch, height, width, attempts=10):
+        h = tf.cast(height, tf.float32)
+        w = tf.cast(width, tf.float32)
+        area = self._uniform((batch, attempts), *self.crop_scale) * h * w
+        log_r = self._uniform((batch, attempts), math.log(self.crop_ratio[0]),
+                              math.log(self.crop_ratio[1]))
+        ratio = tf.exp(log_r)
+        cw = tf.sqrt(area * ratio)
+        ch = tf.sqrt(area / ratio)
+        ok = tf.logical_and(cw <= w, ch <= h)
+        first = tf.argmax(tf.cast(ok, tf.int32), axis=1, output_type=tf.int32)
+        any_ok = tf.reduce_any(ok, axis=1)
+        idx = tf.stack([tf.range(batch), first], axis=1)
+        cw = tf.where(any_ok, tf.gather_nd(cw, idx), w)
+        ch = tf.where(any_ok, tf.gather_nd(ch, idx), h)
+        oy = self._uniform((batch,)) * (h - ch)
+        ox = self._uniform((batch,)) * (w - cw)
+        # crop_and_resize maps box coordinate 1.0 to pixel (size - 1): use pixel centres.
+        hm1 = tf.maximum(h - 1.0, 1.0)
+        wm1 = tf.maximum(w - 1.0, 1.0)
+        return tf.stack([oy / hm1, ox / wm1, (oy + ch - 1.0) / hm1, (ox + cw - 1.0) / wm1],
+                        axis=1)
+
+    def _random_resized_crop(self, x):
+        shape = tf.shape(x)
+        batch = shape[0]
+        boxes = self._crop_boxes(batch, shape[1], shape[2])
+        return tf.image.crop_and_resize(x, boxes, tf.range(batch),
+                                        (self.image_size, self.image_size), method="bilinear")
+
+    def _color_jitter(self, x, batch):
+        b, c, s, hue = (self.strength * f for f in _JITTER)
+        if self.version == "v1":
+            delta = self._uniform((batch,), -b, b)[:, None, None, None]
+            brightness = lambda y: tf.clip_by_value(y + delta, 0.0, 1.0)  # noqa: E731
+        else:
+            fb = self._uniform((batch,), max(0.0, 1.0 - b), 1.0 + b)[:, None, None, None]
+            brightness = lambda y: tf.clip_by_value(y * fb, 0.0, 1.0)  # noqa: E731
+        fc = self._uniform((batch,), max(0.0, 1.0 - c), 1.0 + c)[:, None, None, None]
+        fs = self._uniform((batch,), max(0.0, 1.0 - s), 1.0 + s)[:, None, None, None]
+        dh = self._uniform((batch,), -hue, hue)[:, None, None]
+
+        def contrast(y):
+            mean = tf.reduce_mean(y, axis=[1, 2], keepdims=True)
+            return tf.clip_by_value((y - mean) * fc + mean, 0.0, 1.0)
+
+        def saturation(y):
+            gray = _to_gray(y)
+            return tf.clip_by_value(gray + (y - gray) * fs, 0.0, 1.0)
+
+        def hue_shift(y):
+            hsv = tf.image.rgb_to_hsv(y)
+            hh = tf.math.floormod(hsv[..., 0] + dh, 1.0)
+            return tf.clip_by_value(
+                tf.image.hsv_to_rgb(tf.stack([hh, hsv[..., 1], hsv[..., 2]], axis=-1)),
+                0.0, 1.0)
+
+        ops = [brightness, contrast, saturation, hue_shift]
+        if hue == 0.0:
+            ops = ops[:3]
+        # A random order per image: argsort of uniform keys.
+        order = tf.argsort(self._uniform((batch, len(ops))), axis=1)
+        for slot in range(len(ops)):
+            chosen = tf.cast(order[:, slot], tf.int32)
+            out = x
+            for k, op in enumerate(ops):
+                out = _select(tf.equal(chosen, k), op(x), out)
+            x = out
+        return x
+
+    def _gaussian_blur(self, x, batch):
+        r = self.blur_radius
+        sigma = self._uniform((batch,), 0.1, 2.0)
+        t = tf.range(-r, r + 1, dtype=tf.float32)
+        k = tf.exp(-tf.square(t)[None, :] / (2.0 * tf.square(sigma)[:, None]))
+        k = k / tf.reduce_sum(k, axis=1, keepdims=True)                     # [B, 2r+1]
+        size = self.image_size
+        # Images as channels of one image: [1, H, W, B*3]; one depthwise kernel per channel.
+        y = tf.reshape(tf.transpose(x, [1, 2, 0, 3]), [1, size, size, -1])
+        y = tf.pad(y, [[0, 0], [r, r], [r, r], [0, 0]], mode="REFLECT")
+        kc = tf.reshape(tf.repeat(k, 3, axis=0), [batch * 3, 2 * r + 1])  # [B*3, K]
+        kv = tf.transpose(kc)[:, None, :, None]                              # [K, 1, B*3, 1]
+        kh = tf.transpose(kc)[None, :, :, None]                              # [1, K, B*3, 1]
+        y = tf.nn.depthwise_conv2d(y, kv, [1, 1, 1, 1], "VALID")
+        y = tf.nn.depthwise_conv2d(y, kh, [1, 1, 1, 1], "VALID")
+        return tf.transpose(tf.reshape(y, [size, size, batch, 3]), [2, 0, 1, 3])
+
+    def _augment(self, x, view):
+        x = self._random_resized_crop(x)
+        batch = tf.shape(x)[0]
+        if self.flip:
+            x = _select(self._coin(batch, 0.5), tf.reverse(x, axis=[2]), x)
+        if self.jitter_prob > 0 and self.strength > 0:
+            x = _select(self._coin(batch, self.jitter_prob), self._color_jitter(x, batch), x)
+        if self.grayscale_prob > 0:
+            gray = tf.tile(_to_gray(x), [1, 1, 1, 3])
+            x = _select(self._coin(batch, self.grayscale_prob), gray, x)
+        if self.blur_prob > 0:
+            x = _select(self._coin(batch, self.blur_prob), self._gaussian_blur(x, batch), x)
+        p_sol = self.solarize_prob[1 if view == 2 else 0]
+        if p_sol > 0:
+            x = _select(self._coin(batch, p_sol), tf.where(x < 0.5, x, 1.0 - x), x)
+        return tf.clip_by_value(x, 0.0, 1.0)
+
+    def call(self, images, training=None, view=None):
+        if view not in (None, 1, 2):
+            raise ValueError(f"view must be None, 1 or 2, got {view!r}")
+        x = tf.convert_to_tensor(images)
+        x = tf.cast(x, tf.float32)
+        unbatched = x.shape.rank == 3
+        if unbatched:
+            x = x[None]
+        if training is False:
+            if x.shape[1] != self.image_size or x.shape[2] != self.image_size:
+                x = tf.image.resize(x, (self.image_size, self.image_size))
+        else:
+            x = self._augment(x, view)
+        x = tf.ensure_shape(x, [None, self.image_size, self.image_size, 3])
+        return x[0] if unbatched else x
+
+    def two_views(self, images, training=None):
+        """Two independently augmented views ``(view1, view2)`` of ``images``."""
+        return self(images, training=training, view=1), self(images, training=training, view=2)
+
+    def compute_output_shape(self, input_shape):
+        if len(input_shape) == 3:
+            return (self.image_size, self.image_size, 3)
+        return (input_shape[0], self.image_size, self.image_size, 3)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({
+            "image_size": self.image_size, "version": self.version, "strength": self.strength,
+            "crop_scale": list(self.crop_scale), "crop_ratio": list(self.crop_ratio),
+            "flip": self.flip, "jitter_prob": self.jitter_prob,
+            "grayscale_prob": self.grayscale_prob, "blur_prob": self.blur_prob,
+            "solarize_prob": list(self.solarize_prob), "seed": self.seed,
+        })
+        return config
+
+
+@keras.saving.register_keras_serializable(package="keras_hardneg")
+class RandomApply(keras.layers.Layer):
+    """Apply ``layer`` to each image independently with probability ``probability``.
+
+    The wrapped layer runs on the whole batch; a per-image Bernoulli mask then chooses
+    between its output and the input (so ``layer`` must preserve the shape). Use it to
+    add a probability to Keras 3 layers that have none, e.g.
+    ``RandomApply(keras.layers.Solarization(threshold_factor=(0.5, 0.5),
+    value_range=(0, 1)), 0.2)``.
+
+    Args:
+        layer: a Keras layer mapping ``[B, H, W, C]`` to the same shape.
+        probability: per-image probability of applying ``layer``.
+        seed: seed of the Bernoulli draws.
+
+    Example:
+
+    >>> import numpy as np
+    >>> flip = RandomApply(keras.layers.Lambda(lambda x: 1.0 - x), 0.5, seed=0)
+    >>> flip(np.zeros((8, 4, 4, 3), "float32")).shape
+    TensorShape([8, 4, 4, 3])
+    """
+
+    def __init__(self, layer, probability=0.5, seed=None, **kwargs):
+        super().__init__(**kwargs)
+        self.layer = layer
+        self.probability = _check_probability(probability, "probability")
+        self.seed = seed
+        self.seed_generator = keras.random.SeedGenerator(seed)
+
+    def call(self, images, training=None):
+        if training is False:
+            return images
+        x = tf.convert_to_tensor(images)
+        unbatched = x.shape.rank == 3
+        if unbatched:
+            x = x[None]
+        out = tf.cast(self.layer(x), x.dtype)
+        mask = keras.random.uniform((tf.shape(x)[0],), seed=self.seed_generator) \
+            < self.probability
+        x = _select(mask, out, x)
+        return x[0] if unbatched else x
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({"layer": keras.saving.serialize_keras_object(self.layer),
+                       "probability": self.probability, "seed": self.seed})
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["layer"] = keras.saving.deserialize_keras_object(config["layer"])
+        return cls(**config)
+
+
+def simclr_augmentation(image_size=32, version="v1", strength=1.0, seed=None, **kwargs):
+    """The SimCLR augmentation pipeline (Chen et al. 2020) as a :class:`SimCLRAugmentation`.
+
+    Args:
+        image_size: output side (>= 8).
+        version: ``"v1"``, ``"v2"`` or ``"v3"`` (see the module docstring).
+        strength: colour-jitter strength (1.0 = jitter 0.4/0.4/0.4/0.1).
+        seed: int seed or ``None``.
+        **kwargs: any other :class:`SimCLRAugmentation` argument (``crop_scale``,
+            ``blur_prob``, ``solarize_prob``, ``jitter_prob``, ``grayscale_prob``, ...).
+
+    Returns:
+        :class:`SimCLRAugmentation`: ``[B, H, W, 3]`` in ``[0, 1]`` ->
+        ``[B, image_size, image_size, 3]`` in ``[0, 1]``.
+
+    Example:
+
+    >>> import numpy as np, tensorflow as tf
+    >>> aug = simclr_augmentation(image_size=32, version="v2", seed=1)
+    >>> ds = tf.data.Dataset.from_tensor_slices(np.random.rand(8, 32, 32, 3).astype("float32"))
+    >>> ds = ds.batch(4).map(lambda x: two_views(aug)(x))
+    >>> [tuple(v.shape) for v in next(iter(ds))]
+    [(4, 32, 32, 3), (4, 32, 32, 3)]
+    """
+    return SimCLRAugmentation(image_size=image_size, version=version, strength=strength,
+                              seed=seed, **kwargs)
+
+
+def two_views(augmentation):
+    """Return ``f(images, training=None) -> (view1, view2)`` for an augmentation.
+
+    Uses ``augmentation.two_views`` when it exists (so v3's asymmetric solarization is
+    honoured), otherwise calls ``augmentation`` twice.
+
+    Example:
+
+    >>> import numpy as np
+    >>> v1, v2 = two_views(simclr_augmentation(16, seed=0))(np.random.rand(2, 16, 16, 3))
+    >>> tuple(v1.shape)
+    (2, 16, 16, 3)
+    """
+    if hasattr(augmentation, "two_views"):
+        return augmentation.two_views
+
+    def _views(images, training=None):
+        return augmentation(images, training=training), augmentation(images, training=training)
+
+    return _views
