@@ -410,28 +410,31 @@ def _restore(export_dir):
     except Exception as e:  # noqa: BLE001 - TF raises many types; report one line
         raise ValueError(f"{export_dir}: TensorFlow could not load this SavedModel "
                          f"({_first_line(e)})") from None
-    missing = [a for a in ("variables", "trainable_variables", "regularization_losses")
-               if not hasattr(obj, a)]
-    if not callable(obj) or not hasattr(obj, "__call__"):
-        missing.insert(0, "__call__")
-    if missing:
-        raise ValueError(f"{export_dir}: not a reusable SavedModel encoder; missing "
-                         f"{', '.join(missing)}")
     from tensorflow.python.util import tf_inspect  # what hub.KerasLayer inspects too
 
-    spec = tf_inspect.getfullargspec(obj.__call__)
+    problems = [f"no attribute {a!r}" for a in
+                ("variables", "trainable_variables", "regularization_losses")
+                if not hasattr(obj, a)]
     modes = set()
-    if "training" in spec.args or "training" in spec.kwonlyargs:
-        position = spec.args.index("training") if "training" in spec.args else None
-        for cf in obj.__call__.concrete_functions:
-            args, kwargs = cf.structured_input_signature
-            if "training" in kwargs:
-                modes.add(kwargs["training"])
-            elif position is not None and len(args) > position:
-                modes.add(args[position])
-    if modes != {True, False}:
-        raise ValueError(f"{export_dir}: __call__ is not traced for training=True and "
-                         f"training=False (found {sorted(modes) or 'no training argument'})")
+    if not callable(obj) or not hasattr(obj, "__call__"):
+        problems.insert(0, "not callable (no __call__)")
+    else:
+        spec = tf_inspect.getfullargspec(obj.__call__)
+        if "training" in spec.args or "training" in spec.kwonlyargs:
+            position = spec.args.index("training") if "training" in spec.args else None
+            for cf in getattr(obj.__call__, "concrete_functions", []):
+                args, kwargs = cf.structured_input_signature
+                if "training" in kwargs:
+                    modes.add(kwargs["training"])
+                elif position is not None and len(args) > position:
+                    modes.add(args[position])
+        if modes != {True, False}:
+            found = sorted(modes) if modes else "no training argument"
+            problems.insert(0, "__call__ is not traced for training=True and "
+                               f"training=False (found {found})")
+    if problems:
+        raise ValueError(f"{export_dir}: not a reusable SavedModel encoder: "
+                         + "; ".join(problems))
     return obj, card
 
 
