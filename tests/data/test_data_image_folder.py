@@ -81,7 +81,7 @@ def test_arrays_match_pipeline_and_limit_per_class(messy_folder):
         np.testing.assert_allclose(x[i], ref, atol=1e-6)
 
 
-def test_shuffle_is_seeded_and_reshuffles(messy_folder):
+def test_shuffle_is_seeded_and_a_permutation(messy_folder):
     def order(ds):
         return [tuple(np.round(b[0].numpy()[:, 0, 0, 0], 4)) for b in ds]
     a = image_folder(messy_folder, image_size=4, batch_size=8, seed=1)
