@@ -1,3 +1,31 @@
-"""keras-hardneg: self-supervised contrastive learning with principled negatives for Keras 3."""
+"""keras-hardneg: self-supervised contrastive learning with principled negatives for Keras 3.
+
+Subpackages: :mod:`losses`, :mod:`encoders`, :mod:`augment`, :mod:`models`,
+:mod:`optimizers`, :mod:`callbacks`, :mod:`data`, :mod:`evaluation`,
+:mod:`sampling`, :mod:`export`, :mod:`tuning` (imported on first use).
+"""
+
+import importlib
 
 __version__ = "0.1.0"
+
+_SUBMODULES = (
+    "augment", "callbacks", "data", "distribute", "encoders", "evaluation", "export", "losses",
+    "models", "optimizers", "sampling", "tuning",
+)
+
+__all__ = list(_SUBMODULES) + ["__version__"]
+
+
+def __getattr__(name):
+    # Subpackages load lazily: `import keras_hardneg` stays cheap, and
+    # `khn.tuning` only imports keras_tuner when used.
+    if name in _SUBMODULES:
+        module = importlib.import_module(f"keras_hardneg.{name}")
+        globals()[name] = module
+        return module
+    raise AttributeError(f"module 'keras_hardneg' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(__all__)

@@ -82,6 +82,8 @@ class ContrastiveLoss(keras.losses.Loss):
     """
 
     has_clamp = False
+    #: True when the loss uses the head's last-layer input (UnReMix's uncertainty).
+    needs_features = False
 
     def __init__(self, temperature=0.5, name=None, reduction="sum_over_batch_size", dtype=None):
         super().__init__(name=name, reduction=reduction, dtype=dtype)

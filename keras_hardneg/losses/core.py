@@ -29,9 +29,11 @@ __all__ = [
     "ContrastivePairs",
     "l2_normalize",
     "in_batch_pairs",
+    "cross_view_pairs",
     "queue_pairs",
     "masked_logsumexp",
     "masked_mean",
+    "false_negative_fraction",
     "validate_embeddings",
 ]
 
@@ -52,6 +54,8 @@ class ContrastivePairs:
         negative_mask: ``[A, M]`` bool, ``True`` where the pool row is one of the
             anchor's negatives; ``None`` when every pool row is (queue case).
         num_negatives: ``N``, the number of negatives of every anchor (an int).
+        anchor_index: ``[A]`` int, SimCLR in-batch only: the pool row that is
+            the anchor itself (``None`` otherwise).
         partner_index: ``[A]`` int, in-batch only: the pool row holding each
             anchor's positive (``None`` in the queue case).
         anchor_features / positive_features / negative_features: optional
@@ -68,6 +72,7 @@ class ContrastivePairs:
     negative_cos: tf.Tensor
     negative_mask: Optional[tf.Tensor]
     num_negatives: int
+    anchor_index: Optional[tf.Tensor] = None
     partner_index: Optional[tf.Tensor] = None
     anchor_features: Optional[tf.Tensor] = None
     negative_features: Optional[tf.Tensor] = None
@@ -76,6 +81,7 @@ class ContrastivePairs:
 
     @property
     def in_batch(self):
+        """True when the negatives come from the batch itself (masked pool)."""
         return self.negative_mask is not None
 
 
@@ -129,15 +135,22 @@ def _norms_and_unit(z):
     return norms, l2_normalize(z)
 
 
-def in_batch_pairs(z1, z2):
+def in_batch_pairs(z1, z2, pool=None):
     """Builds the SimCLR pairs of two views.
 
     Args:
         z1, z2: ``[B, d]`` float tensors (any float dtype), or UnReMix dicts
             ``{"embeddings": [B, d], "features": [B, m]}``. ``B >= 2``.
+        pool: optional ``(all_z1, all_z2, offset)`` for many replicas: the
+            views of the *global* batch (``[B_global, d]`` each, gathered from
+            all replicas in replica order, same kind as ``z1``/``z2``) and the
+            global row index of local row 0. The local ``2B`` rows stay the
+            anchors; their negatives are the other ``2 B_global - 2`` rows of
+            the global batch. ``None`` means the local batch is the whole batch.
 
     Returns:
-        A :class:`ContrastivePairs` with ``A = M = 2B`` and ``N = 2B - 2``.
+        A :class:`ContrastivePairs` with ``A = 2B``, ``M = 2 B_global`` and
+        ``N = 2 B_global - 2``.
 
     Example:
     >>> import numpy as np
@@ -147,8 +160,8 @@ def in_batch_pairs(z1, z2):
     """
     z1, f1 = _split_input(z1, "z1")
     z2, f2 = _split_input(z2, "z2")
-    z1 = validate_embeddings(z1, "z1", min_rows=2)
-    z2 = validate_embeddings(z2, "z2", min_rows=2)
+    z1 = validate_embeddings(z1, "z1", min_rows=2 if pool is None else 1)
+    z2 = validate_embeddings(z2, "z2", min_rows=2 if pool is None else 1)
     if z1.shape.is_fully_defined() and z2.shape.is_fully_defined():
         if z1.shape != z2.shape:
             raise ValueError(
@@ -159,41 +172,95 @@ def in_batch_pairs(z1, z2):
         tf.debugging.assert_equal(
             tf.shape(z1), tf.shape(z2), message="`z1` and `z2` must have the same shape"
         )
-        tf.debugging.assert_greater_equal(
-            tf.shape(z1)[0], 2, message="a batch needs at least 2 examples"
-        )
     if (f1 is None) != (f2 is None):
         raise ValueError("Give 'features' for both `z1` and `z2`, or for neither.")
 
-    z = tf.concat([z1, z2], axis=0)
-    norms, u = _norms_and_unit(z)
-    batch = tf.shape(z1)[0]
-    static_b = z1.shape[0]
-    two_b = 2 * batch
-    idx = tf.range(two_b)
-    partner = tf.where(idx < batch, idx + batch, idx - batch)
-    # Rolling the rows by B puts each anchor's partner at the same row index.
-    positives = tf.roll(u, shift=batch, axis=0)
-    sim = tf.matmul(u, u, transpose_b=True)
-    pos_cos = tf.reduce_sum(u * positives, axis=-1)
-    eye = tf.eye(two_b, dtype=tf.bool)
-    partner_mask = tf.cast(tf.one_hot(partner, two_b, dtype=tf.int8), tf.bool)
-    neg_mask = tf.logical_not(tf.logical_or(eye, partner_mask))
+    norms, u = _norms_and_unit(tf.concat([z1, z2], axis=0))
     feats = None if f1 is None else tf.concat([f1, f2], axis=0)
-    n = (2 * static_b - 2) if static_b is not None else two_b - 2
+    batch = tf.shape(z1)[0]
+    positives = tf.roll(u, shift=batch, axis=0)  # row a now holds a's partner
+    if pool is None:
+        pool_u, pool_norms, pool_feats = u, norms, feats
+        global_batch, offset, static_gb = batch, 0, z1.shape[0]
+        tf.debugging.assert_greater_equal(batch, 2, message="a batch needs at least 2 examples")
+    else:
+        all_z1, all_z2, offset = pool
+        all_z1, af1 = _split_input(all_z1, "pool z1")
+        all_z2, af2 = _split_input(all_z2, "pool z2")
+        pool_norms, pool_u = _norms_and_unit(tf.concat([all_z1, all_z2], axis=0))
+        pool_feats = None if af1 is None else tf.concat([af1, af2], axis=0)
+        global_batch, static_gb = tf.shape(all_z1)[0], all_z1.shape[0]
+    local = tf.range(2 * batch)
+    view = local // batch  # 0 for z1 rows, 1 for z2 rows
+    row = local % batch + offset
+    self_index = view * global_batch + row
+    partner_index = (1 - view) * global_batch + row
+    m = 2 * global_batch
+    self_mask = tf.cast(tf.one_hot(self_index, m, dtype=tf.int8), tf.bool)
+    partner_mask = tf.cast(tf.one_hot(partner_index, m, dtype=tf.int8), tf.bool)
+    neg_mask = tf.logical_not(tf.logical_or(self_mask, partner_mask))
+    n = (2 * static_gb - 2) if static_gb is not None else m - 2
     return ContrastivePairs(
         anchors=u,
         positives=positives,
-        negatives=u,
-        positive_cos=pos_cos,
-        negative_cos=sim,
+        negatives=pool_u,
+        positive_cos=tf.reduce_sum(u * positives, axis=-1),
+        negative_cos=tf.matmul(u, pool_u, transpose_b=True),
         negative_mask=neg_mask,
         num_negatives=n,
-        partner_index=partner,
+        anchor_index=self_index,
+        partner_index=partner_index,
         anchor_features=feats,
-        negative_features=feats,
+        negative_features=pool_feats,
         anchor_norms=norms,
-        negative_norms=norms,
+        negative_norms=pool_norms,
+    )
+
+
+def cross_view_pairs(anchors, keys, pool=None):
+    """MoCo v3 in-batch pairs: anchor ``i``'s positive is ``keys[i]``, its
+    negatives are the keys of the *other* examples of the (global) batch.
+
+    Args:
+        anchors: ``[B, d]`` queries (or UnReMix dict).
+        keys: ``[B, d]`` keys of the same examples (or UnReMix dict).
+        pool: optional ``(all_keys, offset)``: keys gathered from all replicas
+            and the global index of local row 0.
+
+    Returns:
+        :class:`ContrastivePairs` with ``A = B``, ``M = B_global``, ``N = B_global - 1``.
+    """
+    a, fa = _split_input(anchors, "anchors")
+    k, fk = _split_input(keys, "keys")
+    a = validate_embeddings(a, "anchors", min_rows=1)
+    k = validate_embeddings(k, "keys", min_rows=1)
+    a_norms, ua = _norms_and_unit(a)
+    _, uk = _norms_and_unit(k)
+    if pool is None:
+        pool_u, pool_feats, offset, static_m = uk, fk, 0, k.shape[0]
+        pool_norms = tf.norm(tf.cast(k, tf.float32), axis=-1)
+    else:
+        all_k, offset = pool
+        all_k, pool_feats = _split_input(all_k, "pool keys")
+        pool_norms, pool_u = _norms_and_unit(all_k)
+        static_m = all_k.shape[0]
+    m = tf.shape(pool_u)[0]
+    index = tf.range(tf.shape(a)[0]) + offset
+    neg_mask = tf.logical_not(tf.cast(tf.one_hot(index, m, dtype=tf.int8), tf.bool))
+    return ContrastivePairs(
+        anchors=ua,
+        positives=uk,
+        negatives=pool_u,
+        positive_cos=tf.reduce_sum(ua * uk, axis=-1),
+        negative_cos=tf.matmul(ua, pool_u, transpose_b=True),
+        negative_mask=neg_mask,
+        num_negatives=(static_m - 1) if static_m is not None else m - 1,
+        anchor_index=None,
+        partner_index=index,
+        anchor_features=fa,
+        negative_features=pool_feats,
+        anchor_norms=a_norms,
+        negative_norms=pool_norms,
     )
 
 
@@ -272,3 +339,31 @@ def masked_mean(values, mask=None, axis=-1):
     return tf.reduce_sum(values * m, axis=axis) / tf.maximum(
         tf.reduce_sum(m, axis=axis), 1.0
     )
+
+
+def false_negative_fraction(pairs, anchor_labels, pool_labels, return_count=False):
+    """Share of (anchor, negative) pairs whose labels agree: false negatives.
+
+    Args:
+        pairs: a :class:`ContrastivePairs`.
+        anchor_labels: ``[A]`` int labels of the anchors.
+        pool_labels: ``[M]`` int labels of the pool rows; negative values mean
+            "unknown" (e.g. queue slots not yet filled) and are not counted.
+
+        return_count: also return the number of counted pairs (to weight a
+            running mean; 0 when no pool label is known yet).
+
+    Returns:
+        Scalar float32: same-label negatives / all counted negatives, over the
+        batch (and the count, with ``return_count``).
+    """
+    anchor_labels = tf.cast(tf.reshape(anchor_labels, [-1]), tf.int64)
+    pool_labels = tf.cast(tf.reshape(pool_labels, [-1]), tf.int64)
+    same = tf.equal(anchor_labels[:, None], pool_labels[None, :])
+    valid = tf.broadcast_to(pool_labels[None, :] >= 0, tf.shape(same))
+    if pairs.negative_mask is not None:
+        valid = tf.logical_and(valid, pairs.negative_mask)
+    hits = tf.reduce_sum(tf.cast(tf.logical_and(same, valid), tf.float32))
+    count = tf.reduce_sum(tf.cast(valid, tf.float32))
+    fraction = hits / tf.maximum(count, 1.0)
+    return (fraction, count) if return_count else fraction

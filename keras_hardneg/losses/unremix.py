@@ -54,19 +54,24 @@ def uncertainty_scores(pairs):
 
     With ``h`` the input of the head's last Dense layer (``z = W h + b``) the
     per-sample gradient w.r.t. ``(W, b)`` is ``(e h^T, e)``, so
-    ``g_a . g_j = (h_a . h_j + 1)(e_a . e_j)`` — a Gram matrix, no per-sample
+    ``g_a . g_j = (h_a . h_j + 1)(e_a . e_j)`` -- a Gram matrix, no per-sample
     backward pass. Without features (e.g. a MoCo queue that stores only
     keys) only the bias part ``e_a . e_j`` is used.
 
-    The pseudo-label pool is the batch: in-batch, the ``2B`` views; with a
-    queue, the ``2B`` rows ``[anchors; positives]`` (queue keys are scored
-    against that pool, which keeps the cost ``O(B K d)``).
+    The pseudo-label pool is the batch: in-batch, the pool of (gathered) views
+    (each row excluding itself); with a queue, the ``2B`` rows
+    ``[anchors; positives]`` (queue keys are scored against that pool, which
+    keeps the cost ``O(B K d)``).
     """
     a = pairs.anchors
     if pairs.in_batch:
-        n_rows = tf.shape(a)[0]
-        e = pseudo_label_gradients(a, pairs.anchor_norms, a, tf.eye(n_rows, dtype=tf.bool))
-        e_a, e_n = e, e
+        pool = pairs.negatives
+        m = tf.shape(pool)[0]
+        e_n = pseudo_label_gradients(pool, pairs.negative_norms, pool, tf.eye(m, dtype=tf.bool))
+        if pairs.anchor_index is not None:  # SimCLR: anchors are rows of the pool
+            e_a = tf.gather(e_n, pairs.anchor_index)
+        else:  # MoCo v3: queries scored against the pool of keys
+            e_a = pseudo_label_gradients(a, pairs.anchor_norms, pool)
     else:
         pool = tf.concat([a, pairs.positives], axis=0)
         b = tf.shape(a)[0]
@@ -82,19 +87,18 @@ def uncertainty_scores(pairs):
 
 def representativeness_scores(pairs):
     """``[A, M]`` representativeness: mean ``1 - cos`` of a negative to the
-    anchor's other negatives (Eq. 4), via one pool sum (``O(M d)``)."""
+    anchor's other negatives (Eq. 4), via one pool sum (``O(A M d)``)."""
     neg = pairs.negatives
     n = tf.cast(pairs.num_negatives, tf.float32)
     dot_total = tf.linalg.matvec(neg, tf.reduce_sum(neg, axis=0))  # [M]: sum_j' u_j . u_j'
     self_dot = tf.reduce_sum(neg * neg, axis=-1)  # 1 (0 for a zero row)
+    others = (dot_total - self_dot)[None, :] + tf.zeros_like(pairs.negative_cos)
     if pairs.in_batch:
-        # Remove the anchor and its positive from the pool sum for anchor a.
-        sim = pairs.negative_cos  # [A, M] = u_a . u_j
-        b = tf.shape(sim)[0] // 2
-        partner_sim = tf.roll(sim, shift=b, axis=0)  # row a: u_{partner(a)} . u_j
-        others = dot_total[None, :] - self_dot[None, :] - sim - partner_sim
-    else:
-        others = (dot_total - self_dot)[None, :] + tf.zeros_like(pairs.negative_cos)
+        # Remove the rows that are not the anchor's negatives: its positive, and
+        # (SimCLR) the anchor itself.
+        others -= tf.matmul(pairs.positives, neg, transpose_b=True)
+        if pairs.anchor_index is not None:
+            others -= pairs.negative_cos
     count = tf.maximum(n - 1.0, 1.0)
     return 1.0 - others / count
 
@@ -170,6 +174,10 @@ class UnReMixContrastiveLoss(DebiasedContrastiveLoss):
         if sum(w) <= 0:
             raise ValueError(f"`weights` must not all be zero; got {tuple(weights)}.")
         self.weights = tuple(x / sum(w) for x in w)
+
+    @property
+    def needs_features(self):
+        return self.weights[0] > 0
 
     def negative_log_sum(self, pairs, neg_logits):
         mask = pairs.negative_mask

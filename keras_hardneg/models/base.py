@@ -1,0 +1,238 @@
+"""What SimCLR and MoCo share: inputs, views, heads, metrics, the update step."""
+
+import keras
+import tensorflow as tf
+
+from keras_hardneg import distribute
+from keras_hardneg import losses as losses_lib
+from keras_hardneg.encoders import projection_head
+from keras_hardneg.losses import core
+
+__all__ = ["ContrastiveModel"]
+
+
+def _feature_dim(encoder):
+    shape = getattr(encoder, "output_shape", None)
+    if shape is not None and shape[-1] is not None:
+        return int(shape[-1])
+    raise ValueError(
+        "`encoder` must be a built keras.Model with a known output shape [batch, features]; "
+        f"got {encoder!r}."
+    )
+
+
+def _check_projection_dims(projection_dims):
+    try:
+        dims = [int(d) for d in projection_dims]
+    except TypeError:
+        raise ValueError(
+            "`projection_dims` must be a sequence (hidden..., output) of positive ints, "
+            f"e.g. (512, 128); got {projection_dims!r}."
+        ) from None
+    if len(dims) < 2 or min(dims) < 1:
+        raise ValueError(
+            "`projection_dims` must have at least 2 positive ints (hidden..., output), "
+            f"e.g. (512, 128); got {projection_dims!r}."
+        )
+    return tuple(dims)
+
+
+class ContrastiveModel(keras.Model):
+    """Base of :class:`SimCLR` and :class:`MoCo` (not used directly).
+
+    Dataset elements for ``fit``: ``x`` or ``(x, labels)`` where ``x`` is a
+    batch of images ``[B, H, W, 3]`` in ``[0, 1]`` (two views are drawn with
+    ``augmentation``), or a dict with ``"view1"`` and ``"view2"`` (views made
+    elsewhere, no augmentation) or ``"images"``, optionally with ``"index"``
+    (``[B]`` dataset positions, from :mod:`keras_hardneg.sampling`). Labels never
+    enter the loss; they feed the ``false_negative_rate`` metric.
+    """
+
+    def __init__(self, encoder, projection_dims=(512, 128), head_version="simclr_v1",
+                 augmentation=None, gather_across_replicas=True, memory_bank_size=None,
+                 sync_batchnorm=None, **kwargs):
+        super().__init__(**kwargs)
+        if not isinstance(encoder, keras.Model):
+            raise ValueError(f"`encoder` must be a keras.Model; got {type(encoder).__name__}.")
+        self.encoder = encoder
+        self.projection_dims = _check_projection_dims(projection_dims)
+        self.feature_dim = _feature_dim(encoder)
+        if sync_batchnorm is None:
+            sync_batchnorm = distribute.num_replicas() > 1
+        self.sync_batchnorm = bool(sync_batchnorm)
+        self.head_version = head_version
+        self.projector = projection_head(
+            self.feature_dim, list(self.projection_dims[:-1]), self.projection_dims[-1],
+            version=head_version, sync_batchnorm=self.sync_batchnorm,
+        )
+        self.augmentation = augmentation
+        self.gather_across_replicas = bool(gather_across_replicas)
+        if memory_bank_size is not None and (
+                isinstance(memory_bank_size, bool) or int(memory_bank_size) < 2):
+            raise ValueError(
+                f"`memory_bank_size` must be an int >= 2 (the dataset size); got {memory_bank_size!r}."
+            )
+        self.memory_bank_size = None if memory_bank_size is None else int(memory_bank_size)
+        self.embedding_bank = None
+        if self.memory_bank_size is not None:
+            self.embedding_bank = self.add_weight(
+                shape=(self.memory_bank_size, self.projection_dims[-1]), initializer="zeros",
+                trainable=False, name="embedding_bank", aggregation="only_first_replica",
+            )
+        self.loss_tracker = keras.metrics.Mean(name="loss")
+        self.positive_cosine_tracker = keras.metrics.Mean(name="positive_cosine")
+        self.negative_cosine_tracker = keras.metrics.Mean(name="negative_cosine")
+        self.clamp_tracker = keras.metrics.Mean(name="clamp_fraction")
+        self.false_negative_tracker = keras.metrics.Mean(name="false_negative_rate")
+        self.nonfinite_tracker = keras.metrics.Sum(name="nonfinite_steps")
+
+    # ------------------------------------------------------------------ compile
+    def compile(self, optimizer="adam", loss=None, jit_compile=False, **kwargs):
+        """Like :meth:`keras.Model.compile`; ``loss`` is any contrastive loss of the
+        family (instance or short name, default NT-Xent). ``jit_compile`` defaults
+        to False: XLA made ResNet steps ~3x slower on the CPUs we measured."""
+        loss = losses_lib.NTXentLoss() if loss is None else loss
+        if isinstance(loss, str):
+            loss = losses_lib.get(loss)
+        if not isinstance(loss, losses_lib.ContrastiveLoss):
+            raise ValueError(
+                "`loss` must be a keras_hardneg contrastive loss (e.g. "
+                f"khn.losses.HardNegativeContrastiveLoss()); got {loss!r}."
+            )
+        super().compile(optimizer=optimizer, loss=loss, jit_compile=jit_compile, **kwargs)
+        self.contrastive_loss = loss
+        self.optimizer.build(self.trainable_variables)
+
+    @property
+    def metrics(self):
+        tracked = [self.loss_tracker, self.positive_cosine_tracker, self.negative_cosine_tracker]
+        if getattr(self, "contrastive_loss", None) is not None and self.contrastive_loss.has_clamp:
+            tracked.append(self.clamp_tracker)
+        return tracked + [self.false_negative_tracker, self.nonfinite_tracker]
+
+    # ------------------------------------------------------------------ inputs
+    @staticmethod
+    def unpack(data):
+        """``(x, labels or None)`` from a dataset element."""
+        if isinstance(data, (tuple, list)):
+            if len(data) == 1:
+                return data[0], None
+            return data[0], data[1]
+        return data, None
+
+    def make_views(self, x, training):
+        """``(view1, view2, index or None)`` from ``x`` (see the class docstring)."""
+        index = None
+        if isinstance(x, dict):
+            index = x.get("index")
+            if "view1" in x and "view2" in x:
+                return x["view1"], x["view2"], index
+            if "images" not in x:
+                raise ValueError(
+                    "A dict input needs 'view1' and 'view2', or 'images'; got keys "
+                    f"{sorted(x)}."
+                )
+            x = x["images"]
+        if x.shape.rank is not None and (x.shape.rank != 4 or x.shape[-1] not in (None, 3)):
+            raise ValueError(
+                f"Images must have shape [batch, height, width, 3]; got {x.shape}."
+            )
+        if self.augmentation is None:
+            raise ValueError(
+                "This model got a batch of images but has no `augmentation` to make two "
+                "views: pass augmentation=khn.augment.simclr_augmentation(image_size=...) "
+                "or feed {'view1': ..., 'view2': ...}."
+            )
+        x = tf.cast(x, "float32")
+        return self.augmentation(x, training=training), self.augmentation(x, training=training), index
+
+    def embed(self, images, training=False):
+        """Encoder features ``[B, F]`` (what downstream tasks use)."""
+        return self.encoder(images, training=training)
+
+    # ------------------------------------------------------------- bookkeeping
+    def gathered(self, x):
+        """``x`` from every replica when gathering is on (identity on one device)."""
+        return distribute.gather(x) if self.gather_across_replicas else x
+
+    def replica_offset(self, local_batch):
+        """Global row index of this replica's first row (0 without gathering)."""
+        if not self.gather_across_replicas:
+            return 0
+        _, replica_id = distribute.replica_info()
+        return tf.cast(replica_id, tf.int32) * local_batch
+
+    def update_bank(self, index, z):
+        """Writes unit-norm projections ``z`` at dataset positions ``index``."""
+        if self.embedding_bank is None or index is None:
+            return
+        index = self.gathered(tf.cast(index, tf.int32))
+        z = self.gathered(tf.stop_gradient(core.l2_normalize(z)))
+        self.embedding_bank.assign(
+            tf.tensor_scatter_nd_update(self.embedding_bank.value, index[:, None], z))
+
+    def record(self, terms, loss_value, pairs=None, anchor_labels=None, pool_labels=None):
+        """Updates the metrics from the loss's terms."""
+        self.loss_tracker.update_state(loss_value)
+        self.positive_cosine_tracker.update_state(terms["positive_cosine"])
+        self.negative_cosine_tracker.update_state(terms["negative_cosine"])
+        if "clamp_fraction" in terms:
+            self.clamp_tracker.update_state(terms["clamp_fraction"])
+        if pairs is not None and anchor_labels is not None and pool_labels is not None:
+            fraction, count = core.false_negative_fraction(
+                pairs, anchor_labels, pool_labels, return_count=True)
+            # Batches with no known pool label (an empty MoCo queue) do not count.
+            self.false_negative_tracker.update_state(
+                fraction, sample_weight=tf.cast(count > 0, "float32"))
+
+    def objective(self, loss_value):
+        """What is differentiated (call inside the tape): the loss divided by
+        the number of replicas (their gradients are summed) and, under
+        ``mixed_float16``, multiplied by the loss scale."""
+        scaled = loss_value / tf.cast(distribute.num_replicas(), loss_value.dtype)
+        return self.optimizer.scale_loss(scaled)
+
+    def apply_update(self, tape, objective, loss_value):
+        """Gradient step on :meth:`objective`; skipped (and counted in
+        ``nonfinite_steps``) when the loss or a gradient is not finite, so the
+        weights are never corrupted."""
+        variables = self.trainable_variables
+        grads = tape.gradient(objective, variables)
+        finite = tf.math.is_finite(loss_value)
+        if isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer):
+            # It checks the gradients and skips non-finite steps itself.
+            self.optimizer.apply(grads, variables)
+            self.nonfinite_tracker.update_state(1.0 - tf.cast(finite, "float32"))
+            return finite
+        for g in grads:
+            if g is not None:
+                finite = tf.logical_and(finite, tf.reduce_all(tf.math.is_finite(g)))
+        tf.cond(finite, lambda: self._apply(grads, variables), lambda: tf.no_op())
+        self.nonfinite_tracker.update_state(1.0 - tf.cast(finite, "float32"))
+        return finite
+
+    def _apply(self, grads, variables):
+        self.optimizer.apply(grads, variables)
+        return tf.no_op()
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            encoder=keras.saving.serialize_keras_object(self.encoder),
+            projection_dims=list(self.projection_dims),
+            head_version=self.head_version,
+            augmentation=(None if self.augmentation is None
+                          else keras.saving.serialize_keras_object(self.augmentation)),
+            gather_across_replicas=self.gather_across_replicas,
+            memory_bank_size=self.memory_bank_size,
+            sync_batchnorm=self.sync_batchnorm,
+        )
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
+        if config.get("augmentation") is not None:
+            config["augmentation"] = keras.saving.deserialize_keras_object(config["augmentation"])
+        return cls(**config)

@@ -1,0 +1,105 @@
+"""SimCLR (Chen et al., "A Simple Framework for Contrastive Learning of Visual
+Representations", ICML 2020) as a Keras model trained with ``fit()``."""
+
+import keras
+import tensorflow as tf
+
+from keras_hardneg.losses import core
+from keras_hardneg.models.base import ContrastiveModel
+
+__all__ = ["SimCLR"]
+
+
+@keras.saving.register_keras_serializable(package="keras_hardneg")
+class SimCLR(ContrastiveModel):
+    """SimCLR: two augmented views, a projection head, in-batch negatives.
+
+    Both views go through the encoder in one batch of ``2B`` images (so batch
+    norm sees both), then the projection head; the compiled loss gets the two
+    projections ``[B, d]`` (with the head's last-layer input for UnReMix). Under
+    a ``tf.distribute`` strategy, projections are gathered from all replicas
+    (``gather_across_replicas=True``), each replica's ``2B`` anchors see the
+    global batch's ``2B_global - 2`` negatives, and the loss is scaled so that R
+    replicas with global batch B give one device's loss and gradients (exactly
+    for BN-free encoders; the head's BN is synchronized across replicas by
+    default when there is more than one).
+
+    Args:
+        encoder: keras.Model, images ``[B, H, W, 3]`` in ``[0, 1]`` -> ``[B, F]``.
+        projection_dims: ``(hidden..., output)`` widths of the head, e.g. ``(512, 128)``.
+        augmentation: a layer drawing one random view of a batch of images
+            (e.g. :func:`keras_hardneg.augment.simclr_augmentation`), or None when the
+            data already holds ``{"view1", "view2"}``.
+        head_version: ``"simclr_v1"`` (default) or ``"simclr_v2"``.
+        gather_across_replicas: gather negatives from all replicas (default True).
+        memory_bank_size: dataset size ``N`` to keep ``embedding_bank`` ``[N, d]`` filled
+            with the projections computed in training (BatchSampler's graph refresh).
+        sync_batchnorm: synchronized BN in the head (default: when replicas > 1).
+
+    Metrics shown by ``fit``: ``loss``, ``positive_cosine``, ``negative_cosine``,
+    ``clamp_fraction`` (debiased/hard/UnReMix), ``false_negative_rate`` (when labels
+    are given), ``nonfinite_steps`` (skipped updates).
+
+    Example:
+    >>> import numpy as np, keras_hardneg as khn
+    >>> enc = khn.encoders.small_convnet(input_shape=(8, 8, 3), width=4)
+    >>> model = SimCLR(enc, projection_dims=(16, 8))
+    >>> model.compile(optimizer="adam", loss=khn.losses.HardNegativeContrastiveLoss(beta=1.0))
+    >>> x = np.random.default_rng(0).uniform(size=(8, 8, 8, 3)).astype("float32")
+    >>> h = model.fit({"view1": x, "view2": x[:, ::-1]}, batch_size=8, epochs=1, verbose=0)
+    """
+
+    def __init__(self, encoder, projection_dims=(512, 128), augmentation=None,
+                 head_version="simclr_v1", **kwargs):
+        super().__init__(encoder, projection_dims=projection_dims, head_version=head_version,
+                         augmentation=augmentation, **kwargs)
+
+    def project(self, view1, view2, training):
+        """``(z1, z2)``: projections of both views (dicts with ``features`` for UnReMix)."""
+        h = self.encoder(tf.concat([view1, view2], axis=0), training=training)
+        z, feats = self.projector(h, training=training, return_features=True)
+        z1, z2 = tf.split(z, 2, axis=0)
+        if getattr(self, "contrastive_loss", None) is not None and \
+                self.contrastive_loss.needs_features:
+            f1, f2 = tf.split(feats, 2, axis=0)
+            return {"embeddings": z1, "features": f1}, {"embeddings": z2, "features": f2}
+        return z1, z2
+
+    def pairs(self, z1, z2):
+        """The in-batch pairs, against the global batch when gathering."""
+        if self.gather_across_replicas and self.distribute_strategy.num_replicas_in_sync > 1:
+            batch = tf.shape(z1["embeddings"] if isinstance(z1, dict) else z1)[0]
+            pool = (self.gathered(z1), self.gathered(z2), self.replica_offset(batch))
+            return core.in_batch_pairs(z1, z2, pool=pool)
+        return core.in_batch_pairs(z1, z2)
+
+    def _step(self, data, training):
+        x, labels = self.unpack(data)
+        view1, view2, index = self.make_views(x, training=training)
+        with tf.GradientTape() as tape:
+            z1, z2 = self.project(view1, view2, training=training)
+            pairs = self.pairs(z1, z2)
+            terms = self.contrastive_loss.compute_terms(pairs)
+            loss_value = tf.reduce_mean(terms["loss"])
+            objective = self.objective(loss_value)
+        if training:
+            self.apply_update(tape, objective, loss_value)
+            self.update_bank(index, z1["embeddings"] if isinstance(z1, dict) else z1)
+        if labels is not None:
+            labels = tf.reshape(labels, [-1])
+            pool = self.gathered(labels)
+            self.record(terms, loss_value, pairs, tf.concat([labels, labels], 0),
+                        tf.concat([pool, pool], 0))
+        else:
+            self.record(terms, loss_value)
+        return {m.name: m.result() for m in self.metrics}
+
+    def train_step(self, data):
+        return self._step(data, training=True)
+
+    def test_step(self, data):
+        return self._step(data, training=False)
+
+    def call(self, images, training=False):
+        """Encoder features of a batch of images (the representation)."""
+        return self.encoder(images, training=training)
