@@ -438,6 +438,16 @@ def _restore(export_dir):
     return obj, card
 
 
+class _RestoredRegularization:
+    """``variable.regularizer`` returning the sum of a SavedModel's regularization losses."""
+
+    def __init__(self, loss_fns):
+        self._loss_fns = list(loss_fns)
+
+    def __call__(self, _variable):
+        return tf.add_n([tf.cast(fn(), tf.float32) for fn in self._loss_fns])
+
+
 @keras.saving.register_keras_serializable(package="keras_hardneg")
 class SavedModelEncoder(keras.layers.Layer):
     """Keras 3 layer around an exported encoder: images ``[B, H, W, 3]`` -> ``[B, F]``.
@@ -446,8 +456,9 @@ class SavedModelEncoder(keras.layers.Layer):
     the layer is trainable and called in training mode (like BatchNormalization and
     ``hub.KerasLayer``), in which case batch-norm moving statistics update. The
     SavedModel's variables are this layer's weights (trainable ones trainable, BN
-    moving statistics non-trainable), so ``model.fit`` fine-tunes them; regularization
-    losses are added on each call while trainable.
+    moving statistics non-trainable), so ``model.fit`` fine-tunes them. The saved
+    regularization losses appear in ``layer.losses`` (and the training loss) while the
+    layer is trainable.
 
     Example::
 
@@ -464,21 +475,27 @@ class SavedModelEncoder(keras.layers.Layer):
         self.output_dim = card.output_dim
         self._restored = obj
         trainable_ids = {id(v) for v in obj.trainable_variables}
+        first_trainable = None
         for v in obj.variables:
-            self._track_variable(keras.Variable(
+            kv = keras.Variable(
                 initializer=v,  # wraps the restored tf.Variable itself (no copy)
                 trainable=id(v) in trainable_ids,
                 dtype=v.dtype,
                 shape=v.shape,
                 name=v.name.split(":")[0].replace("/", "_"),
-            ))
+            )
+            self._track_variable(kv)
+            if first_trainable is None and id(v) in trainable_ids:
+                first_trainable = kv
+        if first_trainable is not None and len(obj.regularization_losses):
+            # Keras 3 computes `layer.losses` from `variable.regularizer` of trainable
+            # weights; the SavedModel's losses are not tied to variables, so their sum
+            # rides on one weight (counted only while the layer is trainable).
+            first_trainable.regularizer = _RestoredRegularization(obj.regularization_losses)
         self.built = True
 
     def call(self, inputs, training=None):
         inputs = tf.cast(inputs, tf.float32)
-        if self.trainable:
-            for fn in self._restored.regularization_losses:
-                self.add_loss(fn())
         if not self.trainable or training is None:
             training = False
         if tf.is_tensor(training):

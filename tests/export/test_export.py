@@ -93,12 +93,19 @@ inp = keras.Input((16, 16, 3))
 model = keras.Model(inp, keras.layers.Dense(10)(enc(inp)))
 model.compile(optimizer=keras.optimizers.SGD(0.1),
               loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+assert len(model.losses) == 1, model.losses            # the L2 kernel regularizer
+close(model.losses[0], ld("reg_loss"), "Keras 3 model.losses")
 before = [w.numpy().copy() for w in enc.weights]
 hist = model.fit(x, y, batch_size=len(x), epochs=1, verbose=0)
 assert np.isfinite(hist.history["loss"][0])
 after = [w.numpy() for w in enc.weights]
 for i, name in enumerate(["kernel", "bias", "gamma", "beta", "moving_mean", "moving_variance"]):
     changed(before[i], after[i], "Keras 3 fine-tune: " + name)
+# .keras round trip of the fine-tuned model (the layer re-reads the export dir).
+path = os.path.join(w, "finetuned.keras")
+model.save(path)
+reloaded = keras.models.load_model(path)
+close(reloaded(x), model(x).numpy(), ".keras reload of fine-tuned model")
 # The Keras weights are the SavedModel's variables, not copies.
 assert enc.weights[4].value is enc._restored.variables[4]
 # Frozen (trainable=False): inference mode, nothing moves.
@@ -281,6 +288,19 @@ def test_export_under_device_scope_is_still_device_free(tmp_path):
     with tf.device("/CPU:0"):
         export_encoder(tiny_encoder(regularize=False), tmp_path / "e")
     assert find_device_strings(tmp_path / "e") == []
+
+
+def test_dropout_encoder_keeps_seed_state_and_modes(tmp_path):
+    keras.utils.set_random_seed(0)
+    inp = keras.Input((16, 16, 3))
+    x = keras.layers.GlobalAveragePooling2D()(keras.layers.Conv2D(8, 3)(inp))
+    enc = keras.Model(inp, keras.layers.Dropout(0.5)(x))
+    export_encoder(enc, tmp_path / "e")
+    obj = tf.saved_model.load(str(tmp_path / "e"))
+    x = np.random.default_rng(0).uniform(size=(4, 16, 16, 3)).astype("float32")
+    np.testing.assert_allclose(obj(x, training=False), enc(x), atol=ATOL)
+    assert not np.allclose(obj(x, training=True), obj(x, training=False))
+    assert len(obj.variables) == 3 and len(obj.trainable_variables) == 2  # + seed state
 
 
 def test_model_card_round_trip_and_validation():
