@@ -1,0 +1,129 @@
+"""Running a frozen encoder over images (arrays or a ``tf.data`` dataset) into numpy features."""
+
+import weakref
+
+import numpy as np
+import tensorflow as tf
+
+from keras_hardneg.data._checks import check_batch_size
+
+__all__ = ["extract_features", "has_labels"]
+
+_COMPILED = weakref.WeakKeyDictionary()
+
+
+def has_labels(data):
+    """Whether ``data`` (see :func:`extract_features`) carries labels."""
+    if isinstance(data, tf.data.Dataset):
+        spec = data.element_spec
+        return isinstance(spec, (tuple, list)) and len(spec) >= 2
+    return isinstance(data, (tuple, list)) and len(data) == 2
+
+
+def _encoder_fn(encoder):
+    """A function ``images -> features`` that runs ``encoder`` in inference mode."""
+    import keras
+
+    if isinstance(encoder, keras.layers.Layer):
+        # A compiled graph is much faster than eager calls; keras layers trace cleanly.
+        # Cached per encoder so that a monitor calling this every epoch traces once.
+        try:
+            return _COMPILED[encoder]
+        except (KeyError, TypeError):
+            pass
+        ref = weakref.ref(encoder)  # the cached function must not keep the encoder alive
+        compiled = tf.function(lambda x: ref()(x, training=False), reduce_retracing=True)
+        try:
+            _COMPILED[encoder] = compiled
+        except TypeError:
+            pass
+        return compiled
+    if not callable(encoder):
+        raise ValueError(f"`encoder` must be a keras.Model or a callable; got {encoder!r}.")
+
+    def call(x):
+        try:
+            return encoder(x, training=False)
+        except TypeError:  # plain callables may not take `training`
+            return encoder(x)
+
+    return call
+
+
+def _as_dataset(data, batch_size):
+    """``(dataset of (images[, labels]) batches, labelled?)``."""
+    if isinstance(data, tf.data.Dataset):
+        labelled = has_labels(data)
+        spec = data.element_spec[0] if labelled else data.element_spec
+        if isinstance(spec, dict):
+            raise ValueError(
+                "`images_or_dataset` elements must be images or (images, labels); got a dict "
+                f"with keys {sorted(spec)}."
+            )
+        if labelled:
+            data = data.map(lambda *e: (e[0], e[1]))
+        if spec.shape.rank == 3:  # unbatched images [H, W, C]
+            data = data.batch(batch_size)
+        elif spec.shape.rank != 4:
+            raise ValueError(
+                "`images_or_dataset` must yield images [H, W, C] or batches [B, H, W, C]; got "
+                f"element shape {spec.shape}."
+            )
+        return data, labelled
+    labelled = has_labels(data)
+    images, labels = (data[0], data[1]) if labelled else (data, None)
+    images = np.asarray(images)
+    if images.ndim != 4:
+        raise ValueError(
+            "`images_or_dataset` must be an array [n, H, W, C] (or a pair (images, labels), or "
+            f"a tf.data.Dataset); got shape {images.shape}."
+        )
+    if labelled:
+        labels = np.asarray(labels)
+        if labels.shape[:1] != images.shape[:1]:
+            raise ValueError(
+                f"`images_or_dataset` labels {labels.shape} do not match images {images.shape}."
+            )
+        return tf.data.Dataset.from_tensor_slices((images, labels)).batch(batch_size), True
+    return tf.data.Dataset.from_tensor_slices(images).batch(batch_size), False
+
+
+def extract_features(encoder, images_or_dataset, batch_size=256):
+    """Encodes every image with ``encoder`` in inference mode (``training=False``).
+
+    Args:
+        encoder: a ``keras.Model`` (run as a compiled ``tf.function``) or any callable
+            mapping images ``[B, H, W, 3]`` to features ``[B, ...]``.
+        images_or_dataset: a numpy/tensor array ``[n, H, W, 3]``; a pair
+            ``(images, labels)`` of arrays; or a ``tf.data.Dataset`` of images or
+            ``(images, labels[, ...])``, batched or not (unbatched elements are batched
+            with ``batch_size``; batched datasets keep their own batch size).
+        batch_size: batch size for arrays and unbatched datasets, ``>= 1``.
+
+    Returns:
+        ``features`` float32 ``[n, F]`` (features of higher rank are flattened), or
+        ``(features, labels int64 [n])`` when the input has labels.
+
+    Example:
+        >>> import keras, numpy as np
+        >>> enc = keras.Sequential([keras.layers.Flatten(), keras.layers.Dense(4)])
+        >>> extract_features(enc, np.zeros((10, 8, 8, 3), "float32"), batch_size=4).shape
+        (10, 4)
+    """
+    batch_size = check_batch_size(batch_size)
+    dataset, labelled = _as_dataset(images_or_dataset, batch_size)
+    encode = _encoder_fn(encoder)
+    features, labels = [], []
+    for element in dataset:
+        images = element[0] if labelled else element
+        out = encode(tf.convert_to_tensor(images))
+        out = np.asarray(out.numpy() if hasattr(out, "numpy") else out, dtype=np.float32)
+        features.append(out.reshape(out.shape[0], -1))
+        if labelled:
+            labels.append(np.asarray(element[1]).reshape(-1).astype(np.int64))
+    if not features:
+        raise ValueError("`images_or_dataset` is empty (dataset empty).")
+    features = np.concatenate(features, axis=0)
+    if labelled:
+        return features, np.concatenate(labels)
+    return features
