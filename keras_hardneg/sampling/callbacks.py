@@ -1,0 +1,173 @@
+"""Keeping BatchSampler's graph fresh during training (Yang et al., KDD 2023, Alg. 1, App. E).
+
+``GraphRefreshCallback`` rebuilds the proximity graph every ``t = every_n_steps`` training
+batches (paper: 100) from embeddings the model computed during training -- no extra forward
+pass -- and decays the restart probability linearly (paper, vision: 0.2 -> 0.05).
+
+Contract with the frameworks (``khn.models.SimCLR`` / ``MoCo`` built with
+``memory_bank_size=N``): ``model.embedding_bank`` is a non-trainable ``[N, d]`` variable with
+unit-norm rows that ``train_step`` fills at the positions ``x["index"]`` with the projections
+it just computed.  Rows of examples not yet seen are zero; a zero row scores 0 against every
+candidate, i.e. it gets random neighbours until it is seen.  The elements must therefore carry
+``"index"`` (``make_dataset`` does).
+
+``reencode`` (optional, exact but costs a forward pass over the data): a callable
+``reencode(model) -> [N, d]`` or a tuple ``(encoder_model, dataset)`` whose
+``encoder_model.predict(dataset)`` returns ``[N, d]`` in index order.
+
+A rebuild costs ``2 N M d`` flops plus a top-k (ImageNet, M = 1000: a few seconds on 2 cores; see
+``docs/notes/sampling.md``) and runs synchronously between two batches.  Because tf.data
+prefetches, a new graph / restart probability is used from a few batches later.
+
+Example
+-------
+>>> from keras_hardneg.sampling import BatchSampler, GraphRefreshCallback, make_dataset
+>>> # sampler = BatchSampler(initial_embeddings, batch_size=256, restart_prob=0.2)
+>>> # model = khn.models.SimCLR(..., memory_bank_size=len(x_train))
+>>> # model.fit(make_dataset(sampler, x_train), epochs=100,
+>>> #           steps_per_epoch=sampler.steps_per_epoch,
+>>> #           callbacks=[GraphRefreshCallback(sampler, every_n_steps=100)])
+"""
+
+from __future__ import annotations
+
+import time
+
+import keras
+import numpy as np
+
+from keras_hardneg.sampling.graph import ProximityGraph
+
+__all__ = ["GraphRefreshCallback", "linear_restart_prob"]
+
+
+def linear_restart_prob(step, total_steps, start=0.2, end=0.05):
+    """Linear schedule: ``start`` at step 0, ``end`` at step ``total_steps - 1`` and after."""
+    if total_steps <= 1:
+        return float(end)
+    frac = min(max(step / (total_steps - 1), 0.0), 1.0)
+    return float(start + (end - start) * frac)
+
+
+@keras.saving.register_keras_serializable(package="keras_hardneg")
+class GraphRefreshCallback(keras.callbacks.Callback):
+    """Rebuild the sampler's proximity graph from ``model.embedding_bank`` every N steps.
+
+    Args:
+        sampler: a ``BatchSampler`` (anything with ``update_graph`` / ``set_restart_prob``).
+        every_n_steps: rebuild interval ``t`` in training batches (paper: 100).
+        restart_prob_schedule: ``(start, end)`` for a linear decay over
+            ``epochs * steps_per_epoch`` steps (from ``self.params``), or None to leave
+            ``restart_prob`` alone.
+        reencode: None (use ``model.embedding_bank``), a callable ``model -> [N, d]`` or a
+            tuple ``(encoder_model, dataset)``.
+        num_candidates, num_neighbors, backend: graph settings (default: the sampler's).
+        seed: base seed of the candidate draws (refresh ``r`` uses ``seed + r``).
+        rebuild_on_train_begin: also rebuild once before the first batch (needs a filled bank
+            or ``reencode``).
+
+    Attributes:
+        refreshes: list of dicts ``{"step", "seconds"}``, one per rebuild.
+    """
+
+    def __init__(self, sampler=None, every_n_steps=100, restart_prob_schedule=(0.2, 0.05),
+                 reencode=None, num_candidates=None, num_neighbors=None, backend="auto",
+                 seed=0, rebuild_on_train_begin=False):
+        super().__init__()
+        if isinstance(every_n_steps, bool) or not isinstance(every_n_steps, (int, np.integer)) \
+                or every_n_steps < 1:
+            raise ValueError(f"`every_n_steps` must be an integer >= 1, got {every_n_steps!r}.")
+        if restart_prob_schedule is not None:
+            if len(restart_prob_schedule) != 2 or not all(
+                    0.0 <= float(a) < 1.0 for a in restart_prob_schedule):
+                raise ValueError("`restart_prob_schedule` must be (start, end) with both in "
+                                 f"[0, 1), got {restart_prob_schedule!r}.")
+            restart_prob_schedule = tuple(float(a) for a in restart_prob_schedule)
+        if reencode is not None and not callable(reencode) and not (
+                isinstance(reencode, (tuple, list)) and len(reencode) == 2):
+            raise ValueError("`reencode` must be None, a callable model -> [N, d] or a tuple "
+                             "(encoder_model, dataset).")
+        self.sampler = sampler
+        self.every_n_steps = int(every_n_steps)
+        self.restart_prob_schedule = restart_prob_schedule
+        self.reencode = reencode
+        self.num_candidates = num_candidates
+        self.num_neighbors = num_neighbors
+        self.backend = backend
+        self.seed = seed
+        self.rebuild_on_train_begin = rebuild_on_train_begin
+        self.refreshes = []
+        self._step = 0
+        self._total = None
+
+    # ---------------------------------------------------------------- helpers
+    def _embeddings(self):
+        if self.reencode is not None:
+            if callable(self.reencode):
+                emb = self.reencode(self.model)
+            else:
+                enc, ds = self.reencode
+                emb = enc.predict(ds, verbose=0)
+            return np.asarray(keras.ops.convert_to_numpy(emb))
+        bank = getattr(self.model, "embedding_bank", None)
+        if bank is None:
+            raise ValueError(
+                "GraphRefreshCallback needs `model.embedding_bank` (an [N, d] variable the "
+                "model fills in train_step): build the model with `memory_bank_size=N` (the "
+                "dataset size), e.g. khn.models.SimCLR(..., memory_bank_size=len(x_train)), "
+                "or pass `reencode=` to re-encode the data explicitly.")
+        return keras.ops.convert_to_numpy(bank)
+
+    def rebuild(self):
+        """Rebuild the graph now and hand it to the sampler."""
+        t0 = time.perf_counter()
+        emb = self._embeddings()
+        if emb.shape[0] != self.sampler.num_nodes:
+            raise ValueError(f"embeddings have {emb.shape[0]} rows, the sampler has "
+                             f"{self.sampler.num_nodes} nodes (memory_bank_size must be N).")
+        m = self.num_candidates or getattr(self.sampler, "num_candidates", None) or 1000
+        k = self.num_neighbors or self.sampler.neighbors.shape[1]
+        seed = None if self.seed is None else int(self.seed) + len(self.refreshes)
+        g = ProximityGraph.build(emb, m, k, backend=self.backend, seed=seed)
+        self.sampler.update_graph(g.neighbors)
+        self.refreshes.append({"step": self._step, "seconds": time.perf_counter() - t0})
+        return g
+
+    def _set_alpha(self):
+        if self.restart_prob_schedule is None:
+            return
+        a0, a1 = self.restart_prob_schedule
+        self.sampler.set_restart_prob(
+            linear_restart_prob(self._step, self._total or 1, a0, a1))
+
+    # -------------------------------------------------------------- callbacks
+    def on_train_begin(self, logs=None):
+        if self.sampler is None:
+            raise ValueError("GraphRefreshCallback has no `sampler`.")
+        if self.reencode is None and getattr(self.model, "embedding_bank", None) is None:
+            self._embeddings()  # raises the explanatory error
+        params = self.params or {}
+        steps = params.get("steps") or getattr(self.sampler, "steps_per_epoch", None)
+        epochs = params.get("epochs") or 1
+        self._total = int(epochs) * int(steps) if steps else None
+        self._step = 0
+        self._set_alpha()
+        if self.rebuild_on_train_begin:
+            self.rebuild()
+
+    def on_train_batch_end(self, batch, logs=None):
+        self._step += 1
+        if self._step % self.every_n_steps == 0:
+            self.rebuild()
+        self._set_alpha()
+
+    def get_config(self):
+        return {"every_n_steps": self.every_n_steps,
+                "restart_prob_schedule": self.restart_prob_schedule,
+                "num_candidates": self.num_candidates, "num_neighbors": self.num_neighbors,
+                "backend": self.backend, "seed": self.seed,
+                "rebuild_on_train_begin": self.rebuild_on_train_begin}
+
+    @classmethod
+    def from_config(cls, config, sampler=None):
+        return cls(sampler=sampler, **config)
