@@ -7,6 +7,8 @@ The exported directory works with:
   ``obj.trainable_variables``, ``obj.regularization_losses``;
 - ``obj.signatures["serving_default"](images=...)["features"]`` (TF Serving,
   ``keras.layers.TFSMLayer(dir, call_endpoint="serving_default")``);
+- ``keras.layers.TFSMLayer(dir)`` (endpoint ``serve``: tensor in, tensor out), with
+  ``call_training_endpoint="call_training"`` for training mode;
 - ``hub.KerasLayer(dir, trainable=True)`` under tf_keras (fine-tuning, with batch-norm
   moving statistics updated in training mode);
 - :func:`load_encoder` under Keras 3 (fine-tunable ``keras.layers.Layer``).
@@ -95,6 +97,12 @@ class _ReusableEncoder(tf.__internal__.tracking.AutoTrackable):
             return {SERVING_OUTPUT: self.__call__(images, training=False)}
 
         self.serving_default = tf.function(serve, input_signature=[input_spec])
+        # Tensor-in/tensor-out endpoints for Keras 3 `TFSMLayer`, whose default
+        # call_endpoint is "serve"; "call_training" is its call_training_endpoint.
+        self.serve = tf.function(lambda images: self.__call__(images, training=False),
+                                 input_signature=[input_spec])
+        self.call_training = tf.function(lambda images: self.__call__(images, training=True),
+                                         input_signature=[input_spec])
 
 
 def _regularization_fns(encoder):

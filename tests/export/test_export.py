@@ -82,6 +82,10 @@ close(bn_stats[1], ld("moving_variance_after"), "moving_variance after one train
 # (b) Keras 3 TFSMLayer on the serving signature.
 layer = keras.layers.TFSMLayer(d, call_endpoint="serving_default")
 close(layer(x)["features"], expected, "TFSMLayer")
+layer = keras.layers.TFSMLayer(d, call_training_endpoint="call_training")  # endpoint "serve"
+close(layer(x), expected, "TFSMLayer serve")
+assert len(layer.trainable_weights) == 4 and len(layer.non_trainable_weights) == 2
+close(layer(x, training=True), ld("expected_train"), "TFSMLayer call_training")
 
 # (c) load_encoder, then a Keras 3 fine-tune step.
 from keras_hardneg.export import load_encoder, load_model_card
