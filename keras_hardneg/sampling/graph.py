@@ -231,40 +231,55 @@ class _BlockKernel:
         self.lowmask = np.int32((1 << self.bits) - 1)
         self.fallback_rows = 0
         self._lock = threading.Lock()
+        self._local = threading.local()
+
+    def _workspace(self, b, p, d):
+        ws = getattr(self._local, "ws", None)
+        if ws is None or ws[0].shape != (p, d) or ws[1].shape[1] != p or ws[1].shape[0] < b:
+            ws = (np.empty((p, d), np.float32), np.empty((max(b, 256), p), np.float32))
+            self._local.ws = ws
+        return ws[0], ws[1][:b]
 
     def __call__(self, start, stop, pool, out):
         x, k = self.x, self.k
         q = x[start:stop]
-        cand = x if pool is None else x[pool]
-        s = q @ cand.T  # [B, P] float32 GEMM
-        b, p = s.shape
+        b = stop - start
+        if pool is None:  # kNN: the pool is every node
+            cand = x
+            s = q @ cand.T
+        else:
+            cand, s = self._workspace(b, pool.size, x.shape[1])
+            np.take(x, pool, axis=0, out=cand)  # reused buffers: no page faults per block
+            np.matmul(q, cand.T, out=s)  # [B, P] float32 GEMM
+        p = s.shape[1]
+        rows = np.arange(b)
         if pool is None:
             pool = np.arange(self.n)
-            rows = np.arange(b)
             selfcol = np.arange(start, stop)
         else:
             pos = np.nonzero((pool >= start) & (pool < stop))[0]
             selfcol = np.full(b, p - 1)
             selfcol[pool[pos] - start] = pos
-            rows = np.arange(b)
         s[rows, selfcol] = -np.inf  # drop self (or the pool's last entry): exactly M candidates
         kth = p - k
         if self.packed:
-            keys = s.view(np.int32) & ~self.lowmask
+            keys = s.view(np.int32)  # in place: scores -> packed (truncated score | column)
+            keys &= ~self.lowmask
             keys |= self.cols
-            part = np.partition(keys, kth, axis=1)
-            top = part[:, kth:]
-            cut = part[:, kth] >> self.bits
-            below = part[:, :kth].max(axis=1) >> self.bits
+            keys.partition(kth, axis=1)
+            top = keys[:, kth:]
+            cut = keys[:, kth] >> self.bits
+            below = keys[:, :kth].max(axis=1) >> self.bits
             # ambiguous: tie across the cut at truncated precision, or K-th score <= 0 (negative
             # floats do not order as ints) -> exact recomputation for these rows.
-            bad = np.nonzero((below == cut) | (part[:, kth] < 0))[0]
+            bad = np.nonzero((below == cut) | (keys[:, kth] < 0))[0]
             if self.sort:
                 top = np.sort(top, axis=1)[:, ::-1]
             idx = (top & self.lowmask).astype(np.intp)
             if bad.size:
-                idx = np.array(idx)
-                idx[bad] = self._exact(s[bad], kth)
+                exact = x[start + bad] @ cand.T
+                exact[np.arange(bad.size), selfcol[bad]] = -np.inf
+                idx[bad] = self._exact(exact, kth)
                 with self._lock:
                     self.fallback_rows += int(bad.size)
         else:
