@@ -286,6 +286,7 @@ def test_layout_card_and_no_device_pinning(exported):
         assert text in md, text
     assert json.loads((d / "model_card.json").read_text())["format"].startswith("keras_hardneg")
     assert find_device_strings(d) == []
+    assert keras_hardneg.export.export_encoder is export_encoder  # khn.export.* per the spec
 
 
 def test_export_under_device_scope_is_still_device_free(tmp_path):
