@@ -317,29 +317,38 @@ def _validate(paths, validate):
 
 
 def _select(groups, limit_per_class, validate, on_error):
-    """Validates files group by group, keeping up to ``limit_per_class`` good ones each.
+    """Validates files, keeping up to ``limit_per_class`` readable ones per group.
 
-    Returns ``(group_index_per_file, paths, skipped)``.
+    The first ``limit_per_class`` files of every group (all files if ``None``) are validated
+    in one pass; groups that lost files to errors are refilled from their next files.
+    Returns ``(group_index_per_file, paths, skipped)`` in group-then-name order.
     """
-    paths, group_ids, skipped = [], [], []
-    for gid, (_, files) in enumerate(groups):
-        kept = []
-        start = 0
-        while start < len(files) and (limit_per_class is None or len(kept) < limit_per_class):
-            need = len(files) - start if limit_per_class is None else limit_per_class - len(kept)
-            chunk = files[start : start + need]
-            start += len(chunk)
-            bad = _validate(chunk, validate)
-            for i, path in enumerate(chunk):
-                if i in bad:
-                    if on_error == "raise":
-                        raise ValueError(f"Cannot decode image file {path!r}: {bad[i]}")
-                    skipped.append((path, bad[i]))
-                else:
-                    kept.append(path)
-        paths.extend(kept)
-        group_ids.extend([gid] * len(kept))
-    return np.asarray(group_ids, dtype=np.int64), paths, skipped
+    kept = [[] for _ in groups]
+    cursor = [0] * len(groups)
+    skipped = []
+    while True:
+        batch = []  # (group id, path) to validate in this round
+        for gid, (_, files) in enumerate(groups):
+            want = len(files) if limit_per_class is None else limit_per_class - len(kept[gid])
+            chunk = files[cursor[gid]: cursor[gid] + max(0, want)]
+            cursor[gid] += len(chunk)
+            batch.extend((gid, path) for path in chunk)
+        if not batch:
+            break
+        bad = _validate([path for _, path in batch], validate)
+        for i, (gid, path) in enumerate(batch):
+            if i in bad:
+                if on_error == "raise":
+                    raise ValueError(f"Cannot decode image file {path!r}: {bad[i]}")
+                skipped.append((path, bad[i]))
+            else:
+                kept[gid].append(path)
+        if not bad or limit_per_class is None:
+            break
+    paths = [path for group in kept for path in group]
+    group_ids = np.repeat(np.arange(len(groups), dtype=np.int64), [len(g) for g in kept])
+    skipped.sort()
+    return group_ids, paths, skipped
 
 
 def scan_image_folder(

@@ -9,10 +9,6 @@ from PIL import Image
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-CIFAR_DIR = os.path.normpath(
-    os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data", "cifar10-jpg")
-)
-
 
 def _jpeg_bytes(rng, size=(12, 10)):
     array = rng.integers(0, 256, size=(size[1], size[0], 3), dtype=np.uint8)

@@ -6,7 +6,10 @@ import pytest
 
 from keras_hardneg.data import image_folder, load_image_folder_arrays, scan_image_folder
 
-from conftest import CIFAR_DIR
+# The shared data folder, relative to the repository (../shared/data from the project root).
+CIFAR_DIR = os.path.normpath(
+    os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data", "cifar10-jpg")
+)
 
 
 def _collect(dataset):
