@@ -168,3 +168,29 @@ def test_real_cifar10_slice():
     report = scan_image_folder(os.path.join(CIFAR_DIR, "train"), limit_per_class=2,
                                validate="header")
     assert report.num_images == 20
+
+
+def test_other_formats_and_truncated_png(tmp_path):
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    root = tmp_path / "formats" / "only"
+    root.mkdir(parents=True)
+    rgb = rng.integers(0, 256, size=(6, 7, 3), dtype=np.uint8)
+    Image.fromarray(rgb).save(root / "a.bmp")
+    Image.fromarray(rgb).convert("P").save(root / "b.gif")
+    Image.fromarray(rgb).convert("P").save(root / "c_palette.png")
+    Image.fromarray((rng.random((6, 7)) * 65535).astype(np.uint16)).save(root / "d16.png")
+    Image.fromarray(rgb).save(root / "e.PNG")
+    data = (root / "e.PNG").read_bytes()
+    (root / "f_truncated.png").write_bytes(data[: len(data) - 30])
+    (root / "g_empty.jpg").write_bytes(b"")
+    for validate in ("decode", "header"):
+        x, y, report = load_image_folder_arrays(tmp_path / "formats", image_size=(6, 7),
+                                                validate=validate, return_report=True)
+        names = [os.path.basename(p) for p, _ in report.skipped]
+        assert names == ["f_truncated.png", "g_empty.jpg"], (validate, report.skipped)
+        assert x.shape == (5, 6, 7, 3) and 0.0 <= x.min() and x.max() <= 1.0
+        np.testing.assert_allclose(x[0], rgb / 255.0, atol=1e-6)   # BMP is lossless
+        np.testing.assert_allclose(x[4], rgb / 255.0, atol=1e-6)   # PNG is lossless
+        assert x[3].max() > 0.5  # 16-bit PNG scaled to [0, 1], not clipped to 1/255 steps
