@@ -102,9 +102,9 @@ class ProximityGraph:
     """Directed proximity graph: ``neighbors[i]`` are the ``K`` out-neighbours of node ``i``.
 
     Attributes:
-        neighbors: int32 ``[N, K]``; no self loops; no duplicate within a row. Row order is by
-            decreasing similarity when built with ``sort_neighbors=True`` (default), else
-            unspecified.
+        neighbors: int32 ``[N, K]``; no self loops; no duplicate within a row. Rows are sorted
+            by decreasing float32 similarity with ``sort_neighbors=True`` (default), else the
+            order is unspecified.
         num_candidates: effective ``M`` (clipped to ``N - 1``).
         backend: backend actually used (``"brute"`` or ``"scann"``).
         seed: seed of the candidate draw.
@@ -194,14 +194,25 @@ def _draw_pools(rng, n, pool_size, num_pools):
     the nodes in none at M = 1000, block 256 -- which inflates the in-degree spread.)"""
     if pool_size == n:
         return None  # every pool is all nodes
-    per_perm = n // pool_size
-    num_perms = -(-num_pools // per_perm)
-    pools = np.empty((num_perms * per_perm, pool_size), dtype=np.int64)
-    for i in range(num_perms):
-        perm = rng.permutation(n)
-        pools[i * per_perm:(i + 1) * per_perm] = perm[:per_perm * pool_size].reshape(
-            per_perm, pool_size)
-    return pools[rng.permutation(pools.shape[0])[:num_pools]]
+    total = num_pools * pool_size
+    stream = np.empty(total, dtype=np.int64)
+    pos = 0
+    while pos < total:  # a stream of permutations cut into chunks of pool_size
+        a = pos % pool_size  # nodes of the chunk that straddles the permutation boundary
+        if a == 0:
+            perm = rng.permutation(n)
+        else:  # the new permutation's head must avoid that chunk's first part T
+            tail = stream[pos - a:pos]
+            mask = np.ones(n, dtype=bool)
+            mask[tail] = False
+            r = rng.permutation(np.nonzero(mask)[0])
+            head = r[:pool_size - a]
+            rest = np.concatenate([r[pool_size - a:], tail])
+            perm = np.concatenate([head, rest[rng.permutation(rest.size)]])
+        m = min(n, total - pos)
+        stream[pos:pos + m] = perm[:m]
+        pos += m
+    return stream.reshape(num_pools, pool_size)
 
 
 def _sort_rows(x, nbrs):
@@ -236,9 +247,11 @@ class _BlockKernel:
     def _workspace(self, b, p, d):
         ws = getattr(self._local, "ws", None)
         if ws is None or ws[0].shape != (p, d) or ws[1].shape[1] != p or ws[1].shape[0] < b:
-            ws = (np.empty((p, d), np.float32), np.empty((max(b, 256), p), np.float32))
+            rows = max(b, 256)
+            ws = (np.empty((p, d), np.float32), np.empty((rows, p), np.float32),
+                  np.empty((rows, p), np.int32))
             self._local.ws = ws
-        return ws[0], ws[1][:b]
+        return ws[0], ws[1][:b], ws[2][:b]
 
     def __call__(self, start, stop, pool, out):
         x, k = self.x, self.k
@@ -247,8 +260,9 @@ class _BlockKernel:
         if pool is None:  # kNN: the pool is every node
             cand = x
             s = q @ cand.T
+            keys = np.empty(s.shape, np.int32) if self.packed else None
         else:
-            cand, s = self._workspace(b, pool.size, x.shape[1])
+            cand, s, keys = self._workspace(b, pool.size, x.shape[1])
             np.take(x, pool, axis=0, out=cand)  # reused buffers: no page faults per block
             np.matmul(q, cand.T, out=s)  # [B, P] float32 GEMM
         p = s.shape[1]
@@ -263,8 +277,8 @@ class _BlockKernel:
         s[rows, selfcol] = -np.inf  # drop self (or the pool's last entry): exactly M candidates
         kth = p - k
         if self.packed:
-            keys = s.view(np.int32)  # in place: scores -> packed (truncated score | column)
-            keys &= ~self.lowmask
+            # packed keys (truncated score | column) in a reused buffer; scores stay intact
+            np.bitwise_and(s.view(np.int32), ~self.lowmask, out=keys)
             keys |= self.cols
             keys.partition(kth, axis=1)
             top = keys[:, kth:]
@@ -273,13 +287,12 @@ class _BlockKernel:
             # ambiguous: tie across the cut at truncated precision, or K-th score <= 0 (negative
             # floats do not order as ints) -> exact recomputation for these rows.
             bad = np.nonzero((below == cut) | (keys[:, kth] < 0))[0]
-            if self.sort:
-                top = np.sort(top, axis=1)[:, ::-1]
             idx = (top & self.lowmask).astype(np.intp)
+            if self.sort:  # exact float32 order of the K selected
+                v = np.take_along_axis(s, idx, axis=1)
+                idx = np.take_along_axis(idx, np.argsort(-v, axis=1, kind="stable"), axis=1)
             if bad.size:
-                exact = x[start + bad] @ cand.T
-                exact[np.arange(bad.size), selfcol[bad]] = -np.inf
-                idx[bad] = self._exact(exact, kth)
+                idx[bad] = self._exact(s[bad], kth)
                 with self._lock:
                     self.fallback_rows += int(bad.size)
         else:
@@ -335,7 +348,7 @@ def _scann_knn(x, k, opts):
     kk = min(k + 1, n)
     num_leaves = int(opts.get("num_leaves", max(1, min(2000, int(round(math.sqrt(n)))))))
     leaves_to_search = int(opts.get("num_leaves_to_search", max(1, min(num_leaves,
-                                                                       num_leaves // 10 + 10))))
+                                                                       num_leaves // 5 + 10))))
     reorder = int(opts.get("reorder", max(4 * kk, 250)))
     train = int(opts.get("training_sample_size", min(n, 250_000)))
     threads = int(opts.get("num_threads", _num_threads()))
