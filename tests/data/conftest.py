@@ -1,13 +1,10 @@
 """Fixtures for the data tests: a small image folder with deliberately bad files."""
 
 import io
-import os
 
 import numpy as np
 import pytest
 from PIL import Image
-
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
 def _jpeg_bytes(rng, size=(12, 10)):

@@ -1,8 +1,11 @@
 """tfds_dataset on tiny datasets built locally (no download)."""
 
+import os
+
 import numpy as np
 import pytest
 import tensorflow_datasets as tfds
+from etils import epath
 
 from keras_hardneg.data import tfds_dataset
 
@@ -13,10 +16,13 @@ class KhnTinyGray(tfds.core.GeneratorBasedBuilder):
     """6x5 grayscale images, 3 classes; label = index % 3, pixel value = 20 * index."""
 
     VERSION = tfds.core.Version("1.0.0")
+    # A builder defined in a test module: give TFDS its paths instead of letting it infer
+    # them from package resources (needs the optional `importlib_resources`).
+    pkg_dir_path = epath.Path(os.path.dirname(os.path.abspath(__file__)))
+    code_path = epath.Path(os.path.abspath(__file__))
 
     def _info(self):
-        return tfds.core.DatasetInfo(
-            builder=self,
+        return self.dataset_info_from_configs(
             features=tfds.features.FeaturesDict({
                 "image": tfds.features.Image(shape=(6, 5, 1)),
                 "label": tfds.features.ClassLabel(names=["a", "b", "c"]),
