@@ -68,8 +68,18 @@ def _to_gray(x):
 
 
 def _select(mask, a, b):
-    """Per-image ``where``: ``mask`` [B] bool picks ``a`` else ``b`` ([B, H, W, C])."""
-    return tf.where(mask[:, None, None, None], a, b)
+    """Per-image ``where``: ``mask`` [B] bool picks ``a`` else ``b`` ([B, H, W, C]).
+
+    Written as a blend ``b + m * (a - b)``: on this CPU it is several times faster than
+    ``tf.where`` with a broadcast condition.
+    """
+    m = tf.cast(mask, a.dtype)[:, None, None, None]
+    return b + m * (a - b)
+
+
+def _clip01(x):
+    # min/max is ~5x faster than tf.clip_by_value (ClipByValue kernel) on CPU here.
+    return tf.minimum(tf.maximum(x, 0.0), 1.0)
 
 
 @keras.saving.register_keras_serializable(package="keras_hardneg")
@@ -89,12 +99,17 @@ class SimCLRAugmentation(keras.layers.Layer):
         blur_prob: probability of Gaussian blur; ``None`` -> 0.5 if ``image_size >= 64`` else 0.
         solarize_prob: ``(view1, view2)`` probabilities of solarization; ``None`` ->
             ``(0, 0.2)`` for v3 and ``(0, 0)`` otherwise.
+        exact_color_jitter: ``False`` (default): the jitter is composed as one per-image
+            affine colour map and clipped once, with the hue shift done as a rotation about
+            the grey axis (~10x cheaper on CPU). ``True``: the reference behaviour -- the 4
+            ops applied one after another, clipped after each, hue shifted in HSV space.
         seed: int seed of the layer's :class:`keras.random.SeedGenerator` (``None``: random).
     """
 
     def __init__(self, image_size=32, version="v1", strength=1.0, crop_scale=(0.08, 1.0),
                  crop_ratio=(3.0 / 4.0, 4.0 / 3.0), flip=True, jitter_prob=0.8,
-                 grayscale_prob=0.2, blur_prob=None, solarize_prob=None, seed=None, **kwargs):
+                 grayscale_prob=0.2, blur_prob=None, solarize_prob=None, exact_color_jitter=False,
+                 seed=None, **kwargs):
         kwargs.setdefault("dtype", "float32")
         super().__init__(**kwargs)
         if (isinstance(image_size, bool) or not isinstance(image_size, int) or image_size < 8):
@@ -136,6 +151,7 @@ class SimCLRAugmentation(keras.layers.Layer):
             raise ValueError(f"solarize_prob must be a (view1, view2) pair, got {solarize_prob!r}")
         self.solarize_prob = tuple(_check_probability(p, "solarize_prob")
                                    for p in solarize_prob)
+        self.exact_color_jitter = bool(exact_color_jitter)
         self.seed = seed
         self.seed_generator = keras.random.SeedGenerator(seed)
         # SimCLR: kernel size 10% of the image side, odd.
@@ -181,40 +197,86 @@ class SimCLRAugmentation(keras.layers.Layer):
         return tf.image.crop_and_resize(x, boxes, tf.range(batch),
                                         (self.image_size, self.image_size), method="bilinear")
 
-    def _color_jitter(self, x, batch):
+    def _jitter_factors(self, batch):
         b, c, s, hue = (self.strength * f for f in _JITTER)
-        if self.version == "v1":
-            delta = self._uniform((batch,), -b, b)[:, None, None, None]
-            brightness = lambda y: tf.clip_by_value(y + delta, 0.0, 1.0)  # noqa: E731
-        else:
-            fb = self._uniform((batch,), max(0.0, 1.0 - b), 1.0 + b)[:, None, None, None]
-            brightness = lambda y: tf.clip_by_value(y * fb, 0.0, 1.0)  # noqa: E731
-        fc = self._uniform((batch,), max(0.0, 1.0 - c), 1.0 + c)[:, None, None, None]
-        fs = self._uniform((batch,), max(0.0, 1.0 - s), 1.0 + s)[:, None, None, None]
-        dh = self._uniform((batch,), -hue, hue)[:, None, None]
+        if self.version == "v1":    # additive brightness delta
+            fb = self._uniform((batch,), -b, b)
+        else:                       # multiplicative brightness factor
+            fb = self._uniform((batch,), max(0.0, 1.0 - b), 1.0 + b)
+        fc = self._uniform((batch,), max(0.0, 1.0 - c), 1.0 + c)
+        fs = self._uniform((batch,), max(0.0, 1.0 - s), 1.0 + s)
+        dh = self._uniform((batch,), -hue, hue)
+        # A random order of the 4 operations per image: argsort of uniform keys.
+        order = tf.cast(tf.argsort(self._uniform((batch, 4)), axis=1), tf.int32)
+        return fb, fc, fs, dh, order
+
+    def _color_jitter(self, x, batch):
+        if self.exact_color_jitter:
+            return self._color_jitter_exact(x, batch)
+        return self._color_jitter_affine(x, batch)
+
+    def _color_jitter_affine(self, x, batch):
+        """Jitter as one per-image affine colour map ``y = A x + t``, clipped once.
+
+        Brightness, contrast (per-channel mean), saturation (blend with grey) and the hue
+        rotation about the grey axis are all affine in the colour, so their composition in
+        the image's random order is computed on ``[B, 3, 3]`` matrices and applied once.
+        """
+        fb, fc, fs, dh, order = self._jitter_factors(batch)
+        eye = tf.eye(3, batch_shape=[batch])
+        gray_rows = tf.ones((3, 1)) * tf.constant(_GRAY)[None, :]                # [3, 3]
+        sat = fs[:, None, None] * eye + (1.0 - fs)[:, None, None] * gray_rows[None]
+        theta = 2.0 * math.pi * dh
+        cos = tf.cos(theta)[:, None, None]
+        sin = tf.sin(theta)[:, None, None]
+        cross = tf.constant([[0.0, -1.0, 1.0], [1.0, 0.0, -1.0], [-1.0, 1.0, 0.0]])[None]
+        rot = cos * eye + (1.0 - cos) * tf.ones((1, 3, 3)) / 3.0 + \
+            sin / math.sqrt(3.0) * cross
+        mu0 = tf.reduce_mean(x, axis=[1, 2])                                    # [B, 3]
+        mat, shift = eye, tf.zeros((batch, 3))
+        for slot in range(4):
+            cands = []
+            if self.version == "v1":
+                cands.append((mat, shift + fb[:, None]))
+            else:
+                cands.append((fb[:, None, None] * mat, fb[:, None] * shift))
+            mu = tf.einsum("bij,bj->bi", mat, mu0) + shift
+            cands.append((fc[:, None, None] * mat,
+                          fc[:, None] * shift + (1.0 - fc)[:, None] * mu))
+            cands.append((tf.matmul(sat, mat), tf.einsum("bij,bj->bi", sat, shift)))
+            cands.append((tf.matmul(rot, mat), tf.einsum("bij,bj->bi", rot, shift)))
+            onehot = tf.one_hot(order[:, slot], 4)                              # [B, 4]
+            mat = tf.einsum("bk,kbij->bij", onehot, tf.stack([m for m, _ in cands]))
+            shift = tf.einsum("bk,kbi->bi", onehot, tf.stack([t for _, t in cands]))
+        y = tf.einsum("bhwc,bdc->bhwd", x, mat) + shift[:, None, None, :]
+        return _clip01(y)
+
+    def _color_jitter_exact(self, x, batch):
+        """Reference-style jitter: 4 ops in a random order, clipping after each, HSV hue."""
+        fb, fc, fs, dh, order = self._jitter_factors(batch)
+        fb4, fc4, fs4 = (f[:, None, None, None] for f in (fb, fc, fs))
+        dh3 = dh[:, None, None]
+        additive = self.version == "v1"
+
+        def brightness(y):
+            return _clip01(y + fb4 if additive else y * fb4)
 
         def contrast(y):
             mean = tf.reduce_mean(y, axis=[1, 2], keepdims=True)
-            return tf.clip_by_value((y - mean) * fc + mean, 0.0, 1.0)
+            return _clip01((y - mean) * fc4 + mean)
 
         def saturation(y):
             gray = _to_gray(y)
-            return tf.clip_by_value(gray + (y - gray) * fs, 0.0, 1.0)
+            return _clip01(gray + (y - gray) * fs4)
 
         def hue_shift(y):
             hsv = tf.image.rgb_to_hsv(y)
-            hh = tf.math.floormod(hsv[..., 0] + dh, 1.0)
-            return tf.clip_by_value(
-                tf.image.hsv_to_rgb(tf.stack([hh, hsv[..., 1], hsv[..., 2]], axis=-1)),
-                0.0, 1.0)
+            hh = tf.math.floormod(hsv[..., 0] + dh3, 1.0)
+            return _clip01(tf.image.hsv_to_rgb(tf.stack([hh, hsv[..., 1], hsv[..., 2]], -1)))
 
         ops = [brightness, contrast, saturation, hue_shift]
-        if hue == 0.0:
-            ops = ops[:3]
-        # A random order per image: argsort of uniform keys.
-        order = tf.argsort(self._uniform((batch, len(ops))), axis=1)
-        for slot in range(len(ops)):
-            chosen = tf.cast(order[:, slot], tf.int32)
+        for slot in range(4):
+            chosen = order[:, slot]
             out = x
             for k, op in enumerate(ops):
                 out = _select(tf.equal(chosen, k), op(x), out)
@@ -253,7 +315,7 @@ class SimCLRAugmentation(keras.layers.Layer):
         p_sol = self.solarize_prob[1 if view == 2 else 0]
         if p_sol > 0:
             x = _select(self._coin(batch, p_sol), tf.where(x < 0.5, x, 1.0 - x), x)
-        return tf.clip_by_value(x, 0.0, 1.0)
+        return _clip01(x)
 
     def call(self, images, training=None, view=None):
         if view not in (None, 1, 2):
@@ -287,7 +349,8 @@ class SimCLRAugmentation(keras.layers.Layer):
             "crop_scale": list(self.crop_scale), "crop_ratio": list(self.crop_ratio),
             "flip": self.flip, "jitter_prob": self.jitter_prob,
             "grayscale_prob": self.grayscale_prob, "blur_prob": self.blur_prob,
-            "solarize_prob": list(self.solarize_prob), "seed": self.seed,
+            "solarize_prob": list(self.solarize_prob), "exact_color_jitter": self.exact_color_jitter,
+            "seed": self.seed,
         })
         return config
 

@@ -188,3 +188,14 @@ def test_random_apply_wrapper_per_image():
 def test_bad_arguments(kwargs, name):
     with pytest.raises(ValueError, match=name):
         simclr_augmentation(**kwargs)
+
+
+def test_affine_jitter_close_to_exact_reference_jitter():
+    """Same seed -> same factors/order; the fast affine jitter ~ sequential HSV jitter."""
+    x = 0.3 + 0.4 * _images(16)
+    for version in ("v1", "v2"):
+        kw = dict(OFF, jitter_prob=1.0, strength=0.25, version=version)
+        fast = np.asarray(SimCLRAugmentation(16, seed=4, **kw)(x))
+        exact = np.asarray(SimCLRAugmentation(16, seed=4, exact_color_jitter=True, **kw)(x))
+        assert not np.allclose(fast, x, atol=1e-3)
+        assert np.abs(fast - exact).mean() < 0.01
