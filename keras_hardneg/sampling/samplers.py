@@ -29,6 +29,12 @@ fillers were already seen this epoch; no node is dropped, none is duplicated ins
 paper's literal rule; the tail can then be long).  ``last_epoch_batches`` records the length of
 the last finished epoch.
 
+Small components: a walk from a seed with fewer than ``B`` reachable nodes raises
+``ValueError`` in ``random_walk_with_restart``; the samplers instead take all the reachable
+nodes and complete the batch with uniformly drawn uncovered nodes (counted in
+``small_component_batches``; set ``complete_small_components = False`` to raise).  This happens
+with degenerate embeddings, e.g. a memory bank early in training.
+
 ``UniformSampler``: a random permutation cut into batches; the last partial batch is completed
 with distinct nodes drawn uniformly from the rest of the data.
 
@@ -57,7 +63,7 @@ import numpy as np
 
 from keras_hardneg.sampling.graph import ProximityGraph
 from keras_hardneg.sampling.walk import (_check_neighbors, random_walk_with_restart,
-                                         reachable_count)
+                                         reachable_count, reachable_nodes)
 
 __all__ = ["BatchSampler", "UniformSampler", "KNNSampler"]
 
@@ -112,7 +118,7 @@ class _Sampler:
         return self.steps_per_epoch
 
     # -------------------------------------------------------------- state
-    def _extra_state(self):
+    def _extra_state(self, include_graph=True):
         return {}
 
     def _set_extra_state(self, state):
@@ -239,6 +245,8 @@ class _GraphSampler(_Sampler):
         self._set_neighbors(nb)
         self._covered = np.zeros(self.num_nodes, dtype=bool)
         self._n_uncovered = self.num_nodes
+        self.complete_small_components = True
+        self.small_component_batches = 0
 
     def _set_neighbors(self, nb):
         nb = np.ascontiguousarray(nb)
@@ -296,7 +304,13 @@ class _GraphSampler(_Sampler):
                     extra = np.concatenate([extra, more])
                 batch = np.concatenate([rest, extra[: b - rest.size]])
         else:
-            batch = self._draw(self._next_seed())
+            seed = self._next_seed()
+            try:
+                batch = self._draw(seed)
+            except ValueError:
+                if not self.complete_small_components:
+                    raise
+                batch = self._small_component_batch(seed)
         batch = np.asarray(batch, dtype=np.int64)
         newly = int(np.count_nonzero(~self._covered[batch]))
         self._covered[batch] = True
@@ -311,6 +325,22 @@ class _GraphSampler(_Sampler):
             self._perm = None
             self._ptr = 0
         return batch
+
+    def _small_component_batch(self, seed):
+        """Seed in a component with < B reachable nodes: take all of them, complete the batch
+        with uniformly drawn uncovered (then covered) nodes."""
+        b = self.batch_size
+        reach = reachable_nodes(self._neighbors, seed, b)
+        mask = ~self._covered
+        mask[reach] = False
+        pool = np.nonzero(mask)[0]
+        if pool.size < b - reach.size:
+            mask = np.ones(self.num_nodes, dtype=bool)
+            mask[reach] = False
+            pool = np.nonzero(mask)[0]
+        fill = self._rng.choice(pool, size=b - reach.size, replace=False)
+        self.small_component_batches += 1
+        return np.concatenate([reach, fill])
 
     @property
     def coverage(self):

@@ -39,7 +39,7 @@ import math
 
 import numpy as np
 
-__all__ = ["random_walk_with_restart", "reachable_count", "python_random_walk_with_restart"]
+__all__ = ["random_walk_with_restart", "reachable_count", "reachable_nodes", "python_random_walk_with_restart"]
 
 
 def _check_neighbors(neighbors):
@@ -73,18 +73,28 @@ def _validate(nb, seed_node, restart_prob, batch_size, check_values=False):
     return a
 
 
-def reachable_count(neighbors, seed_node, limit):
-    """Number of nodes reachable from ``seed_node`` (itself included), counting stops at
-    ``limit``.  Bounded BFS, vectorised per level."""
+def reachable_nodes(neighbors, seed_node, limit):
+    """Nodes reachable from ``seed_node`` (itself first), BFS order by level, at most ``limit``
+    of them.  Bounded BFS, vectorised per level."""
     nb = np.asarray(neighbors)
     frontier = np.array([seed_node], dtype=np.int64)
-    visited = np.array([seed_node], dtype=np.int64)
-    while frontier.size and visited.size < limit:
-        nxt = np.unique(nb[frontier].ravel())
+    order = [frontier]
+    visited = frontier
+    count = 1
+    while frontier.size and count < limit:
+        nxt = np.unique(nb[frontier].ravel()).astype(np.int64)
         nxt = nxt[~np.isin(nxt, visited, assume_unique=True)]
         visited = np.union1d(visited, nxt)
+        order.append(nxt)
+        count += nxt.size
         frontier = nxt
-    return int(min(visited.size, limit))
+    return np.concatenate(order)[:limit]
+
+
+def reachable_count(neighbors, seed_node, limit):
+    """Number of nodes reachable from ``seed_node`` (itself included), counting stops at
+    ``limit``."""
+    return int(reachable_nodes(neighbors, seed_node, limit).size)
 
 
 def random_walk_with_restart(neighbors, seed_node, restart_prob, batch_size, rng=None, *,
