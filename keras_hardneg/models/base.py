@@ -99,8 +99,9 @@ class ContrastiveModel(keras.Model):
                 "`loss` must be a keras_hardneg contrastive loss (e.g. "
                 f"khn.losses.HardNegativeContrastiveLoss()); got {loss!r}."
             )
-        super().compile(optimizer=optimizer, loss=loss, jit_compile=jit_compile, **kwargs)
-        self.contrastive_loss = loss
+        # The loss is not handed to Keras: it would try it on (labels, outputs).
+        super().compile(optimizer=optimizer, jit_compile=jit_compile, **kwargs)
+        self.loss = self.contrastive_loss = loss
         self.optimizer.build(self.trainable_variables)
 
     @property
@@ -146,9 +147,13 @@ class ContrastiveModel(keras.Model):
         x = tf.cast(x, "float32")
         return self.augmentation(x, training=training), self.augmentation(x, training=training), index
 
-    def embed(self, images, training=False):
-        """Encoder features ``[B, F]`` (what downstream tasks use)."""
-        return self.encoder(images, training=training)
+    def call(self, x, training=False):
+        """Encoder features ``[B, F]`` of images (the representation downstream
+        tasks use). Accepts the training input formats too (a dict with
+        ``"images"`` or ``"view1"``)."""
+        if isinstance(x, dict):
+            x = x["images"] if "images" in x else x["view1"]
+        return self.encoder(x, training=training)
 
     # ------------------------------------------------------------- bookkeeping
     def gathered(self, x):
@@ -207,7 +212,13 @@ class ContrastiveModel(keras.Model):
         for g in grads:
             if g is not None:
                 finite = tf.logical_and(finite, tf.reduce_all(tf.math.is_finite(g)))
-        tf.cond(finite, lambda: self._apply(grads, variables), lambda: tf.no_op())
+        if distribute.num_replicas() > 1:
+            # A cross-replica update cannot sit inside tf.cond: apply zero
+            # gradients instead (the NonFiniteGuard callback then stops the run).
+            grads = [None if g is None else tf.where(finite, g, tf.zeros_like(g)) for g in grads]
+            self.optimizer.apply(grads, variables)
+        else:
+            tf.cond(finite, lambda: self._apply(grads, variables), lambda: tf.no_op())
         self.nonfinite_tracker.update_state(1.0 - tf.cast(finite, "float32"))
         return finite
 

@@ -117,6 +117,7 @@ class MoCo(ContrastiveModel):
             self.queue_pointer = self.add_weight(
                 shape=(), initializer="zeros", dtype="int64", trainable=False,
                 name="queue_pointer", aggregation="only_first_replica")
+        self.built = True  # every sub-model is built: weights can be saved before fit
 
     # ----------------------------------------------------------------- weights
     def query_variables(self):
@@ -232,9 +233,6 @@ class MoCo(ContrastiveModel):
     def test_step(self, data):
         return self._step(data, training=False)
 
-    def call(self, images, training=False):
-        """Encoder features of a batch of images (the representation)."""
-        return self.encoder(images, training=training)
 
     def get_config(self):
         config = super().get_config()

@@ -53,6 +53,7 @@ class SimCLR(ContrastiveModel):
                  head_version="simclr_v1", **kwargs):
         super().__init__(encoder, projection_dims=projection_dims, head_version=head_version,
                          augmentation=augmentation, **kwargs)
+        self.built = True  # every sub-model is built: weights can be saved before fit
 
     def project(self, view1, view2, training):
         """``(z1, z2)``: projections of both views (dicts with ``features`` for UnReMix)."""
@@ -99,7 +100,3 @@ class SimCLR(ContrastiveModel):
 
     def test_step(self, data):
         return self._step(data, training=False)
-
-    def call(self, images, training=False):
-        """Encoder features of a batch of images (the representation)."""
-        return self.encoder(images, training=training)
