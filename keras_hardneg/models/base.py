@@ -23,8 +23,10 @@ def _feature_dim(encoder):
 
 def _check_projection_dims(projection_dims):
     try:
+        if isinstance(projection_dims, str):
+            raise TypeError
         dims = [int(d) for d in projection_dims]
-    except TypeError:
+    except (TypeError, ValueError):
         raise ValueError(
             "`projection_dims` must be a sequence (hidden..., output) of positive ints, "
             f"e.g. (512, 128); got {projection_dims!r}."

@@ -1,0 +1,84 @@
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import keras_hardneg as khn
+from tests.models.helpers import LOSSES, sgd, tiny_encoder, views
+
+
+def moco(version="v2", **kwargs):
+    kwargs.setdefault("queue_size", 24)
+    kwargs.setdefault("momentum", 0.9)
+    return khn.models.MoCo(tiny_encoder(), projection_dims=(16, 8), version=version, **kwargs)
+
+
+@pytest.mark.parametrize("version", ["v2", "v3"])
+@pytest.mark.parametrize("loss_name", sorted(LOSSES))
+def test_one_train_step_with_each_loss(version, loss_name):
+    model = moco(version)
+    model.compile(optimizer=sgd(), loss=LOSSES[loss_name]())
+    x, y = views(labels=True)
+    before = [w.numpy() for w in model.encoder.trainable_weights]
+    logs = model.train_on_batch(x, y, return_dict=True)
+    assert np.isfinite(logs["loss"]) and logs["loss"] > 0
+    assert logs["nonfinite_steps"] == 0
+    after = [w.numpy() for w in model.encoder.trainable_weights]
+    assert any(not np.allclose(a, b) for a, b in zip(before, after))
+
+
+def test_queue_is_fifo_with_unit_norm_rows():
+    model = moco("v2", queue_size=12, momentum=1.0)  # frozen key branch: keys predictable
+    model.compile(optimizer=sgd())
+    q0 = model.queue.numpy()
+    np.testing.assert_allclose(np.linalg.norm(q0, axis=1), 1.0, rtol=1e-5)
+    keys = []
+    for step in range(4):  # 4 batches of 4 keys into 12 slots: wraps around once
+        x = views(n=4, seed=step)
+        k = model._keys(tf.constant(x["view2"]))  # the keys this step will enqueue
+        model.train_on_batch(x)
+        keys.append(k.numpy() / np.linalg.norm(k.numpy(), axis=1, keepdims=True))
+    queue = model.queue.numpy()
+    np.testing.assert_allclose(np.linalg.norm(queue, axis=1), 1.0, rtol=1e-5)
+    # Oldest batch (step 0) was overwritten by step 3; steps 1, 2 still in place.
+    np.testing.assert_allclose(queue[0:4], keys[3], atol=1e-5)
+    np.testing.assert_allclose(queue[4:8], keys[1], atol=1e-5)
+    np.testing.assert_allclose(queue[8:12], keys[2], atol=1e-5)
+    assert int(model.queue_pointer.numpy()) == 4
+
+
+def test_key_encoder_is_the_momentum_average_of_the_query_encoder():
+    m = 0.75
+    model = moco("v2", momentum=m)
+    model.compile(optimizer=sgd())
+    assert [w.shape for w in model.key_encoder.weights] == [w.shape for w in model.encoder.weights]
+    # Start from different key weights to see the average.
+    model.key_encoder.set_weights([w * 0.5 for w in model.encoder.get_weights()])
+    key_before = [w.numpy() for w in model.key_encoder.trainable_weights]
+    query_before = [w.numpy() for w in model.encoder.trainable_weights]
+    model.train_on_batch(views())
+    key_after = [w.numpy() for w in model.key_encoder.trainable_weights]
+    for kb, qb, ka in zip(key_before, query_before, key_after):
+        np.testing.assert_allclose(ka, m * kb + (1 - m) * qb, rtol=1e-5, atol=1e-6)
+    # and the optimizer never touches the key branch
+    assert all(v.path.split("/")[0] != model.key_encoder.name for v in model.trainable_variables)
+
+
+def test_queue_false_negative_rate_uses_queued_labels():
+    model = moco("v2", queue_size=8)
+    model.compile(optimizer=sgd())
+    x = views(n=8)
+    first = model.train_on_batch(x, np.zeros(8, "int64"), return_dict=True)
+    assert first["false_negative_rate"] == 0.0  # nothing known in the queue yet: not counted
+    model.reset_metrics()
+    second = model.train_on_batch(x, np.zeros(8, "int64"), return_dict=True)
+    assert second["false_negative_rate"] == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"version": "v1"}, "version"),
+    ({"momentum": 1.5}, "momentum"),
+    ({"queue_size": 0}, "queue_size"),
+])
+def test_bad_arguments(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        moco(**kwargs)
