@@ -288,9 +288,11 @@ class _BlockKernel:
             # floats do not order as ints) -> exact recomputation for these rows.
             bad = np.nonzero((below == cut) | (keys[:, kth] < 0))[0]
             idx = (top & self.lowmask).astype(np.intp)
-            if self.sort:  # exact float32 order of the K selected
-                v = np.take_along_axis(s, idx, axis=1)
-                idx = np.take_along_axis(idx, np.argsort(-v, axis=1, kind="stable"), axis=1)
+            if self.sort:  # exact float32 order of the K selected (all >= 0 on good rows)
+                v = np.take(s.reshape(-1), idx + (np.arange(b) * p)[:, None])
+                key = (v.view(np.int32).astype(np.int64) << 32) | idx
+                key.sort(axis=1)
+                idx = (key[:, ::-1] & 0xFFFFFFFF).astype(np.intp)
             if bad.size:
                 idx[bad] = self._exact(s[bad], kth)
                 with self._lock:
@@ -341,9 +343,22 @@ def _scann_knn(x, k, opts):
     """Approximate kNN graph (self removed) with ScaNN. Returns (int32 [N, K], info)."""
     try:
         import scann  # noqa: F401  (imports TensorFlow; keep lazy)
-        from scann import scann_ops_pybind
     except ImportError as e:  # pragma: no cover
         raise ImportError("backend='scann' needs the `scann` package (pip install scann).") from e
+    searcher, info = _scann_searcher(x, k, opts)
+    kk = min(k + 1, x.shape[0])
+    idx, _ = searcher.search_batched_parallel(x, final_num_neighbors=kk, batch_size=256)
+    idx = np.asarray(idx, dtype=np.int64)
+    nbrs = _drop_self(idx, k)
+    return nbrs.astype(np.int32), info
+
+
+def _scann_searcher(x, k, opts):
+    """ScaNN searcher over unit rows ``x`` returning ``k + 1`` results (self included).
+    Defaults: ``sqrt(N)`` leaves (<= 2000), search ``leaves // 5 + 10`` of them, AH with 2 dims
+    per block (anisotropic threshold 0.2), exact re-ordering of ``max(4 (k + 1), 250)``."""
+    from scann import scann_ops_pybind
+
     n = x.shape[0]
     kk = min(k + 1, n)
     num_leaves = int(opts.get("num_leaves", max(1, min(2000, int(round(math.sqrt(n)))))))
@@ -364,12 +379,9 @@ def _scann_knn(x, k, opts):
     builder = builder.set_n_training_threads(threads)
     searcher = builder.build()
     searcher.set_num_threads(threads)
-    idx, _ = searcher.search_batched_parallel(x, final_num_neighbors=kk, batch_size=256)
-    idx = np.asarray(idx, dtype=np.int64)
-    nbrs = _drop_self(idx, k)
     info = {"num_leaves": num_leaves, "num_leaves_to_search": leaves_to_search,
             "reorder": reorder}
-    return nbrs.astype(np.int32), info
+    return searcher, info
 
 
 def _drop_self(idx, k):
