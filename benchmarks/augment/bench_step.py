@@ -78,17 +78,24 @@ def run_one(args):
     for _ in range(args.warmup):
         step(v1, v2).numpy()
     warmup_s = time.perf_counter() - t0
-    times = []
+    times, cpu = [], []
     for _ in range(args.steps):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         loss = float(step(v1, v2).numpy())
         times.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
     med = statistics.median(times)
+    cpu_med = statistics.median(cpu)
+    ncpu = len(os.sched_getaffinity(0))
     return {
         "config": args.config, "policy": policy, "jit_compile": jit, "width": args.width,
         "batch": b, "image_size": args.size, "warmup_steps": args.warmup,
         "warmup_seconds": warmup_s, "step_seconds": times, "median_step_seconds": med,
         "pairs_per_second": b / med, "images_per_second": 2 * b / med, "final_loss": loss,
+        # CPU seconds of this process per step: less sensitive to other users of the machine.
+        # pairs/s if this process had all cores to itself = b / (cpu / cores).
+        "cpu_seconds_per_step": cpu, "median_cpu_seconds": cpu_med, "cores": ncpu,
+        "pairs_per_second_if_idle_estimate": b / (cpu_med / ncpu),
         "intra_threads": args.intra_threads, "inter_threads": args.inter_threads,
         "onednn": os.environ.get("TF_ENABLE_ONEDNN_OPTS", "default(on)"),
     }
@@ -130,7 +137,9 @@ def main():
         res = json.loads(lines[-1][7:])
         res["command"] = " ".join(["python3"] + sys.argv)
         print(f"{name:9s} median step {res['median_step_seconds']:.2f}s "
-              f"-> {res['pairs_per_second']:.1f} pairs/s (warm-up {res['warmup_seconds']:.0f}s)",
+              f"-> {res['pairs_per_second']:.1f} pairs/s (warm-up {res['warmup_seconds']:.0f}s); "
+              f"CPU {res.get('median_cpu_seconds', float('nan')):.1f}s/step -> "
+              f"{res.get('pairs_per_second_if_idle_estimate', float('nan')):.1f} pairs/s if idle",
               flush=True)
         results.append(res)
         _write(args, results)   # after every config, so partial runs keep their numbers
