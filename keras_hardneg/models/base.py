@@ -8,7 +8,13 @@ from keras_hardneg import losses as losses_lib
 from keras_hardneg.encoders import projection_head
 from keras_hardneg.losses import core
 
-__all__ = ["ContrastiveModel"]
+__all__ = ["ContrastiveModel", "HEALTH_FIELDS"]
+
+#: Entries of ``model.health``, written every training step.
+HEALTH_FIELDS = (
+    "loss_finite", "positive_term_finite", "negative_term_finite", "gradients_finite",
+    "input_min", "input_max", "input_nonfinite_values", "projection_nonfinite_values",
+)
 
 
 def _feature_dim(encoder):
@@ -87,6 +93,10 @@ class ContrastiveModel(keras.Model):
         self.clamp_tracker = keras.metrics.Mean(name="clamp_fraction")
         self.false_negative_tracker = keras.metrics.Mean(name="false_negative_rate")
         self.nonfinite_tracker = keras.metrics.Sum(name="nonfinite_steps")
+        # What the last step looked like, for NonFiniteGuard's report (HEALTH_FIELDS).
+        self.health = self.add_weight(shape=(len(HEALTH_FIELDS),), initializer="zeros",
+                                      trainable=False, name="step_health",
+                                      aggregation="only_first_replica")
 
     # ------------------------------------------------------------------ compile
     def compile(self, optimizer="adam", loss=None, jit_compile=False, **kwargs):
@@ -199,18 +209,70 @@ class ContrastiveModel(keras.Model):
         scaled = loss_value / tf.cast(distribute.num_replicas(), loss_value.dtype)
         return self.optimizer.scale_loss(scaled)
 
+    def guarded_state(self):
+        """Non-trainable float weights a forward pass changes (batch-norm moving
+        statistics of the encoders and heads)."""
+        seen, out = set(), []
+        for layer in (self.encoder, self.projector, getattr(self, "predictor", None),
+                      getattr(self, "key_encoder", None), getattr(self, "key_projector", None)):
+            if layer is None:
+                continue
+            for v in layer.non_trainable_variables:
+                if id(v) not in seen and "float" in str(v.dtype):
+                    seen.add(id(v))
+                    out.append(v)
+        return out
+
+    def snapshot_state(self):
+        """Values of :meth:`guarded_state` before a step's forward pass."""
+        return [tf.identity(v.value) for v in self.guarded_state()]
+
+    def restore_state_unless(self, finite, snapshot):
+        """Puts the snapshot back when the step was not finite (a NaN batch must
+        not poison the moving statistics either)."""
+        for v, old in zip(self.guarded_state(), snapshot):
+            v.assign(tf.where(finite, v.value, old))
+
+    def record_health(self, views, projections, terms, loss_value, grads_finite):
+        """Writes :data:`HEALTH_FIELDS` for the step just taken."""
+        def nonfinite(t):
+            return tf.reduce_sum(tf.cast(tf.logical_not(tf.math.is_finite(t)), "float32"))
+
+        views = [tf.cast(v, "float32") for v in views]
+        projections = [tf.cast(p["embeddings"] if isinstance(p, dict) else p, "float32")
+                       for p in projections]
+        def finite_min(t):
+            return tf.reduce_min(tf.where(tf.math.is_finite(t), t, float("inf")))
+
+        def finite_max(t):
+            return tf.reduce_max(tf.where(tf.math.is_finite(t), t, float("-inf")))
+
+        values = [
+            tf.cast(tf.math.is_finite(loss_value), "float32"),
+            tf.cast(tf.math.is_finite(terms["positive_cosine"]), "float32"),
+            tf.cast(tf.math.is_finite(terms["negative_cosine"]), "float32"),
+            tf.cast(grads_finite, "float32"),
+            tf.reduce_min([finite_min(v) for v in views]),
+            tf.reduce_max([finite_max(v) for v in views]),
+            tf.add_n([nonfinite(v) for v in views]),
+            tf.add_n([nonfinite(p) for p in projections]),
+        ]
+        self.health.assign(tf.stack(values))
+
     def apply_update(self, tape, objective, loss_value):
         """Gradient step on :meth:`objective`; skipped (and counted in
         ``nonfinite_steps``) when the loss or a gradient is not finite, so the
         weights are never corrupted."""
         variables = self.trainable_variables
         grads = tape.gradient(objective, variables)
-        finite = tf.math.is_finite(loss_value)
         if isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer):
-            # It checks the gradients and skips non-finite steps itself.
+            # It checks the gradients (and skips non-finite steps) itself; a
+            # non-finite *scaled* gradient is its normal way to lower the scale.
             self.optimizer.apply(grads, variables)
+            finite = tf.math.is_finite(loss_value)
             self.nonfinite_tracker.update_state(1.0 - tf.cast(finite, "float32"))
             return finite
+        finite = tf.math.is_finite(loss_value)
         for g in grads:
             if g is not None:
                 finite = tf.logical_and(finite, tf.reduce_all(tf.math.is_finite(g)))
@@ -227,6 +289,18 @@ class ContrastiveModel(keras.Model):
     def _apply(self, grads, variables):
         self.optimizer.apply(grads, variables)
         return tf.no_op()
+
+    def fit(self, *args, callbacks=None, **kwargs):
+        """:meth:`keras.Model.fit`, with a :class:`~keras_hardneg.callbacks.NonFiniteGuard`
+        put first among the callbacks unless one is given: a non-finite loss or
+        gradient stops the run with a report, before any later callback (e.g. a
+        checkpoint) runs for that batch."""
+        from keras_hardneg.callbacks import NonFiniteGuard
+
+        callbacks = list(callbacks or [])
+        if not any(isinstance(c, NonFiniteGuard) for c in callbacks):
+            callbacks.insert(0, NonFiniteGuard())
+        return super().fit(*args, callbacks=callbacks, **kwargs)
 
     def get_config(self):
         config = super().get_config()

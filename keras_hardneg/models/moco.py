@@ -139,22 +139,30 @@ class MoCo(ContrastiveModel):
             for q, k in zip(query.trainable_variables, key.trainable_variables):
                 k.assign(m * k + (1.0 - m) * tf.cast(q, k.dtype))
 
-    def enqueue(self, keys, labels=None):
-        """Writes unit-norm ``keys [B, d]`` (all replicas') at the queue pointer, FIFO."""
+    def enqueue(self, keys, labels=None, step_finite=True):
+        """Writes unit-norm ``keys [B, d]`` (all replicas') at the queue pointer, FIFO.
+        Nothing is written when ``step_finite`` is False or a key is not finite."""
         keys = self.gathered(tf.stop_gradient(core.l2_normalize(keys)))
         n = tf.shape(keys)[0]
         slots = (self.queue_pointer.value + tf.range(tf.cast(n, tf.int64))) % self.queue_size
         # A batch larger than the queue keeps its last `queue_size` keys.
         keep = tf.maximum(n - self.queue_size, 0)
         slots, keys = slots[keep:], keys[keep:]
-        self.queue.assign(tf.tensor_scatter_nd_update(self.queue.value, slots[:, None], keys))
+        # Non-finite keys (a broken batch) are not enqueued: the queue stays clean.
+        ok = tf.logical_and(tf.reduce_all(tf.math.is_finite(keys)), step_finite)
+        self.queue.assign(tf.where(
+            ok, tf.tensor_scatter_nd_update(self.queue.value, slots[:, None], keys),
+            self.queue.value))
         if labels is None:
             labels = -tf.ones([n], tf.int64)
         else:
             labels = self.gathered(tf.cast(tf.reshape(labels, [-1]), tf.int64))
-        self.queue_labels.assign(tf.tensor_scatter_nd_update(
-            self.queue_labels.value, slots[:, None], labels[keep:]))
-        self.queue_pointer.assign((self.queue_pointer.value + tf.cast(n, tf.int64)) % self.queue_size)
+        self.queue_labels.assign(tf.where(
+            ok, tf.tensor_scatter_nd_update(self.queue_labels.value, slots[:, None], labels[keep:]),
+            self.queue_labels.value))
+        self.queue_pointer.assign(tf.where(
+            ok, (self.queue_pointer.value + tf.cast(n, tf.int64)) % self.queue_size,
+            self.queue_pointer.value))
 
     # -------------------------------------------------------------------- steps
     def _query(self, images, training):
@@ -184,9 +192,11 @@ class MoCo(ContrastiveModel):
         else:
             self.record(terms, loss_value)
         if training:
-            self.apply_update(tape, objective, loss_value)
-            self.enqueue(k, labels)
-        return q
+            finite = self.apply_update(tape, objective, loss_value)
+            self.record_health((view1, view2), (q, k), terms, loss_value, finite)
+            self.enqueue(k, labels, step_finite=finite)
+            return q, finite
+        return q, None
 
     def _step_v3(self, view1, view2, labels, training):
         k1, k2 = tf.split(self._keys(tf.concat([view1, view2], 0)), 2, axis=0)
@@ -211,8 +221,10 @@ class MoCo(ContrastiveModel):
         else:
             self.record(terms, loss_value)
         if training:
-            self.apply_update(tape, objective, loss_value)
-        return q1
+            finite = self.apply_update(tape, objective, loss_value)
+            self.record_health((view1, view2), (q, k1, k2), terms, loss_value, finite)
+            return q1, finite
+        return q1, None
 
     def _step(self, data, training):
         x, labels = self.unpack(data)
@@ -220,9 +232,12 @@ class MoCo(ContrastiveModel):
         if labels is not None:
             labels = tf.cast(tf.reshape(labels, [-1]), tf.int64)
         if training:
+            snapshot = self.snapshot_state()
             self.momentum_update()
         step = self._step_v2 if self.version == "v2" else self._step_v3
-        q = step(view1, view2, labels, training)
+        q, finite = step(view1, view2, labels, training)
+        if training:
+            self.restore_state_unless(finite, snapshot)
         if training:
             self.update_bank(index, q["embeddings"] if isinstance(q, dict) else q)
         return {m.name: m.result() for m in self.metrics}

@@ -77,6 +77,7 @@ class SimCLR(ContrastiveModel):
     def _step(self, data, training):
         x, labels = self.unpack(data)
         view1, view2, index = self.make_views(x, training=training)
+        snapshot = self.snapshot_state() if training else None
         with tf.GradientTape() as tape:
             z1, z2 = self.project(view1, view2, training=training)
             pairs = self.pairs(z1, z2)
@@ -84,7 +85,9 @@ class SimCLR(ContrastiveModel):
             loss_value = tf.reduce_mean(terms["loss"])
             objective = self.objective(loss_value)
         if training:
-            self.apply_update(tape, objective, loss_value)
+            finite = self.apply_update(tape, objective, loss_value)
+            self.restore_state_unless(finite, snapshot)
+            self.record_health((view1, view2), (z1, z2), terms, loss_value, finite)
             self.update_bank(index, z1["embeddings"] if isinstance(z1, dict) else z1)
         if labels is not None:
             labels = tf.reshape(labels, [-1])

@@ -1,0 +1,14 @@
+"""Training callbacks: hyper-parameter schedules and the non-finite guard.
+
+* :class:`BetaAnnealing` -- Robinson et al. (2021) App. D.1: ``beta`` steps down to 0.
+* :class:`RingAnnealing` -- Wu et al. (2021): Ring's upper percentile, linearly 100 -> 10.
+* :class:`NonFiniteGuard` -- stops a run at the first non-finite loss or gradient, with a report.
+
+The monitors (kNN accuracy) live in :mod:`keras_hardneg.evaluation`; the graph
+refresh of BatchSampler in :mod:`keras_hardneg.sampling`.
+"""
+
+from keras_hardneg.callbacks.annealing import BetaAnnealing, RingAnnealing
+from keras_hardneg.callbacks.nonfinite import NonFiniteError, NonFiniteGuard
+
+__all__ = ["BetaAnnealing", "NonFiniteError", "NonFiniteGuard", "RingAnnealing"]
