@@ -16,7 +16,8 @@ candidate, i.e. it gets random neighbours until it is seen.  The elements must t
 ``encoder_model.predict(dataset)`` returns ``[N, d]`` in index order.
 
 A rebuild costs ``2 N M d`` flops plus a top-k (ImageNet, M = 1000: a few seconds on 2 cores; see
-``docs/notes/sampling.md``) and runs synchronously between two batches.  Because tf.data
+``docs/notes/sampling.md``) and by default runs synchronously between two batches;
+``asynchronous=True`` builds in a background thread while training continues.  Because tf.data
 prefetches, a new graph / restart probability is used from a few batches later.
 
 Example
@@ -31,6 +32,7 @@ Example
 
 from __future__ import annotations
 
+import threading
 import time
 
 import keras
@@ -65,6 +67,10 @@ class GraphRefreshCallback(keras.callbacks.Callback):
         seed: base seed of the candidate draws (refresh ``r`` uses ``seed + r``).
         rebuild_on_train_begin: also rebuild once before the first batch (needs a filled bank
             or ``reencode``).
+        asynchronous: build in a background thread from a snapshot of the embeddings and swap
+            the graph in at the first batch end after it is ready (training continues during the
+            build; NumPy releases the GIL).  A refresh due while the previous one is still
+            building waits for it; the last one is applied at ``on_train_end``.
 
     Attributes:
         refreshes: list of dicts ``{"step", "seconds"}``, one per rebuild.
@@ -72,7 +78,7 @@ class GraphRefreshCallback(keras.callbacks.Callback):
 
     def __init__(self, sampler=None, every_n_steps=100, restart_prob_schedule=(0.2, 0.05),
                  reencode=None, num_candidates=None, num_neighbors=None, backend="auto",
-                 seed=0, rebuild_on_train_begin=False):
+                 seed=0, rebuild_on_train_begin=False, asynchronous=False):
         super().__init__()
         if isinstance(every_n_steps, bool) or not isinstance(every_n_steps, (int, np.integer)) \
                 or every_n_steps < 1:
@@ -96,6 +102,9 @@ class GraphRefreshCallback(keras.callbacks.Callback):
         self.backend = backend
         self.seed = seed
         self.rebuild_on_train_begin = rebuild_on_train_begin
+        self.asynchronous = bool(asynchronous)
+        self._thread = None
+        self._pending = None
         self.refreshes = []
         self._step = 0
         self._total = None
@@ -118,20 +127,63 @@ class GraphRefreshCallback(keras.callbacks.Callback):
                 "or pass `reencode=` to re-encode the data explicitly.")
         return keras.ops.convert_to_numpy(bank)
 
-    def rebuild(self):
-        """Rebuild the graph now and hand it to the sampler."""
-        t0 = time.perf_counter()
-        emb = self._embeddings()
-        if emb.shape[0] != self.sampler.num_nodes:
-            raise ValueError(f"embeddings have {emb.shape[0]} rows, the sampler has "
-                             f"{self.sampler.num_nodes} nodes (memory_bank_size must be N).")
+    def _graph_settings(self):
         m = self.num_candidates or getattr(self.sampler, "num_candidates", None) or 1000
         k = self.num_neighbors or self.sampler.neighbors.shape[1]
         seed = None if self.seed is None else int(self.seed) + len(self.refreshes)
+        return m, k, seed
+
+    def _check_rows(self, emb):
+        if emb.shape[0] != self.sampler.num_nodes:
+            raise ValueError(f"embeddings have {emb.shape[0]} rows, the sampler has "
+                             f"{self.sampler.num_nodes} nodes (memory_bank_size must be N).")
+
+    def rebuild(self):
+        """Rebuild the graph now (synchronously) and hand it to the sampler."""
+        t0 = time.perf_counter()
+        emb = self._embeddings()
+        self._check_rows(emb)
+        m, k, seed = self._graph_settings()
         g = ProximityGraph.build(emb, m, k, backend=self.backend, seed=seed)
         self.sampler.update_graph(g.neighbors)
         self.refreshes.append({"step": self._step, "seconds": time.perf_counter() - t0})
         return g
+
+    def _start_async(self):
+        self._finish_async(wait=True)
+        emb = np.array(self._embeddings(), copy=True)  # snapshot
+        self._check_rows(emb)
+        m, k, seed = self._graph_settings()
+        step, t0 = self._step, time.perf_counter()
+        box = {}
+
+        def work():
+            try:
+                box["graph"] = ProximityGraph.build(emb, m, k, backend=self.backend, seed=seed)
+            except Exception as e:  # re-raised in the training thread
+                box["error"] = e
+            box["seconds"] = time.perf_counter() - t0
+
+        self._pending = (box, step)
+        # reserve the seed index now so seeds stay deterministic
+        self.refreshes.append(None)
+        self._thread = threading.Thread(target=work, daemon=True)
+        self._thread.start()
+
+    def _finish_async(self, wait):
+        if self._thread is None:
+            return
+        if not wait and self._thread.is_alive():
+            return
+        self._thread.join()
+        box, step = self._pending
+        self._thread, self._pending = None, None
+        if "error" in box:
+            raise box["error"]
+        self.sampler.update_graph(box["graph"].neighbors)
+        i = self.refreshes.index(None)
+        self.refreshes[i] = {"step": step, "seconds": box["seconds"],
+                             "applied_at_step": self._step}
 
     def _set_alpha(self):
         if self.restart_prob_schedule is None:
@@ -157,16 +209,25 @@ class GraphRefreshCallback(keras.callbacks.Callback):
 
     def on_train_batch_end(self, batch, logs=None):
         self._step += 1
+        if self.asynchronous:
+            self._finish_async(wait=False)
         if self._step % self.every_n_steps == 0:
-            self.rebuild()
+            if self.asynchronous:
+                self._start_async()
+            else:
+                self.rebuild()
         self._set_alpha()
+
+    def on_train_end(self, logs=None):
+        self._finish_async(wait=True)
 
     def get_config(self):
         return {"every_n_steps": self.every_n_steps,
                 "restart_prob_schedule": self.restart_prob_schedule,
                 "num_candidates": self.num_candidates, "num_neighbors": self.num_neighbors,
                 "backend": self.backend, "seed": self.seed,
-                "rebuild_on_train_begin": self.rebuild_on_train_begin}
+                "rebuild_on_train_begin": self.rebuild_on_train_begin,
+                "asynchronous": self.asynchronous}
 
     @classmethod
     def from_config(cls, config, sampler=None):

@@ -66,10 +66,11 @@ def _num_threads():
         return max(1, os.cpu_count() or 1)
 
 
-def normalize_embeddings(embeddings, name="embeddings"):
-    """Validate and L2-normalise rows.  ``embeddings``: ``[N, d]`` -> float32 ``[N, d]``.
+def normalize_embeddings(embeddings, name="embeddings", num_threads=None):
+    """Validate and L2-normalise rows.  ``embeddings``: ``[N, d]`` -> new float32 ``[N, d]``.
 
-    Zero rows stay zero (all their scores are 0, i.e. they rank candidates at random).
+    Zero rows stay zero (all their scores are 0, i.e. they rank candidates at random).  Runs in
+    row chunks on all cores (the finiteness check is fused with the norms).
     """
     x = np.asarray(embeddings)
     if x.ndim != 2:
@@ -78,15 +79,39 @@ def normalize_embeddings(embeddings, name="embeddings"):
         raise ValueError(f"`{name}` must have at least 2 rows (N >= 2), got N={x.shape[0]}.")
     if x.shape[1] < 1:
         raise ValueError(f"`{name}` must have d >= 1 columns, got shape {x.shape}.")
-    if not np.issubdtype(x.dtype, np.number):
+    if not (np.issubdtype(x.dtype, np.number) or x.dtype == np.bool_):
         raise ValueError(f"`{name}` must be numeric, got dtype {x.dtype}.")
-    x = np.array(x, dtype=np.float32, copy=True, order="C")
-    if not np.isfinite(x).all():
-        raise ValueError(f"`{name}` contains non-finite values (NaN or inf).")
-    norms = np.sqrt(np.einsum("ij,ij->i", x, x))
-    norms[norms == 0] = 1.0
-    x /= norms[:, None]
-    return x
+    n = x.shape[0]
+    out = np.empty(x.shape, dtype=np.float32)
+    bad = []
+
+    def chunk(a):
+        b = min(a + 65536, n)
+        o = out[a:b]
+        o[...] = x[a:b]
+        norms = np.sqrt(np.einsum("ij,ij->i", o, o))
+        fin = np.isfinite(norms)
+        if not fin.all():
+            rows = np.nonzero(~fin)[0]
+            if not np.isfinite(o[rows]).all():
+                bad.append(a + rows[0])
+                return
+            norms[rows] = np.linalg.norm(o[rows].astype(np.float64), axis=1)  # overflow
+        norms[norms == 0] = 1.0
+        o /= norms[:, None]
+
+    starts = range(0, n, 65536)
+    threads = num_threads or _num_threads()
+    if threads > 1 and n > 65536:
+        with ThreadPoolExecutor(threads) as ex:
+            list(ex.map(chunk, starts))
+    else:
+        for a in starts:
+            chunk(a)
+    if bad:
+        raise ValueError(f"`{name}` contains non-finite values (NaN or inf), e.g. in row "
+                         f"{min(bad)}.")
+    return out
 
 
 def _check_int(value, name, minimum):
@@ -103,8 +128,8 @@ class ProximityGraph:
 
     Attributes:
         neighbors: int32 ``[N, K]``; no self loops; no duplicate within a row. Rows are sorted
-            by decreasing float32 similarity with ``sort_neighbors=True`` (default), else the
-            order is unspecified.
+            by decreasing float32 similarity with ``sort_neighbors=True``; by default the order
+            is unspecified.
         num_candidates: effective ``M`` (clipped to ``N - 1``).
         backend: backend actually used (``"brute"`` or ``"scann"``).
         seed: seed of the candidate draw.
@@ -131,7 +156,7 @@ class ProximityGraph:
     # ------------------------------------------------------------------ build
     @classmethod
     def build(cls, embeddings, num_candidates, num_neighbors, backend="auto", seed=0, *,
-              block_size=256, sort_neighbors=True, num_threads=None, scann_options=None):
+              block_size=256, sort_neighbors=False, num_threads=None, scann_options=None):
         """Build the proximity graph (paper Alg. 2).
 
         Args:
@@ -142,7 +167,8 @@ class ProximityGraph:
             backend: ``"auto"`` | ``"brute"`` | ``"scann"`` (see module docstring).
             seed: int seed of the candidate draw (or a ``np.random.Generator``).
             block_size: nodes sharing one candidate pool (``1..256``); 1 = per-node pools.
-            sort_neighbors: sort each row by decreasing similarity.
+            sort_neighbors: sort each row by decreasing similarity (costs ~20% of the build at
+                M = 1000; random walks pick neighbours uniformly and do not need it).
             num_threads: worker threads for ``"brute"`` (default: all cores).
             scann_options: dict overriding ScaNN settings (``num_leaves``,
                 ``num_leaves_to_search``, ``reorder``, ``training_sample_size``).
@@ -199,16 +225,22 @@ def _draw_pools(rng, n, pool_size, num_pools):
     pos = 0
     while pos < total:  # a stream of permutations cut into chunks of pool_size
         a = pos % pool_size  # nodes of the chunk that straddles the permutation boundary
-        if a == 0:
-            perm = rng.permutation(n)
-        else:  # the new permutation's head must avoid that chunk's first part T
+        perm = rng.permutation(n)
+        if a:  # the new permutation's head must avoid that chunk's first part T
             tail = stream[pos - a:pos]
-            mask = np.ones(n, dtype=bool)
-            mask[tail] = False
-            r = rng.permutation(np.nonzero(mask)[0])
-            head = r[:pool_size - a]
-            rest = np.concatenate([r[pool_size - a:], tail])
-            perm = np.concatenate([head, rest[rng.permutation(rest.size)]])
+            h = pool_size - a
+            clash = np.nonzero(np.isin(perm[:h], tail))[0]
+            if clash.size:  # swap clashing head entries with the next non-clashing later ones
+                later = np.arange(h, min(n, h + 2 * a + clash.size))
+                later = later[~np.isin(perm[later], tail)][:clash.size]
+                if later.size == clash.size:
+                    perm[clash], perm[later] = perm[later], perm[clash].copy()
+                else:  # small n: rebuild the head from the nodes outside T
+                    mask = np.ones(n, dtype=bool)
+                    mask[tail] = False
+                    r = rng.permutation(np.nonzero(mask)[0])
+                    rest = np.concatenate([r[h:], tail])
+                    perm = np.concatenate([r[:h], rest[rng.permutation(rest.size)]])
         m = min(n, total - pos)
         stream[pos:pos + m] = perm[:m]
         pos += m
@@ -355,17 +387,19 @@ def _scann_knn(x, k, opts):
 
 def _scann_searcher(x, k, opts):
     """ScaNN searcher over unit rows ``x`` returning ``k + 1`` results (self included).
-    Defaults: ``sqrt(N)`` leaves (<= 2000), search ``leaves // 5 + 10`` of them, AH with 2 dims
-    per block (anisotropic threshold 0.2), exact re-ordering of ``max(4 (k + 1), 250)``."""
+    Defaults: ``sqrt(N)`` leaves (<= 2000), search ``max(16, leaves // 40)`` of them, AH with 2
+    dims per block (anisotropic threshold 0.2), exact re-ordering of ``max(4 (k + 1), 250)``,
+    trained on ``min(N, 100000)`` rows.  At N = 1.28M (1132 leaves, 28 searched) recall@100 is
+    0.97 on the benchmark data (``docs/notes/sampling.md``)."""
     from scann import scann_ops_pybind
 
     n = x.shape[0]
     kk = min(k + 1, n)
     num_leaves = int(opts.get("num_leaves", max(1, min(2000, int(round(math.sqrt(n)))))))
-    leaves_to_search = int(opts.get("num_leaves_to_search", max(1, min(num_leaves,
-                                                                       num_leaves // 5 + 10))))
+    leaves_to_search = int(opts.get("num_leaves_to_search", max(1, min(num_leaves, max(
+        16, num_leaves // 40)))))
     reorder = int(opts.get("reorder", max(4 * kk, 250)))
-    train = int(opts.get("training_sample_size", min(n, 250_000)))
+    train = int(opts.get("training_sample_size", min(n, 100_000)))
     threads = int(opts.get("num_threads", _num_threads()))
     builder = scann_ops_pybind.builder(x, kk, "dot_product")
     if n >= 4 * num_leaves and num_leaves > 1:

@@ -450,7 +450,8 @@ class KNNSampler(_GraphSampler):
         if not isinstance(graph, ProximityGraph) and \
                 not np.issubdtype(np.asarray(graph).dtype, np.integer):
             n = np.asarray(graph).shape[0]
-            arr = ProximityGraph.build(graph, n - 1, num_neighbors, backend=backend, seed=seed)
+            arr = ProximityGraph.build(graph, n - 1, num_neighbors, backend=backend, seed=seed,
+                                       sort_neighbors=True)
         nb = _as_neighbors(arr, None, None, backend, seed)
         super().__init__(nb, batch_size, seed, tail, fill_threshold)
 

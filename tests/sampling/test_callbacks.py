@@ -108,3 +108,16 @@ def test_config_roundtrip_and_validation(setup):
         GraphRefreshCallback(sampler, every_n_steps=0)
     with pytest.raises(ValueError, match="restart_prob_schedule"):
         GraphRefreshCallback(sampler, restart_prob_schedule=(0.2, 1.0))
+
+
+def test_asynchronous_refresh(setup):
+    images, sampler = setup
+    model = BankModel(memory_bank_size=N)
+    model.compile(optimizer="sgd")
+    cb = GraphRefreshCallback(sampler, every_n_steps=4, asynchronous=True)
+    model.fit(make_dataset(sampler, images), epochs=1, steps_per_epoch=12, callbacks=[cb],
+              verbose=0)
+    assert [r["step"] for r in cb.refreshes] == [4, 8, 12]
+    assert all(r["applied_at_step"] >= r["step"] for r in cb.refreshes)
+    bank = keras.ops.convert_to_numpy(model.embedding_bank)
+    assert (sampler.neighbors == ProximityGraph.build(bank, 64, 8, seed=2).neighbors).all()

@@ -24,7 +24,8 @@ def _exact_knn_sims(x, k):
 def test_brute_knn_is_exact_top_k():
     x = np.random.default_rng(0).normal(size=(1500, 24))
     k = 12
-    g = ProximityGraph.build(x, num_candidates=10 ** 9, num_neighbors=k, backend="brute")
+    g = ProximityGraph.build(x, num_candidates=10 ** 9, num_neighbors=k, backend="brute",
+                             sort_neighbors=True)
     assert g.num_candidates == 1499 and g.is_knn
     assert g.neighbors.shape == (1500, k) and g.neighbors.dtype == np.int32
     want, s = _exact_knn_sims(x, k)
