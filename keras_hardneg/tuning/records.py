@@ -1,0 +1,85 @@
+"""Trial records: ``results.json`` (written atomically) and the ranked table.
+
+A record is a plain dict per trial::
+
+    {"trial_id": "0", "status": "COMPLETED", "objective": 0.93,
+     "objective_name": "knn_accuracy", "beta": 1.2, "tau_plus": 0.05,
+     "hyperparameters": {"beta": 1.2, "tau_plus": 0.05}, "seed": 123, "epochs": 1,
+     "seconds": 12.3, "knn_accuracy": 0.93, "finished_at": "2026-...", "error": None}
+
+``beta`` / ``tau_plus`` are the values the trial's loss actually used (searched or
+fixed by the recipe; ``0.0`` for losses equivalent to ``beta = 0`` / ``tau_plus = 0``,
+``None`` for Ring).
+
+Example:
+>>> recs = [{"trial_id": "1", "status": "COMPLETED", "objective": 0.5, "beta": 1.0,
+...          "tau_plus": 0.1, "hyperparameters": {}},
+...         {"trial_id": "0", "status": "COMPLETED", "objective": 0.7, "beta": 0.0,
+...          "tau_plus": 0.0, "hyperparameters": {}}]
+>>> [r["trial_id"] for r in rank(recs)]
+['0', '1']
+"""
+
+import json
+import math
+import os
+
+__all__ = ["write_json_atomic", "rank", "format_table", "INFO_FILE"]
+
+#: per-trial facts written next to Keras Tuner's trial.json
+INFO_FILE = "khn_trial.json"
+
+
+def write_json_atomic(obj, path):
+    """Writes ``obj`` as JSON to ``path`` via a temporary file and ``os.replace``."""
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "w") as f:
+        json.dump(obj, f, indent=1, default=str)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def _ok(record):
+    v = record.get("objective")
+    return record.get("status") == "COMPLETED" and v is not None and math.isfinite(v)
+
+
+def rank(records):
+    """Completed trials best first (higher objective), then the others by trial id."""
+    done = sorted((r for r in records if _ok(r)), key=lambda r: -r["objective"])
+    rest = sorted((r for r in records if not _ok(r)), key=lambda r: str(r["trial_id"]))
+    return done + rest
+
+
+def _fmt(v):
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
+
+
+def format_table(records, objective_name="objective"):
+    """A ranked, fixed-width text table of the trials."""
+    knobs = []
+    for r in records:
+        for k in r.get("hyperparameters", {}):
+            if k not in ("beta", "tau_plus") and k not in knobs:
+                knobs.append(k)
+    cols = ["rank", "trial", "status", objective_name, "beta", "tau_plus"] + knobs + ["seconds"]
+    rows = []
+    for i, r in enumerate(rank(records)):
+        rows.append([str(i + 1) if _ok(r) else "-", str(r["trial_id"]), r.get("status", "?"),
+                     _fmt(r.get("objective")), _fmt(r.get("beta")), _fmt(r.get("tau_plus"))]
+                    + [_fmt(r.get("hyperparameters", {}).get(k)) for k in knobs]
+                    + [_fmt(r.get("seconds"))])
+    widths = [max(len(c), *(len(row[j]) for row in rows)) if rows else len(c)
+              for j, c in enumerate(cols)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(cols, widths)),
+             "  ".join("-" * w for w in widths)]
+    lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths)) for row in rows]
+    failed = [r for r in records if r.get("status") == "FAILED" and r.get("error")]
+    for r in failed:
+        lines.append(f"trial {r['trial_id']} FAILED: {r['error']}")
+    return "\n".join(lines)

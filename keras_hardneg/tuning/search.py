@@ -1,0 +1,290 @@
+"""``run_search``: a resumable hyper-parameter search over a contrastive loss's knobs.
+
+What ``keras-hardneg tune`` runs. It loads the data once, wraps a base recipe in a
+:class:`~keras_hardneg.tuning.ContrastiveHyperModel`, and lets a Keras Tuner tuner
+(random search, Bayesian optimisation or Hyperband) maximise the validation
+objective. ``output/`` receives:
+
+* ``results.json``: a list of trials (``trial_id``, ``beta``, ``tau_plus``, the other
+  hyper-parameters, ``objective``, ``status``, ...), rewritten atomically after
+  every trial, so an interrupted search keeps its finished trials;
+* ``objective_beta_tau.png``: the objective over the ``beta`` - ``tau_plus`` plane;
+* ``search.json``: the search's settings (a resumed search must match them);
+* ``keras_tuner/``: Keras Tuner's project (oracle state, one folder per trial).
+
+Running the same call again resumes: finished trials are reloaded, not redone;
+a trial that was interrupted mid-way is run again from its start.
+
+Example:
+>>> trials = run_search("digits", trials=2, epochs=1, output="/tmp/khn-tune-doc",
+...                     recipe={"encoder": {"name": "small_convnet", "width": 8},
+...                             "batch_size": 64}, verbose=0)  # doctest: +SKIP
+>>> sorted(trials[0])  # doctest: +SKIP
+['beta', 'epochs', 'error', 'finished_at', 'hyperparameters', 'knn_accuracy', ...]
+"""
+
+import datetime
+import json
+import os
+
+import keras
+import keras_tuner
+
+from keras_hardneg import training
+from keras_hardneg.recipes import load_recipe
+from keras_hardneg.tuning import records as records_lib
+from keras_hardneg.tuning.hypermodel import OBJECTIVES, ContrastiveHyperModel
+from keras_hardneg.tuning.plot import plot_objective
+from keras_hardneg.tuning.space import normalize_search_space
+
+__all__ = ["run_search", "TUNERS", "collect_records", "PROJECT_NAME"]
+
+TUNERS = ("random", "bayesian", "hyperband")
+PROJECT_NAME = "keras_tuner"
+_FRAMEWORKS = {"simclr": "simclr", "moco": "moco_v2", "moco_v2": "moco_v2",
+               "moco_v3": "moco_v3"}
+_LOSSES = ("nt_xent", "debiased", "hard", "ring", "unremix")
+
+
+def _recording(tuner_cls):
+    """``tuner_cls`` that stores each trial's facts and calls ``on_record`` after it."""
+
+    class Recording(tuner_cls):
+        def __init__(self, *args, on_record=None, **kwargs):
+            self._on_record = on_record
+            super().__init__(*args, **kwargs)
+
+        def on_trial_end(self, trial):
+            info = dict(self.hypermodel.last_trial_info or {})
+            self.hypermodel.last_trial_info = None
+            info["finished_at"] = datetime.datetime.now().isoformat(timespec="seconds")
+            records_lib.write_json_atomic(
+                info, os.path.join(self.get_trial_dir(trial.trial_id), records_lib.INFO_FILE))
+            super().on_trial_end(trial)  # the oracle scores and saves the trial
+            if self._on_record is not None:
+                self._on_record(self)
+
+    Recording.__name__ = f"Recording{tuner_cls.__name__}"
+    return Recording
+
+
+def collect_records(tuner, hypermodel):
+    """One record dict per trial the tuner's oracle knows (finished or failed)."""
+    out = []
+    for trial_id, trial in sorted(tuner.oracle.trials.items()):
+        status = trial.status
+        if status in ("RUNNING", "IDLE"):
+            continue  # being run (or interrupted): not a result yet
+        values = {k: v for k, v in trial.hyperparameters.values.items()
+                  if not str(k).startswith("tuner/")}
+        info_path = os.path.join(tuner.project_dir, f"trial_{trial_id}", records_lib.INFO_FILE)
+        info = {}
+        if os.path.isfile(info_path):
+            with open(info_path) as f:
+                info = json.load(f)
+        recipe = hypermodel.recipe_for_values(values)
+        loss = training.build_loss(recipe)
+        rec = {
+            "trial_id": trial_id,
+            "status": status,
+            "objective": None,
+            "objective_name": hypermodel.objective_name,
+            "beta": float(getattr(loss, "beta", 0.0)) if recipe["loss"]["name"] != "ring"
+            else None,
+            "tau_plus": float(getattr(loss, "tau_plus", 0.0)) if recipe["loss"]["name"] != "ring"
+            else None,
+            "hyperparameters": values,
+        }
+        for k, v in values.items():
+            rec.setdefault(k, v)
+        if status == "COMPLETED" and trial.score is not None:
+            rec["objective"] = float(trial.score)
+        for name in ("knn_accuracy", "linear_probe_accuracy"):
+            if trial.metrics.exists(name):
+                rec[name] = float(trial.metrics.get_last_value(name))
+        for key in ("seed", "epochs", "seconds", "final_loss", "finished_at"):
+            rec[key] = info.get(key)
+        error = info.get("error")
+        if status != "COMPLETED" and not error and trial.message:
+            error = trial.message.strip().splitlines()[-1]
+        rec["error"] = error
+        out.append(rec)
+    return out
+
+
+def _dataset_spec(dataset, options):
+    if not isinstance(dataset, str) or not dataset:
+        raise ValueError(f"`dataset` must be 'digits', an image-folder path or 'tfds:NAME'; "
+                         f"got {dataset!r}.")
+    if dataset == "digits":
+        spec = {"name": "digits"}
+    elif dataset.startswith("tfds:"):
+        name = dataset[len("tfds:"):]
+        if not name:
+            raise ValueError("`dataset` 'tfds:' needs a dataset name, e.g. 'tfds:cifar10'.")
+        spec = {"name": "tfds", "dataset": name}
+    elif os.path.isdir(dataset):
+        spec = {"name": "image_folder", "train": os.path.abspath(dataset)}
+    else:
+        raise ValueError(f"`dataset` {dataset!r} is not 'digits', 'tfds:NAME' or an existing "
+                         "image folder (one subfolder per class).")
+    spec.update(options)
+    return spec
+
+
+def run_search(dataset="digits", trials=2, epochs=1, tuner="random", output="tune-out",
+               loss=None, framework=None, search_space=None, objective="knn", seed=0,
+               batch_size=None, resume=True, verbose=1, recipe=None, *,
+               validation_fraction=0.2, trial_seeds="config", **dataset_options):
+    """Searches a contrastive loss's hyper-parameters; resumable; returns the trials.
+
+    Args:
+        dataset: ``"digits"``, a path to an image folder (one subfolder per
+            class) or ``"tfds:NAME"``.
+        trials: how many trials (``max_trials``; for Hyperband, the number of
+            Hyperband iterations).
+        epochs: pre-training epochs per trial (Hyperband's ``max_epochs``).
+        tuner: ``"random"``, ``"bayesian"`` or ``"hyperband"``.
+        output: output folder (see the module docstring).
+        loss: ``"hard"``, ``"debiased"``, ``"ring"``, ``"unremix"`` or ``"nt_xent"``;
+            ``None`` keeps the recipe's loss (``"hard"`` by default).
+        framework: ``"simclr"``, ``"moco_v2"`` (or ``"moco"``), ``"moco_v3"``;
+            ``None`` keeps the recipe's (``"simclr"`` by default).
+        search_space: knobs and ranges (see :mod:`keras_hardneg.tuning.space`);
+            ``None``: ``beta`` in ``[0, 2]`` and ``tau_plus`` in ``[0, 0.2]`` for
+            the hard loss.
+        objective: ``"knn"`` (weighted kNN, k=200, t=0.1) or ``"linear_probe"``,
+            on a validation split carved from the training data (never the test split).
+        seed: base seed (data split, oracle, trial seeds).
+        batch_size: overrides the recipe's batch size.
+        resume: continue the search in ``output`` (``False`` starts afresh).
+        verbose: 0 silent, 1 Keras Tuner's progress and the table, 2 also a line
+            per training epoch.
+        recipe: base recipe (dict or JSON path) for everything not searched
+            (encoder, optimizer, augmentation, ...).
+        validation_fraction: share of the training data held out for the objective.
+        trial_seeds: ``"config"`` (seed from the hyper-parameters) or ``"shared"``.
+        **dataset_options: recipe ``data`` keys, e.g. ``limit_per_class=200``,
+            ``image_size=32``, ``data_dir=...``.
+
+    Returns:
+        The list of trial records written to ``output/results.json``.
+
+    Raises:
+        ValueError: naming the bad argument.
+    """
+    # ------------------------------------------------------------- arguments
+    if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
+        raise ValueError(f"`trials` must be an integer >= 1; got {trials!r}.")
+    if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
+        raise ValueError(f"`epochs` must be an integer >= 1; got {epochs!r}.")
+    if tuner not in TUNERS:
+        raise ValueError(f"`tuner` must be one of {', '.join(TUNERS)}; got {tuner!r}.")
+    if objective not in OBJECTIVES:
+        raise ValueError(f"`objective` must be one of {', '.join(OBJECTIVES)}; got {objective!r}.")
+    if loss is not None and loss not in _LOSSES:
+        raise ValueError(f"`loss` must be one of {', '.join(_LOSSES)}; got {loss!r}.")
+    if framework is not None and framework not in _FRAMEWORKS:
+        raise ValueError(f"`framework` must be one of {', '.join(_FRAMEWORKS)}; "
+                         f"got {framework!r}.")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"`seed` must be an integer >= 0; got {seed!r}.")
+    if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int)
+                                   or batch_size < 2):
+        raise ValueError(f"`batch_size` must be an integer >= 2; got {batch_size!r}.")
+    if isinstance(validation_fraction, bool) or not isinstance(validation_fraction, (int, float)) \
+            or not 0 < validation_fraction < 1:
+        raise ValueError(f"`validation_fraction` must be in (0, 1); got {validation_fraction!r}.")
+    if trial_seeds not in ("config", "shared"):
+        raise ValueError(f"`trial_seeds` must be 'config' or 'shared'; got {trial_seeds!r}.")
+    if not isinstance(output, (str, os.PathLike)) or not os.fspath(output):
+        raise ValueError(f"`output` must be a folder path; got {output!r}.")
+
+    base = load_recipe(recipe if recipe is not None else {})
+    given = {}
+    if loss is not None and loss != base["loss"]["name"]:
+        given["loss"] = {"name": loss}
+    if framework is not None:
+        given["framework"] = _FRAMEWORKS[framework]
+    if batch_size is not None:
+        given["batch_size"] = batch_size
+    given["data"] = _dataset_spec(os.fspath(dataset) if isinstance(dataset, os.PathLike)
+                                  else dataset, dataset_options)
+    given.update(epochs=epochs, seed=seed)
+    merged = {**base, **{k: v for k, v in given.items() if k not in ("loss", "data")}}
+    merged["data"] = given["data"]
+    if "loss" in given:
+        merged["loss"] = given["loss"]
+    base = load_recipe(merged)
+    space = normalize_search_space(search_space, base["loss"]["name"])
+
+    output = os.fspath(output)
+    os.makedirs(output, exist_ok=True)
+    settings = {"dataset": dataset if not isinstance(dataset, os.PathLike) else os.fspath(dataset),
+                "tuner": tuner, "objective": objective, "epochs": epochs, "seed": seed,
+                "search_space": space, "validation_fraction": validation_fraction,
+                "trial_seeds": trial_seeds, "recipe": base}
+    settings_path = os.path.join(output, "search.json")
+    project_dir = os.path.join(output, PROJECT_NAME)
+    if resume and os.path.isfile(settings_path) and os.path.isdir(project_dir):
+        with open(settings_path) as f:
+            old = json.load(f)
+        old.pop("trials", None)
+        changed = [k for k in settings if json.dumps(old.get(k), sort_keys=True, default=str)
+                   != json.dumps(settings[k], sort_keys=True, default=str)]
+        if changed:
+            raise ValueError(f"`output` {output!r} holds a search with different settings "
+                             f"({', '.join(changed)}); pass resume=False to start afresh or "
+                             "choose another output folder.")
+    records_lib.write_json_atomic({**settings, "trials": trials}, settings_path)
+
+    # ------------------------------------------------------------------ data
+    keras.config.set_dtype_policy(base["precision"])
+    try:
+        train, _test, description = training.load_data(base)  # the test split is not used
+        hypermodel = ContrastiveHyperModel(
+            base, train, search_space=space, objective=objective, epochs=epochs,
+            validation_fraction=validation_fraction, seed=seed, trial_seeds=trial_seeds,
+            verbose=2 if verbose >= 2 else 0)
+        if verbose:
+            print(f"keras-hardneg tune: {description}; {len(hypermodel.fit_data[0])} training / "
+                  f"{len(hypermodel.validation_data[0])} validation images; knobs: "
+                  f"{', '.join(space)}; objective {hypermodel.objective_name} (max)")
+
+        results_path = os.path.join(output, "results.json")
+        plot_path = os.path.join(output, "objective_beta_tau.png")
+
+        def record(t):
+            recs = collect_records(t, hypermodel)
+            records_lib.write_json_atomic(recs, results_path)
+            return recs
+
+        common = dict(hypermodel=hypermodel, objective=hypermodel.objective,
+                      directory=output, project_name=PROJECT_NAME, overwrite=not resume,
+                      seed=seed + 1,  # Keras Tuner treats seed 0 as "no seed"
+                      on_record=record)
+        if tuner == "random":
+            t = _recording(keras_tuner.RandomSearch)(max_trials=trials, **common)
+        elif tuner == "bayesian":
+            t = _recording(keras_tuner.BayesianOptimization)(max_trials=trials, **common)
+        else:
+            t = _recording(keras_tuner.Hyperband)(max_epochs=epochs, hyperband_iterations=trials,
+                                                  **common)
+        failure = None
+        try:
+            t.search(epochs=epochs, verbose=min(int(verbose), 1))
+        except RuntimeError as e:  # e.g. too many consecutive failed trials
+            failure = e
+        recs = record(t)
+        plot_objective(recs, plot_path, objective_name=hypermodel.objective_name,
+                       title=f"{hypermodel.objective_name}: {base['framework']}, "
+                             f"{base['loss']['name']} loss, {dataset}")
+        if verbose:
+            print(records_lib.format_table(recs, hypermodel.objective_name))
+            print(f"results: {results_path}\nplot: {plot_path}")
+        if failure is not None:
+            raise RuntimeError(f"the search stopped: {failure}; the finished trials are in "
+                               f"{results_path}.") from failure
+        return recs
+    finally:
+        keras.config.set_dtype_policy("float32")
