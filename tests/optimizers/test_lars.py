@@ -73,15 +73,17 @@ def test_exclude_from_adaptation_only():
 
 
 def test_default_exclusions_on_model_paths():
-    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(4),
-                              keras.layers.BatchNormalization()])
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(4, name="fc"),
+                              keras.layers.BatchNormalization(name="norm")], name="net")
     opt = LARS(weight_decay=1e-6)
     flags = {v.path: (opt.uses_weight_decay(v), opt.uses_adaptation(v))
              for v in model.trainable_variables}
-    assert flags == {"sequential/dense/kernel": (True, True),
-                     "sequential/dense/bias": (False, False),
-                     "sequential/batch_normalization/gamma": (False, False),
-                     "sequential/batch_normalization/beta": (False, False)}
+    assert flags == {"net/fc/kernel": (True, True), "net/fc/bias": (False, False),
+                     "net/norm/gamma": (False, False), "net/norm/beta": (False, False)}
+    # name-based exclusion alone (exclude_1d=False): "gamma"/"beta"/"bias" match the defaults
+    opt = LARS(weight_decay=1e-6, exclude_1d=False)
+    assert [opt.uses_weight_decay(v) for v in model.trainable_variables] == [
+        True, False, False, False]
 
 
 def test_minimises_quadratic():
