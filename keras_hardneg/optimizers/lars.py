@@ -31,7 +31,7 @@ Example:
 >>> opt = LARS(learning_rate=0.1, weight_decay=1e-6)
 >>> w = keras.Variable(np.ones((3, 2), "float32"), name="kernel")
 >>> opt.apply([np.ones((3, 2), "float32")], [w])
->>> w.shape
+>>> tuple(w.shape)
 (3, 2)
 """
 
