@@ -1,0 +1,308 @@
+"""Reruns every benchmark of keras-hardneg with one command (issue 7).
+
+Suites:
+
+* ``loss_overhead``: ``benchmarks/loss_overhead.py`` (step and loss cost vs NT-Xent).
+* ``quality``: the representation-quality grid on CIFAR-10 JPEG
+  (``../shared/data/cifar10-jpg``): SimCLR with NT-Xent, debiased, hard (beta 0.5
+  and 1), Ring and UnReMix, each with uniform and BatchSampler batches; MoCo v2
+  with NT-Xent and Ring; a random-init encoder baseline; seeds 0 and 1.
+
+Resumable: every run writes ``benchmarks/results/<suite>/<run-id>.json`` when it
+finishes and is skipped when that file exists; a run killed mid-way restarts from
+its last finished epoch (Keras BackupAndRestore under ``benchmarks/work/``).
+Seeds are fixed (data subset, init, augmentation, shuffling).
+
+Usage::
+
+    python3 benchmarks/run_all.py --quick           # smoke run, digits, 1 epoch, a few minutes
+    python3 benchmarks/run_all.py                   # everything (~5 h on 2 CPU cores)
+    python3 benchmarks/run_all.py --suites quality --grid reduced   # what was run first
+    python3 benchmarks/run_all.py --report          # only redraw plots/tables from results
+    python3 benchmarks/run_all.py --list            # list run ids and whether they are done
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+import traceback
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+DATA_DIR = os.path.normpath(os.path.join(REPO, "..", "shared", "data", "cifar10-jpg"))
+
+# ----------------------------------------------------------------- the grid
+SIMCLR_LOSSES = {
+    "nt_xent": {"name": "nt_xent", "temperature": 0.5},
+    "debiased": {"name": "debiased", "temperature": 0.5, "tau_plus": 0.1},
+    "hard_b0.5": {"name": "hard", "temperature": 0.5, "tau_plus": 0.1, "beta": 0.5},
+    "hard_b1": {"name": "hard", "temperature": 0.5, "tau_plus": 0.1, "beta": 1.0},
+    "ring": {"name": "ring", "temperature": 0.5},
+    "unremix": {"name": "unremix", "temperature": 0.5, "tau_plus": 0.1, "beta": 1.0},
+}
+MOCO_LOSSES = {k: SIMCLR_LOSSES[k] for k in ("nt_xent", "ring")}
+SAMPLERS = {"uniform": {"name": "uniform"},
+            "batchsampler": {"name": "batchsampler", "num_candidates": 500,
+                             "num_neighbors": 100, "refresh_every": 19}}
+SEEDS = (0, 1)
+
+# ~5-7 min per run on 2 shared cores: small conv encoder, 500 train / 200 test images
+# per class, batch 256 (19 steps per epoch), 8 epochs.
+CIFAR = {
+    "encoder": {"name": "small_convnet", "width": 32},
+    "projection_dims": [512, 128],
+    "batch_size": 256,
+    "epochs": 8,
+    "optimizer": {"name": "adam", "learning_rate": 1e-3},
+    "schedule": {"name": "warmup_cosine", "warmup_epochs": 0},
+    "augmentation": {"version": "v1", "strength": 0.5, "crop_scale": [0.2, 1.0]},
+    "data": {"name": "image_folder", "train": os.path.join(DATA_DIR, "train"),
+             "test": os.path.join(DATA_DIR, "test"), "image_size": 32,
+             "limit_per_class": 500, "test_limit_per_class": 200},
+    "moco": {"queue_size": 4096, "momentum": 0.99},
+    "evaluation": {"knn_k": 200, "knn_temperature": 0.1, "monitor_every": 1,
+                   "linear_probe": True},
+}
+QUICK = dict(CIFAR, encoder={"name": "small_convnet", "width": 8}, batch_size=128, epochs=1,
+             data={"name": "digits", "test_fraction": 0.2},
+             moco={"queue_size": 512, "momentum": 0.99})
+QUICK_SAMPLERS = {"uniform": SAMPLERS["uniform"],
+                  "batchsampler": dict(SAMPLERS["batchsampler"], num_candidates=200,
+                                       num_neighbors=50, refresh_every=5)}
+
+
+def grid(quick=False, which="full", seeds=SEEDS):
+    """``[(run_id, recipe or None for the random-init baseline)]`` in run order."""
+    base = QUICK if quick else CIFAR
+    samplers = QUICK_SAMPLERS if quick else SAMPLERS
+    runs = []
+    for seed in seeds:
+        runs.append((f"random_init-s{seed}", dict(base, seed=seed, name=f"random_init-s{seed}")))
+        for sampler in ("uniform", "batchsampler"):
+            if which == "reduced" and sampler != "uniform":
+                continue
+            for key, loss in SIMCLR_LOSSES.items():
+                rid = f"simclr-{key}-{sampler}-s{seed}"
+                runs.append((rid, dict(base, name=rid, framework="simclr", loss=loss,
+                                       sampler=samplers[sampler], seed=seed)))
+        for key, loss in MOCO_LOSSES.items():
+            if which == "reduced" and key != "nt_xent":
+                continue
+            rid = f"moco_v2-{key}-uniform-s{seed}"
+            runs.append((rid, dict(base, name=rid, framework="moco_v2", loss=loss,
+                                   sampler=samplers["uniform"], seed=seed)))
+    return runs
+
+
+# --------------------------------------------------------------- one run
+def cosine_histograms(features, labels, bins=80, limit=2000, seed=0):
+    """Fig.-5-style histograms: cosine of every test pair, same label vs different label."""
+    if len(features) > limit:
+        idx = np.random.default_rng(seed).permutation(len(features))[:limit]
+        features, labels = features[idx], labels[idx]
+    f = features / np.maximum(np.linalg.norm(features, axis=1, keepdims=True), 1e-12)
+    cos = f @ f.T
+    iu = np.triu_indices(len(f), k=1)
+    c = cos[iu]
+    same = (labels[:, None] == labels[None, :])[iu]
+    edges = np.linspace(-1.0, 1.0, bins + 1)
+    return {"edges": edges.tolist(),
+            "same_label": np.histogram(c[same], edges)[0].tolist(),
+            "different_label": np.histogram(c[~same], edges)[0].tolist(),
+            "same_label_mean": float(c[same].mean()),
+            "different_label_mean": float(c[~same].mean()),
+            "gap": float(c[same].mean() - c[~same].mean()),
+            "pairs": int(len(c))}
+
+
+def _features(model, x, projection):
+    from keras_hardneg import evaluation
+
+    h = evaluation.extract_features(model.encoder, x)
+    if not projection:
+        return h
+    import tensorflow as tf
+
+    out = []
+    for i in range(0, len(h), 512):
+        z = model.projector(tf.constant(h[i:i + 512]), training=False)
+        out.append(np.asarray(z))
+    return np.concatenate(out)
+
+
+def _histograms(model, test, seed):
+    return {"encoder": cosine_histograms(_features(model, test[0], False), test[1], seed=seed),
+            "projection": cosine_histograms(_features(model, test[0], True), test[1], seed=seed)}
+
+
+def run_one(run_id, recipe, data, work_dir, verbose):
+    import keras
+
+    from keras_hardneg import training
+
+    keras.backend.clear_session()
+    recipe = training.load_recipe(recipe)
+    train, test, desc = data
+    start = time.perf_counter()
+    out = {"run_id": run_id, "recipe": recipe, "data": desc}
+    if run_id.startswith("random_init"):
+        keras.utils.set_random_seed(recipe["seed"])
+        model = training.build_model(recipe, train[0].shape[1:], num_examples=len(train[0]))
+        ev = recipe["evaluation"]
+        out.update(training.evaluate_encoder(model.encoder, train, test, k=ev["knn_k"],
+                                             temperature=ev["knn_temperature"]))
+        out["cosine_histograms"] = _histograms(model, test, recipe["seed"])
+        out["seconds"] = time.perf_counter() - start
+        return out
+
+    holder = {}
+
+    class Hist(keras.callbacks.Callback):
+        def on_train_end(self, logs=None):
+            holder["model"] = self.model
+
+    res = training.run(recipe, os.path.join(work_dir, run_id), resume=True, verbose=verbose,
+                       export=False, extra_callbacks=[Hist()], data=data)
+    hist = res["history"]
+    steps = None
+    if res.get("images_per_second") and res.get("epochs_run"):
+        steps = round(res["images_per_second"] * res["seconds"]
+                      / (res["epochs_run"] * recipe["batch_size"]))
+    epoch_s = hist.get("epoch_seconds", [])
+    out.update(
+        knn_accuracy=res["knn_accuracy"],
+        linear_probe_accuracy=res.get("linear_probe_accuracy"),
+        history=hist,
+        train_seconds=res["seconds"],
+        epochs_run=res["epochs_run"],
+        steps_per_epoch=steps,
+        median_epoch_seconds=float(np.median(epoch_s)) if epoch_s else None,
+        median_step_seconds=(float(np.median(epoch_s)) / steps) if epoch_s and steps else None,
+        images_per_second=res.get("images_per_second"),
+        final_clamp_fraction=hist["clamp_fraction"][-1] if "clamp_fraction" in hist else None,
+        mean_false_negative_rate=(float(np.mean(hist["false_negative_rate"]))
+                                  if "false_negative_rate" in hist else None),
+    )
+    if "model" in holder:
+        out["cosine_histograms"] = _histograms(holder["model"], test, recipe["seed"])
+    out["seconds"] = time.perf_counter() - start
+    return out
+
+
+def _write_json(path, obj):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "w") as f:
+        json.dump(obj, f, indent=1, default=float)
+    os.replace(tmp, path)
+
+
+_DATA_CACHE = {}
+
+
+def load_data_for(recipe):
+    from keras_hardneg import training
+
+    key = json.dumps(recipe["data"], sort_keys=True) + str(
+        recipe["seed"] if recipe["data"]["name"] == "digits" else "")
+    if key not in _DATA_CACHE:
+        t = time.perf_counter()
+        _DATA_CACHE[key] = training.load_data(training.load_recipe(recipe))
+        print(f"[data] {_DATA_CACHE[key][2]}: {len(_DATA_CACHE[key][0][0])} train / "
+              f"{len(_DATA_CACHE[key][1][0])} test in {time.perf_counter() - t:.0f}s", flush=True)
+    return _DATA_CACHE[key]
+
+
+def run_quality(args, results_dir, work_dir):
+    runs = grid(args.quick, args.grid, tuple(int(s) for s in args.seeds.split(",")))
+    if args.only:
+        wanted = set(args.only.split(","))
+        runs = [r for r in runs if r[0] in wanted]
+    failures = []
+    for i, (rid, recipe) in enumerate(runs, 1):
+        path = os.path.join(results_dir, f"{rid}.json")
+        if os.path.exists(path):
+            print(f"[{i}/{len(runs)}] {rid}: done, skipped", flush=True)
+            continue
+        print(f"[{i}/{len(runs)}] {rid}: running", flush=True)
+        t = time.perf_counter()
+        try:
+            out = run_one(rid, recipe, load_data_for(recipe), work_dir, args.verbose)
+        except Exception as e:  # record and go on with the grid
+            traceback.print_exc()
+            failures.append((rid, repr(e)))
+            _write_json(os.path.join(results_dir, "failed", f"{rid}.json"),
+                        {"run_id": rid, "error": repr(e), "traceback": traceback.format_exc()})
+            continue
+        out["command"] = args.command
+        _write_json(path, out)
+        print(f"[{i}/{len(runs)}] {rid}: kNN {out['knn_accuracy']:.4f} linear "
+              f"{out.get('linear_probe_accuracy') or float('nan'):.4f} "
+              f"in {time.perf_counter() - t:.0f}s", flush=True)
+    return failures
+
+
+def run_loss_overhead(args, results_root):
+    path = os.path.join(results_root, "loss_overhead.json")
+    if os.path.exists(path) and not args.force:
+        print(f"[loss_overhead] {path} exists, skipped (--force to redo)", flush=True)
+        return []
+    cmd = [sys.executable, os.path.join(HERE, "loss_overhead.py"), "--output", path]
+    if args.quick:
+        cmd += ["--quick", "--queue-sizes", "4096"]
+    print("[loss_overhead] " + " ".join(cmd), flush=True)
+    rc = subprocess.call(cmd, cwd=REPO)
+    return [] if rc == 0 else [("loss_overhead", f"exit code {rc}")]
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description="Rerun all keras-hardneg benchmarks (resumable).")
+    p.add_argument("--quick", action="store_true",
+                   help="smoke run: digits, tiny encoder, 1 epoch; results under results/quick/")
+    p.add_argument("--suites", default="loss_overhead,quality")
+    p.add_argument("--grid", default="full", choices=["full", "reduced"],
+                   help="reduced = SimCLR uniform losses + MoCo v2 NT-Xent (+ random init)")
+    p.add_argument("--seeds", default=",".join(map(str, SEEDS)))
+    p.add_argument("--only", default="", help="comma-separated run ids")
+    p.add_argument("--force", action="store_true", help="redo loss_overhead even if present")
+    p.add_argument("--report", action="store_true", help="only write plots and tables")
+    p.add_argument("--list", action="store_true", help="list run ids and their status")
+    p.add_argument("--verbose", type=int, default=2)
+    args = p.parse_args(argv)
+    args.command = "python3 benchmarks/run_all.py " + " ".join(
+        sys.argv[1:] if argv is None else argv)
+    results_root = os.path.join(HERE, "results", "quick") if args.quick else \
+        os.path.join(HERE, "results")
+    quality_dir = os.path.join(results_root, "quality")
+    work_dir = os.path.join(HERE, "work", "quick" if args.quick else "full")
+    if args.list:
+        for rid, _ in grid(args.quick, args.grid, tuple(int(s) for s in args.seeds.split(","))):
+            done = os.path.exists(os.path.join(quality_dir, f"{rid}.json"))
+            print(f"{'done   ' if done else 'pending'} {rid}")
+        return 0
+    import report
+
+    if args.report:
+        report.write(quality_dir, args.quick)
+        return 0
+    suites = args.suites.split(",")
+    failures = []
+    start = time.perf_counter()
+    if "loss_overhead" in suites:
+        failures += run_loss_overhead(args, results_root)
+    if "quality" in suites:
+        failures += run_quality(args, quality_dir, work_dir)
+        report.write(quality_dir, args.quick)
+    print(f"all done in {time.perf_counter() - start:.0f}s; failures: {failures or 'none'}",
+          flush=True)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
