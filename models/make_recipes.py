@@ -1,0 +1,116 @@
+"""Writes the zoo's recipes (models/<entry>/recipe.json) from the papers' settings.
+
+Run from the repository root: ``python models/make_recipes.py``. Each entry is then
+trained with ``keras-hardneg train --recipe models/<entry>/recipe.json --output models/<entry>``
+wherever its data exists; the entries marked "trained here" in models/README.md were.
+"""
+
+import json
+import os
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CIFAR10 = "../../../shared/data/cifar10-jpg"  # relative to models/<entry>/
+
+# Robinson et al. (HCL) App. D.1: Adam 1e-3, weight decay 1e-6, t = 0.5, batch 256.
+HCL_OPT = {"name": "adam", "learning_rate": 1e-3, "weight_decay": 1e-6}
+LOSSES = {
+    "ntxent": {"name": "nt_xent", "temperature": 0.5},
+    "debiased": {"name": "debiased", "temperature": 0.5, "tau_plus": 0.1},
+    "hard": {"name": "hard", "temperature": 0.5, "tau_plus": 0.1, "beta": 1.0},
+    "ring": {"name": "ring", "temperature": 0.5, "lower_percentile": 5.0, "upper_percentile": 50.0},
+    "unremix": {"name": "unremix", "temperature": 0.5, "tau_plus": 0.0, "beta": 1.0},
+}
+# Yang et al. (BatchSampler) App. E, CIFAR-10: M = 500, K = 100, t = 100, alpha 0.2 -> 0.05.
+BATCHSAMPLER = {"name": "batchsampler", "num_candidates": 500, "num_neighbors": 100,
+                "refresh_every": 100, "restart_prob": [0.2, 0.05]}
+
+DATASETS = {
+    "cifar10": ({"name": "image_folder", "train": f"{CIFAR10}/train", "test": f"{CIFAR10}/test",
+                 "image_size": 32}, 32),
+    "cifar100": ({"name": "tfds", "dataset": "cifar100"}, 32),
+    "stl10": ({"name": "tfds", "dataset": "stl10", "train_split": "train", "test_split": "test"}, 96),
+}
+
+
+def full_recipe(name, framework, loss, dataset, sampler=None, tau_plus=None):
+    data, size = DATASETS[dataset]
+    loss = dict(loss)
+    if tau_plus is not None and "tau_plus" in loss:
+        loss["tau_plus"] = tau_plus
+    recipe = {
+        "name": name,
+        "framework": framework,
+        "encoder": {"name": "resnet18_cifar", "width": 64} if size == 32 else
+                   {"name": "resnet50", "width": 64},
+        "projection_dims": [512, 128],
+        "loss": loss,
+        "sampler": sampler or {"name": "uniform"},
+        "optimizer": HCL_OPT,
+        "schedule": {"name": "warmup_cosine", "warmup_epochs": 10},
+        "augmentation": {"version": "v1", "strength": 0.5, "crop_scale": [0.08, 1.0]},
+        "data": data,
+        "batch_size": 256,
+        "epochs": 400,
+        "seed": 0,
+        "precision": "mixed_bfloat16",
+    }
+    if framework.startswith("moco"):
+        # MoCo v2 (Chen et al. 2020): SGD 0.03 (batch 256), m = 0.999, K = 65536, t = 0.2;
+        # Ring's released MoCo setting: t = 0.07, band 1-10, upper annealed 100 -> 10.
+        recipe["optimizer"] = {"name": "sgd", "learning_rate": 0.06, "momentum": 0.9}
+        recipe["moco"] = {"queue_size": 4096 if dataset != "imagenet" else 65536,
+                          "momentum": 0.99}
+        recipe["projection_dims"] = [2048, 128]
+        if loss["name"] == "ring":
+            recipe["loss"] = {"name": "ring", "temperature": 0.07, "lower_percentile": 1.0,
+                              "upper_percentile": 10.0}
+            recipe["annealing"] = {"ring_start": 100.0, "ring_end": 10.0}
+        else:
+            recipe["loss"]["temperature"] = 0.2
+    return recipe
+
+
+def entries():
+    out = {}
+    for dataset in ("cifar10", "cifar100", "stl10"):
+        # Robinson et al.: tau_plus 0.1 (CIFAR-10, STL-10), 0.05 (CIFAR-100).
+        tau = 0.05 if dataset == "cifar100" else None
+        for key, loss in LOSSES.items():
+            name = f"simclr-{key}-{dataset}"
+            out[name] = full_recipe(name, "simclr", loss, dataset, tau_plus=tau)
+        for key in ("ntxent", "ring", "hard"):
+            name = f"moco_v2-{key}-{dataset}"
+            out[name] = full_recipe(name, "moco_v2", LOSSES[key], dataset, tau_plus=tau)
+    for key in ("ntxent", "hard", "debiased"):
+        name = f"simclr-{key}-batchsampler-cifar10"
+        out[name] = full_recipe(name, "simclr", LOSSES[key], "cifar10", sampler=BATCHSAMPLER)
+    # ImageNet, MoCo v2 (paper settings, ResNet-50, 224 px): needs prepared tfds imagenet2012.
+    for key in ("ntxent", "ring"):
+        name = f"moco_v2-{key}-imagenet"
+        r = full_recipe(name, "moco_v2", LOSSES[key], "cifar10")
+        r.update(encoder={"name": "resnet50", "width": 64}, epochs=200,
+                 data={"name": "tfds", "dataset": "imagenet2012", "image_size": 224,
+                       "train_split": "train", "test_split": "validation"},
+                 moco={"queue_size": 65536, "momentum": 0.999},
+                 augmentation={"version": "v2", "strength": 1.0, "crop_scale": [0.2, 1.0]})
+        r["optimizer"] = {"name": "sgd", "learning_rate": 0.03, "momentum": 0.9}
+        out[name] = r
+    # Trained here on CIFAR-10 JPEG with a CPU budget (see models/README.md).
+    for key in ("ntxent", "hard"):
+        name = f"simclr-{key}-cifar10-r18w8-cpu"
+        r = full_recipe(name, "simclr", LOSSES[key], "cifar10")
+        r.update(encoder={"name": "resnet18_cifar", "width": 8}, projection_dims=[128, 64],
+                 epochs=12, precision="float32",
+                 schedule={"name": "warmup_cosine", "warmup_epochs": 1},
+                 data={**DATASETS["cifar10"][0], "limit_per_class": 1000})
+        out[name] = r
+    return out
+
+
+if __name__ == "__main__":
+    for name, recipe in entries().items():
+        os.makedirs(os.path.join(HERE, name), exist_ok=True)
+        with open(os.path.join(HERE, name, "recipe.json"), "w") as f:
+            json.dump(recipe, f, indent=2)
+            f.write("\n")
+    print(f"wrote {len(entries())} recipes")
