@@ -1,0 +1,70 @@
+"""The command line: the README's main job on the embedded default, evaluate reproducing the
+model card, export, and one-line errors for bad input."""
+
+import json
+import os
+
+import pytest
+
+from keras_hardneg import cli
+
+
+@pytest.fixture(scope="module")
+def trained_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("cli") / "run"
+    code = cli.main(["train", "--epochs", "1", "--width", "8", "--output", str(out),
+                     "--verbose", "0"])
+    assert code == 0
+    return out
+
+
+def test_train_writes_run_export_and_card(trained_run, capsys):
+    for name in ("recipe.json", "history.json", "results.json", "backup",
+                 "encoder/saved_model.pb", "encoder/model_card.json", "encoder/model_card.md"):
+        assert os.path.exists(trained_run / name), name
+    results = json.loads((trained_run / "results.json").read_text())
+    assert 0.1 < results["knn_accuracy"] <= 1.0  # 10 classes: far above chance after 1 epoch
+
+
+def test_evaluate_reproduces_the_model_card(trained_run, capsys):
+    capsys.readouterr()
+    assert cli.main(["evaluate", str(trained_run / "encoder"), "--json"]) == 0
+    measured = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    card = json.loads((trained_run / "encoder" / "model_card.json").read_text())
+    assert measured["knn_accuracy"] == pytest.approx(card["knn_accuracy"], abs=1e-6)
+    assert measured["linear_probe_accuracy"] == pytest.approx(card["linear_probe_accuracy"], abs=1e-6)
+
+
+def test_export_from_a_run_directory(trained_run, tmp_path):
+    out = tmp_path / "exported"
+    assert cli.main(["export", str(trained_run), "--output", str(out)]) == 0
+    assert (out / "saved_model.pb").exists()
+    assert cli.main(["export", str(trained_run), "--output", str(out)]) == 2  # exists: refused
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["train", "--beta", "-1"], "--beta"),
+    (["train", "--epochs", "0"], "--epochs"),
+    (["train", "--tau-plus", "1.5"], "tau_plus"),
+    (["train", "--recipe", "/nonexistent/recipe.json"], "--recipe"),
+    (["train", "--dataset", "/nonexistent/folder"], "--dataset"),
+    (["train", "--loss", "triplet"], "--loss"),
+    (["evaluate", "/nonexistent/encoder"], "/nonexistent/encoder"),
+    (["export", "/nonexistent/run", "--output", "/tmp/x"], "/nonexistent/run"),
+    (["tune", "--trials", "0", "--output", "/tmp/x"], "--trials"),
+])
+def test_bad_input_is_one_clear_line(argv, needle, capsys):
+    try:
+        code = cli.main(argv)
+    except SystemExit as e:  # argparse's own type errors
+        code = e.code
+    assert code == 2
+    assert needle in capsys.readouterr().err
+
+
+def test_every_subcommand_has_help(capsys):
+    for command in ("train", "evaluate", "export", "tune"):
+        with pytest.raises(SystemExit) as e:
+            cli.main([command, "--help"])
+        assert e.value.code == 0
+        assert "usage: keras-hardneg " + command in capsys.readouterr().out
