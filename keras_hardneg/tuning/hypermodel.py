@@ -89,6 +89,8 @@ class ContrastiveHyperModel(keras_tuner.HyperModel):
         seed: base seed (default: the recipe's ``seed``).
         trial_seeds: ``"config"`` or ``"shared"`` (see the module docstring).
         verbose: Keras ``fit`` verbosity inside a trial.
+        validation_seed: seed of the validation split (default: ``seed``); fix it to
+            re-run a configuration with other training seeds on the same split.
 
     Attributes:
         objective: the ``keras_tuner.Objective`` to pass to a tuner (direction "max").
@@ -99,7 +101,7 @@ class ContrastiveHyperModel(keras_tuner.HyperModel):
 
     def __init__(self, recipe, train, search_space=None, objective="knn", epochs=1,
                  validation_fraction=0.2, seed=None, trial_seeds="config", verbose=0,
-                 name=None, tunable=True):
+                 validation_seed=None, name=None, tunable=True):
         super().__init__(name=name, tunable=tunable)
         self.recipe = load_recipe(recipe)
         if objective not in OBJECTIVES:
@@ -124,7 +126,8 @@ class ContrastiveHyperModel(keras_tuner.HyperModel):
         if len(x) != len(y):
             raise ValueError(f"`train` images and labels differ in length: {len(x)} vs {len(y)}.")
         self.fit_data, self.validation_data = _split_validation(
-            x, y, validation_fraction, self.base_seed)
+            x, y, validation_fraction,
+            self.base_seed if validation_seed is None else int(validation_seed))
         if self.recipe["batch_size"] > len(self.fit_data[0]):
             raise ValueError(f"`batch_size` = {self.recipe['batch_size']} is larger than the "
                              f"{len(self.fit_data[0])} training examples left after the "
@@ -148,6 +151,10 @@ class ContrastiveHyperModel(keras_tuner.HyperModel):
         return load_recipe(recipe)
 
     # -------------------------------------------------------------- HyperModel
+    def declare_hyperparameters(self, hp):
+        """Registers the search space's knobs on ``hp`` (no model is built)."""
+        space_lib.define_hyperparameters(hp, self.search_space)
+
     def build(self, hp):
         """A compiled SimCLR / MoCo model for the trial (via :func:`training.build_model`)."""
         recipe = self.trial_recipe(hp)

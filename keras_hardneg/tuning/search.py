@@ -54,6 +54,13 @@ def _recording(tuner_cls):
             self._on_record = on_record
             super().__init__(*args, **kwargs)
 
+        def _populate_initial_space(self):
+            # Keras Tuner builds a (throw-away) model here to discover the space;
+            # ours has no conditional knobs, so declaring them is enough.
+            hp = self.oracle.get_space()
+            self.hypermodel.declare_hyperparameters(hp)
+            self.oracle.update_space(hp)
+
         def on_trial_end(self, trial):
             info = dict(self.hypermodel.last_trial_info or {})
             self.hypermodel.last_trial_info = None
