@@ -1,0 +1,21 @@
+"""The README's quick start runs as written."""
+
+import os
+import re
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_quick_start_runs(tmp_path, monkeypatch):
+    text = open(os.path.join(ROOT, "README.md")).read()
+    block = re.search(r"## Quick start\n\n```python\n(.*?)```", text, re.S).group(1)
+    monkeypatch.chdir(tmp_path)
+    namespace = {}
+    exec(compile(block, "README.md", "exec"), namespace)
+    assert namespace["feats"].shape[0] == len(namespace["x_test"])
+    assert os.path.isfile(tmp_path / "my_encoder" / "saved_model.pb")
+
+
+def test_ci_runs_the_readme_test_command():
+    ci = open(os.path.join(ROOT, ".ci", "run")).read().strip().splitlines()[-1]
+    assert ci in open(os.path.join(ROOT, "README.md")).read()
