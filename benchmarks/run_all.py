@@ -20,6 +20,9 @@ Usage::
     python3 benchmarks/run_all.py --suites quality --grid reduced   # what was run first
     python3 benchmarks/run_all.py --report          # only redraw plots/tables from results
     python3 benchmarks/run_all.py --list            # list run ids and whether they are done
+
+Several workers may share a grid (each claims a run with a lock file under
+``benchmarks/work/``), e.g. a second one started with ``--reverse``.
 """
 
 import argparse
@@ -53,12 +56,12 @@ SAMPLERS = {"uniform": {"name": "uniform"},
 SEEDS = (0, 1)
 
 # ~5-7 min per run on 2 shared cores: small conv encoder, 500 train / 200 test images
-# per class, batch 256 (19 steps per epoch), 8 epochs.
+# per class, batch 256 (19 steps per epoch), 5 epochs (the machine was shared: load ~12).
 CIFAR = {
     "encoder": {"name": "small_convnet", "width": 32},
     "projection_dims": [512, 128],
     "batch_size": 256,
-    "epochs": 8,
+    "epochs": 5,
     "optimizer": {"name": "adam", "learning_rate": 1e-3},
     "schedule": {"name": "warmup_cosine", "warmup_epochs": 0},
     "augmentation": {"version": "v1", "strength": 0.5, "crop_scale": [0.2, 1.0]},
@@ -219,16 +222,48 @@ def load_data_for(recipe):
     return _DATA_CACHE[key]
 
 
+def _lock(work_dir, rid):
+    """Claims a run for this process (several workers may share a grid)."""
+    os.makedirs(work_dir, exist_ok=True)
+    path = os.path.join(work_dir, f"{rid}.lock")
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        try:
+            with open(path) as f:
+                pid = int(f.read().strip() or 0)
+            os.kill(pid, 0)
+            return False  # its owner is alive
+        except (ValueError, ProcessLookupError, PermissionError, OSError):
+            os.replace(path, path + ".stale")  # owner gone: take it over
+            return _lock(work_dir, rid)
+    with os.fdopen(fd, "w") as f:
+        f.write(str(os.getpid()))
+    return True
+
+
+def _unlock(work_dir, rid):
+    try:
+        os.remove(os.path.join(work_dir, f"{rid}.lock"))
+    except OSError:
+        pass
+
+
 def run_quality(args, results_dir, work_dir):
     runs = grid(args.quick, args.grid, tuple(int(s) for s in args.seeds.split(",")))
     if args.only:
         wanted = set(args.only.split(","))
         runs = [r for r in runs if r[0] in wanted]
+    if args.reverse:
+        runs = runs[::-1]
     failures = []
     for i, (rid, recipe) in enumerate(runs, 1):
         path = os.path.join(results_dir, f"{rid}.json")
         if os.path.exists(path):
             print(f"[{i}/{len(runs)}] {rid}: done, skipped", flush=True)
+            continue
+        if not _lock(work_dir, rid):
+            print(f"[{i}/{len(runs)}] {rid}: another worker is running it, skipped", flush=True)
             continue
         print(f"[{i}/{len(runs)}] {rid}: running", flush=True)
         t = time.perf_counter()
@@ -242,6 +277,7 @@ def run_quality(args, results_dir, work_dir):
             continue
         out["command"] = args.command
         _write_json(path, out)
+        _unlock(work_dir, rid)
         print(f"[{i}/{len(runs)}] {rid}: kNN {out['knn_accuracy']:.4f} linear "
               f"{out.get('linear_probe_accuracy') or float('nan'):.4f} "
               f"in {time.perf_counter() - t:.0f}s", flush=True)
@@ -270,6 +306,8 @@ def main(argv=None):
                    help="reduced = SimCLR uniform losses + MoCo v2 NT-Xent (+ random init)")
     p.add_argument("--seeds", default=",".join(map(str, SEEDS)))
     p.add_argument("--only", default="", help="comma-separated run ids")
+    p.add_argument("--reverse", action="store_true",
+                   help="walk the grid backwards (start a second worker with it)")
     p.add_argument("--force", action="store_true", help="redo loss_overhead even if present")
     p.add_argument("--report", action="store_true", help="only write plots and tables")
     p.add_argument("--list", action="store_true", help="list run ids and their status")
