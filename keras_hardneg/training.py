@@ -225,6 +225,22 @@ def _subset(arrays, limit, seed):
     return x[idx], y[idx]
 
 
+class _RefreshState:
+    """get_state/set_state for a GraphRefreshCallback's step counter (restart-probability
+    schedule position) and refresh count (seed of the next graph build)."""
+
+    def __init__(self, callback):
+        self.callback = callback
+
+    def get_state(self):
+        return {"step": int(self.callback._step), "refreshes": len(self.callback.refreshes)}
+
+    def set_state(self, state):
+        cb = self.callback
+        cb._step = int(state["step"])
+        cb.refreshes = [{"step": None, "seconds": None, "restored": True}] * int(state["refreshes"])
+
+
 class _EpochTimer(keras.callbacks.Callback):
     def on_epoch_begin(self, epoch, logs=None):
         self._start = time.perf_counter()
@@ -265,7 +281,7 @@ def run(recipe, output_dir, *, resume=True, verbose=1, export=True, extra_callba
         train, test, description = data if data is not None else load_data(recipe)
         x_train, y_train = train
         keras.utils.set_random_seed(recipe["seed"])
-        dataset, steps, sampler_callbacks, _ = make_train_dataset(recipe, x_train, y_train)
+        dataset, steps, sampler_callbacks, sampler = make_train_dataset(recipe, x_train, y_train)
         model = build_model(recipe, x_train.shape[1:], num_examples=len(x_train))
 
         ev = recipe["evaluation"]
@@ -288,14 +304,28 @@ def run(recipe, output_dir, *, resume=True, verbose=1, export=True, extra_callba
             import shutil
 
             shutil.rmtree(backup)
-        cbs.append(keras.callbacks.BackupAndRestore(backup, delete_checkpoint=False))
+        # After the sampler's callbacks: their on_train_begin resets what the backup restores.
+        state = {}
+        if sampler is not None:
+            state["sampler"] = sampler
+            for i, cb in enumerate(sampler_callbacks):
+                state[f"refresh{i}"] = _RefreshState(cb)
+        backup_cb = callbacks.AtomicBackupAndRestore(backup, delete_checkpoint=False, state=state)
+        cbs.append(backup_cb)
         cbs += list(extra_callbacks)
 
         start = time.perf_counter()
         history = model.fit(dataset, epochs=recipe["epochs"], steps_per_epoch=steps, shuffle=False,
                             callbacks=cbs, verbose=verbose)
         seconds = time.perf_counter() - start
-        hist = {k: [float(v) for v in vals] for k, vals in history.history.items()}
+        # Epochs restored from the backup first, then this call's (a resumed run
+        # reports all its epochs).
+        hist = {}
+        for logs in backup_cb.history:
+            for k, v in logs.items():
+                hist.setdefault(k, []).append(float(v))
+        if not hist:
+            hist = {k: [float(v) for v in vals] for k, vals in history.history.items()}
         with open(os.path.join(output_dir, "history.json"), "w") as f:
             json.dump(hist, f, indent=1)
 

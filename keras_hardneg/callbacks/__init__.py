@@ -3,12 +3,14 @@
 * :class:`BetaAnnealing` -- Robinson et al. (2021) App. D.1: ``beta`` steps down to 0.
 * :class:`RingAnnealing` -- Wu et al. (2021): Ring's upper percentile, linearly 100 -> 10.
 * :class:`NonFiniteGuard` -- stops a run at the first non-finite loss or gradient, with a report.
+* :class:`AtomicBackupAndRestore` -- crash-safe resume state (weights, optimizer, sampler).
 
 The monitors (kNN accuracy) live in :mod:`keras_hardneg.evaluation`; the graph
 refresh of BatchSampler in :mod:`keras_hardneg.sampling`.
 """
 
 from keras_hardneg.callbacks.annealing import BetaAnnealing, RingAnnealing
+from keras_hardneg.callbacks.backup import AtomicBackupAndRestore, BackupError
 from keras_hardneg.callbacks.nonfinite import NonFiniteError, NonFiniteGuard
 
-__all__ = ["BetaAnnealing", "NonFiniteError", "NonFiniteGuard", "RingAnnealing"]
+__all__ = ["AtomicBackupAndRestore", "BackupError", "BetaAnnealing", "NonFiniteError", "NonFiniteGuard", "RingAnnealing"]

@@ -1,0 +1,238 @@
+"""Crash-safe backup and restore of a training run (weights, optimizer, Python-side state).
+
+Keras's ``BackupAndRestore`` rewrites ``latest.weights.h5`` in place and then
+``training_metadata.json`` in a second step: a process killed during the first
+write leaves a truncated HDF5 file (the next run fails to start), one killed
+between the two leaves weights of epoch ``e + 1`` labelled as epoch ``e``. It
+also saves only Keras variables: a sampler's random generator, coverage and
+graph, or a callback's step counter, are lost.
+
+:class:`AtomicBackupAndRestore` keeps the Keras contract (same constructor,
+``model._initial_epoch`` set on ``on_train_begin``) but commits each backup
+atomically:
+
+1. the weights (model variables incl. non-trainable ones such as the MoCo queue,
+   the key encoder, batch-norm statistics and the memory bank, plus the
+   optimizer's variables and iteration count) go to a *new* file
+   ``ckpt-<epoch>-<batch>-<id>.weights.h5``, fsynced;
+2. the registered Python-side state (``state={"name": obj}``, each ``obj`` with
+   ``get_state()`` / ``set_state(dict)``, e.g. a BatchSampler) goes to a new
+   ``ckpt-...state.npz``, fsynced;
+3. ``training_metadata.json`` (the commit record: epoch, file names, the
+   per-epoch logs so far) is written to a temporary file, fsynced and moved over
+   the old one with ``os.replace`` -- the only step that makes the new backup
+   current; then the files of the previous backup are removed.
+
+A kill at any point leaves either the previous backup or the new one, never a
+mix. Files of an uncommitted backup are removed on the next start.
+"""
+
+import io
+import json
+import os
+import uuid
+
+import keras
+import numpy as np
+
+__all__ = ["AtomicBackupAndRestore", "BackupError"]
+
+_META = "training_metadata.json"
+_FORMAT = 1
+
+
+class BackupError(RuntimeError):
+    """A committed backup cannot be read (its files are missing or damaged)."""
+
+
+def _fsync_dir(path):
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _fsync_file(path):
+    with open(path, "rb+") as f:
+        os.fsync(f.fileno())
+
+
+def _plain(value):
+    """A JSON-safe copy of a log value."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _encode_state(states):
+    """``{"name": state_dict}`` -> bytes of an ``.npz`` (no pickle)."""
+    arrays = {}
+    for name, state in states.items():
+        if "/" in name:
+            raise ValueError(f"state name {name!r} must not contain '/'.")
+        for key, value in state.items():
+            arrays[f"{name}/{key}"] = (np.array(json.dumps(None)) if value is None
+                                       else np.asarray(value))
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    return buf.getvalue()
+
+
+def _decode_state(path):
+    out = {}
+    with np.load(path, allow_pickle=False) as z:
+        for full in z.files:
+            name, key = full.split("/", 1)
+            v = z[full]
+            if v.dtype.kind == "U" and v.ndim == 0:
+                v = str(v)
+                if v == "null":
+                    v = None
+            elif v.ndim == 0:
+                v = v.item()
+            out.setdefault(name, {})[key] = v
+    return out
+
+
+@keras.saving.register_keras_serializable(package="keras_hardneg")
+class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
+    """:class:`keras.callbacks.BackupAndRestore` with atomic commits and extra state.
+
+    Args:
+        backup_dir: directory of the backup (used by nothing else).
+        save_freq: ``"epoch"`` or a number of batches (as in Keras).
+        delete_checkpoint: remove the backup when ``fit`` ends normally.
+        state: optional ``{"name": obj}``; each ``obj`` has ``get_state()``
+            returning a dict of NumPy arrays / plain values and
+            ``set_state(dict)``. Saved with every backup, restored (in the given
+            order) at ``on_train_begin`` -- put this callback *after* callbacks
+            whose ``on_train_begin`` resets such state.
+
+    Attributes:
+        history: per-epoch logs of the whole run (restored epochs first), so a
+            resumed run can report all its epochs.
+        restored: ``None``, or ``{"epoch", "batch", "weights"}`` of the backup
+            restored at the start of the last ``fit``.
+    """
+
+    def __init__(self, backup_dir, save_freq="epoch", delete_checkpoint=True, state=None):
+        super().__init__(backup_dir, save_freq=save_freq, double_checkpoint=False,
+                         delete_checkpoint=delete_checkpoint)
+        state = dict(state or {})
+        for name, obj in state.items():
+            if not (callable(getattr(obj, "get_state", None))
+                    and callable(getattr(obj, "set_state", None))):
+                raise ValueError(f"`state[{name!r}]` must have get_state() and set_state(); "
+                                 f"got {type(obj).__name__}.")
+        self.state = state
+        self.history = []
+        self.restored = None
+        self._meta_path = os.path.join(backup_dir, _META)
+
+    # ------------------------------------------------------------------ reading
+    def _read_meta(self):
+        if not os.path.exists(self._meta_path):
+            return None
+        with open(self._meta_path) as f:
+            return json.load(f)
+
+    def _cleanup(self, keep):
+        """Removes backup files not named in ``keep`` (uncommitted or superseded)."""
+        if not os.path.isdir(self.backup_dir):
+            return
+        for name in os.listdir(self.backup_dir):
+            if (name.startswith("ckpt-") or name.startswith(".tmp-")) and name not in keep:
+                try:
+                    os.remove(os.path.join(self.backup_dir, name))
+                except OSError:
+                    pass
+
+    def on_train_begin(self, logs=None):
+        self.history = []
+        self.restored = None
+        self._load_model()
+
+    def _load_model(self):
+        if not self.model.built:
+            raise ValueError("AtomicBackupAndRestore needs a built model before fit().")
+        meta = self._read_meta()
+        if meta is None or "weights" not in meta:
+            self._cleanup(keep=())
+            if meta is not None or os.path.exists(self._weights_path):
+                return super()._load_model()  # a plain Keras backup
+            return None
+        self._cleanup(keep={meta["weights"], meta.get("state")})
+        weights = os.path.join(self.backup_dir, meta["weights"])
+        if self.model.optimizer is not None and not self.model.optimizer.built:
+            self.model.optimizer.build(self.model.trainable_variables)
+        try:
+            self.model.load_weights(weights)
+        except Exception as e:  # noqa: BLE001 -- reported with the path
+            raise BackupError(
+                f"the backup in {self.backup_dir} (epoch {meta['epoch']}) cannot be loaded from "
+                f"{weights}: {e}. Delete the directory (or run with resume=False) to start over."
+            ) from e
+        if meta.get("state"):
+            saved = _decode_state(os.path.join(self.backup_dir, meta["state"]))
+            missing = [n for n in self.state if n not in saved]
+            if missing:
+                raise BackupError(f"the backup in {self.backup_dir} has no state for {missing}; "
+                                  "it was written by a differently configured run.")
+            for name, obj in self.state.items():
+                obj.set_state(saved[name])
+        elif self.state:
+            raise BackupError(f"the backup in {self.backup_dir} has no state for "
+                              f"{sorted(self.state)}; it was written by a differently "
+                              "configured run.")
+        self.history = list(meta.get("history", []))
+        self.model._initial_epoch = int(meta["epoch"])
+        self._current_epoch = int(meta["epoch"])
+        self.restored = {"epoch": int(meta["epoch"]), "batch": int(meta.get("batch", 0)),
+                         "weights": meta["weights"]}
+        return meta
+
+    # ------------------------------------------------------------------ writing
+    def on_epoch_end(self, epoch, logs=None):
+        self.history = self.history[:epoch] + [{k: _plain(v) for k, v in (logs or {}).items()}]
+        super().on_epoch_end(epoch, logs)
+
+    def _save_model(self):
+        os.makedirs(self.backup_dir, exist_ok=True)
+        old = self._read_meta()
+        stem = f"ckpt-{self._current_epoch:05d}-{self._last_batch_seen:06d}-{uuid.uuid4().hex[:8]}"
+        weights = f"{stem}.weights.h5"
+        path = os.path.join(self.backup_dir, weights)
+        self.model.save_weights(path, overwrite=True)
+        _fsync_file(path)
+        state_name = None
+        if self.state:
+            state_name = f"{stem}.state.npz"
+            data = _encode_state({n: obj.get_state() for n, obj in self.state.items()})
+            with open(os.path.join(self.backup_dir, state_name), "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+        meta = {"format": _FORMAT, "epoch": self._current_epoch, "batch": self._last_batch_seen,
+                "weights": weights, "state": state_name, "history": self.history}
+        tmp = os.path.join(self.backup_dir, f".tmp-{uuid.uuid4().hex[:8]}-{_META}")
+        with open(tmp, "w") as f:
+            json.dump(meta, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self._meta_path)  # the commit
+        _fsync_dir(self.backup_dir)
+        keep = {weights, state_name}
+        self._cleanup(keep)
+        if old is None and os.path.exists(self._weights_path):
+            os.remove(self._weights_path)  # a superseded plain Keras backup
+
+    def get_config(self):
+        return {"backup_dir": self.backup_dir, "save_freq": self.save_freq,
+                "delete_checkpoint": self.delete_checkpoint}
