@@ -28,7 +28,9 @@ class NonFiniteGuard(keras.callbacks.Callback):
 
     def __init__(self, raise_error=True):
         super().__init__()
-        self.raise_error = bool(raise_error)
+        if not isinstance(raise_error, bool):
+            raise ValueError(f"`raise_error` must be True or False; got {raise_error!r}.")
+        self.raise_error = raise_error
         self.report = None
         self._epoch = 0
 

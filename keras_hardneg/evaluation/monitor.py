@@ -14,7 +14,8 @@ __all__ = ["KNNMonitor"]
 
 
 def _check_labelled(name, data):
-    if data is None or not has_labels(data):
+    if data is None or not has_labels(data) or (
+            isinstance(data, (tuple, list)) and data[1] is None):
         raise ValueError(
             f"`{name}`: labels missing where a monitor needs them; give (images, labels) "
             "arrays or a tf.data.Dataset of (images, labels)."

@@ -68,6 +68,11 @@ class ContrastiveModel(keras.Model):
         if sync_batchnorm is None:
             sync_batchnorm = distribute.num_replicas() > 1
         self.sync_batchnorm = bool(sync_batchnorm)
+        from keras_hardneg.encoders.heads import HEAD_VERSIONS
+
+        if head_version not in HEAD_VERSIONS:
+            raise ValueError(f"`head_version` must be one of {list(HEAD_VERSIONS)}; "
+                             f"got {head_version!r}.")
         self.head_version = head_version
         self.projector = projection_head(
             self.feature_dim, list(self.projection_dims[:-1]), self.projection_dims[-1],

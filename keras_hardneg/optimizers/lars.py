@@ -96,6 +96,10 @@ class LARS(keras.optimizers.Optimizer):
                  exclude_1d=True, epsilon=0.0, name="lars", **kwargs):
         if kwargs.get("weight_decay") is not None:
             raise ValueError("weight_decay given twice")
+        if isinstance(learning_rate, bool) or (
+                isinstance(learning_rate, (int, float)) and not learning_rate > 0):
+            raise ValueError(f"learning_rate must be a float > 0 (or a schedule), got "
+                             f"{learning_rate!r}")
         super().__init__(learning_rate=learning_rate, name=name, weight_decay=None, **kwargs)
         if not isinstance(momentum, (int, float)) or not 0.0 <= momentum < 1.0:
             raise ValueError(f"momentum must be a float in [0, 1), got {momentum!r}")
