@@ -158,6 +158,18 @@ def bench_build(x, m, k, repeats, block_size=256, sort_neighbors=False):
     return g, runs
 
 
+def exact_topk(xn, rows, k, chunk=64):
+    """Exact top-k neighbours (self excluded) of ``rows``, chunked to bound memory."""
+    n = xn.shape[0]
+    out = np.empty((len(rows), k), dtype=np.int64)
+    for a in range(0, len(rows), chunk):
+        r = rows[a:a + chunk]
+        s = xn[r] @ xn.T
+        s[np.arange(len(r)), r] = -np.inf
+        out[a:a + len(r)] = np.argpartition(s, n - k, axis=1)[:, n - k:]
+    return out
+
+
 def scann_knn(x, k, sample_rows=1000, timed_queries=20000, leaves=(25, 100, None)):
     """ScaNN kNN graph at full N: index build on all rows (timed), then the search of
     ``timed_queries`` rows per setting (timed, extrapolated to all N queries) and recall@k of
@@ -171,10 +183,7 @@ def scann_knn(x, k, sample_rows=1000, timed_queries=20000, leaves=(25, 100, None
     build_cpu = time.process_time() - c0
     log(f"  ScaNN index build: {build:.1f} s wall ({build_cpu:.1f} s CPU), {info}")
     rows = np.random.default_rng(0).choice(n, sample_rows, replace=False)
-    s = xn[rows] @ xn.T
-    s[np.arange(sample_rows), rows] = -np.inf
-    exact = np.argpartition(s, n - k, axis=1)[:, n - k:]
-    del s
+    exact = exact_topk(xn, rows, k)
     out = {"index_build_wall_s": build, "index_build_cpu_s": build_cpu, "settings": info,
            "k": k, "sample_rows": sample_rows, "timed_queries": timed_queries, "search": []}
     q = xn[:timed_queries]
@@ -203,15 +212,11 @@ def scann_small(n=100_000, d=128, k=100):
     t = time.perf_counter()
     g = ProximityGraph.build(x, n, k, backend="scann")
     wall = time.perf_counter() - t
-    exact = ProximityGraph.build(x[:n], n, k, backend="brute") if n <= 30_000 else None
     xn = G.normalize_embeddings(x)
     rows = np.random.default_rng(0).choice(n, 500, replace=False)
-    s = xn[rows] @ xn.T
-    s[np.arange(500), rows] = -np.inf
-    ex = np.argpartition(s, n - k, axis=1)[:, n - k:]
+    ex = exact_topk(xn, rows, k)
     rec = float(np.mean([len(set(a) & set(b)) / k for a, b in
                          zip(g.neighbors[rows].tolist(), ex.tolist())]))
-    del exact
     log(f"  ScaNN kNN graph N={n} K={k}: {wall:.1f} s, recall@{k} {rec:.3f} ({g.info})")
     return {"N": n, "K": k, "wall_s": wall, "recall_at_k": rec, "settings": g.info}
 
@@ -305,52 +310,71 @@ def main():
     ap.add_argument("--k", type=int, default=100)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--skip-scann", action="store_true")
+    ap.add_argument("--parts", default="all",
+                    help="comma list of build,walk,pipeline,shared,scann (default all); results "
+                         "are merged into an existing JSON")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "results",
                                                   "sampling.json"))
     args = ap.parse_args()
-    res = {"command": " ".join(["python3"] + sys.argv), "machine": {
-        "cpus": len(os.sched_getaffinity(0)), "python": platform.python_version(),
-        "numpy": np.__version__, "loadavg_start": loadavg()}}
-    log("GEMM peak ...")
-    peak, blk = gemm_peak()
-    res["gemm_peak_gflops"] = peak
-    res["gemm_block_shape_gflops"] = blk
-    log(f"  fp32 GEMM 2048^3: {peak:.1f} GFLOP/s; block shape: {blk:.1f} GFLOP/s")
-
-    log(f"data N={args.n} d={args.d} ...")
-    x, y = make_data(args.n, args.d)
-    xn = G.normalize_embeddings(x)
-    log("stage breakdown (1 thread) ...")
-    res["stage_ms_per_block_1thread"] = stage_breakdown(xn, args.m, args.k)
-    res["plain_numpy_ms_per_block_1thread"] = plain_numpy_rate(xn, args.m, args.k)
-    log(f"  {res['stage_ms_per_block_1thread']}; plain numpy "
-        f"{res['plain_numpy_ms_per_block_1thread']:.3f} ms/block")
-
-    log("proximity graph build ...")
-    g, runs = bench_build(x, args.m, args.k, args.repeats)
-    flops = 2.0 * args.n * (args.m + 1) * args.d
-    best = min(r["wall_s"] for r in runs)
-    res["build"] = {"N": args.n, "d": args.d, "M": args.m, "K": args.k, "runs": runs,
-                    "best_wall_s": best, "median_wall_s": float(np.median(
-                        [r["wall_s"] for r in runs])),
-                    "gemm_flops": flops,
-                    "achieved_gemm_gflops_best": flops / best / 1e9,
-                    "fraction_of_gemm_peak_best": flops / best / 1e9 / peak,
-                    "fraction_of_nominal_200_gflops": flops / best / 1e9 / 200.0,
-                    "cpu_s_best": min(r["cpu_s"] for r in runs)}
-    _, sruns = bench_build(x, args.m, args.k, 1, sort_neighbors=True)
-    res["build_sorted_neighbors"] = sruns
-    log(f"  best {best:.2f} s -> GEMM part at {flops / best / 1e9:.1f} GFLOP/s = "
-        f"{flops / best / 1e9 / peak:.1%} of measured peak")
-
-    log("walks ...")
-    res["walk"] = bench_walks(g.neighbors)
-    log("pipeline ...")
-    res["pipeline"] = bench_pipeline(g.neighbors)
-    log("shared pools vs per-node candidates (N=20000) ...")
-    res["shared_vs_per_node"] = shared_vs_per_node()
-    del g
-    if not args.skip_scann:
+    parts = set(args.parts.split(",")) if args.parts != "all" else {
+        "build", "walk", "pipeline", "shared", "scann"}
+    if args.skip_scann:
+        parts.discard("scann")
+    res = {}
+    if args.parts != "all" and os.path.exists(args.out):
+        with open(args.out) as f:
+            res = json.load(f)
+    res.setdefault("commands", []).append(" ".join(["python3"] + sys.argv))
+    res["machine"] = {"cpus": len(os.sched_getaffinity(0)), "python": platform.python_version(),
+                      "numpy": np.__version__, "loadavg_start": loadavg()}
+    x = g = None
+    if parts & {"build", "walk", "pipeline", "scann"}:
+        log(f"data N={args.n} d={args.d} ...")
+        x, y = make_data(args.n, args.d)
+    if "build" in parts or "walk" in parts or "pipeline" in parts:
+        log("GEMM peak ...")
+        peak, blk = gemm_peak()
+        res["gemm_peak_gflops"] = peak
+        res["gemm_block_shape_gflops"] = blk
+        log(f"  fp32 GEMM 2048^3: {peak:.1f} GFLOP/s; block shape: {blk:.1f} GFLOP/s")
+    if "build" in parts:
+        xn = G.normalize_embeddings(x)
+        log("stage breakdown (1 thread) ...")
+        res["stage_ms_per_block_1thread"] = stage_breakdown(xn, args.m, args.k)
+        res["plain_numpy_ms_per_block_1thread"] = plain_numpy_rate(xn, args.m, args.k)
+        del xn
+        log(f"  {res['stage_ms_per_block_1thread']}; plain numpy "
+            f"{res['plain_numpy_ms_per_block_1thread']:.3f} ms/block")
+        log("proximity graph build ...")
+        g, runs = bench_build(x, args.m, args.k, args.repeats)
+        flops = 2.0 * args.n * (args.m + 1) * args.d
+        best = min(r["wall_s"] for r in runs)
+        res["build"] = {"N": args.n, "d": args.d, "M": args.m, "K": args.k, "runs": runs,
+                        "best_wall_s": best, "median_wall_s": float(np.median(
+                            [r["wall_s"] for r in runs])),
+                        "gemm_flops": flops,
+                        "achieved_gemm_gflops_best": flops / best / 1e9,
+                        "fraction_of_gemm_peak_best": flops / best / 1e9 / peak,
+                        "fraction_of_nominal_200_gflops": flops / best / 1e9 / 200.0,
+                        "cpu_s_best": min(r["cpu_s"] for r in runs)}
+        log(f"  best {best:.2f} s -> GEMM part at {flops / best / 1e9:.1f} GFLOP/s = "
+            f"{flops / best / 1e9 / peak:.1%} of measured peak")
+        _, sruns = bench_build(x, args.m, args.k, 1, sort_neighbors=True)
+        res["build_sorted_neighbors"] = sruns
+    if "walk" in parts or "pipeline" in parts:
+        if g is None:
+            g = ProximityGraph.build(x, args.m, args.k, seed=0)
+        if "walk" in parts:
+            log("walks ...")
+            res["walk"] = bench_walks(g.neighbors)
+        if "pipeline" in parts:
+            log("pipeline ...")
+            res["pipeline"] = bench_pipeline(g.neighbors)
+    g = None
+    if "shared" in parts:
+        log("shared pools vs per-node candidates (N=20000) ...")
+        res["shared_vs_per_node"] = shared_vs_per_node()
+    if "scann" in parts:
         log("ScaNN kNN graph ...")
         res["scann_knn_full_n"] = scann_knn(x, args.k)
         res["scann_knn_100k"] = scann_small()

@@ -36,6 +36,7 @@ Example
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 
@@ -71,6 +72,25 @@ def _validate(nb, seed_node, restart_prob, batch_size, check_values=False):
     if check_values and nb.size and (nb.min() < 0 or nb.max() >= n):
         raise ValueError("`neighbors` entries must be node ids in [0, N).")
     return a
+
+
+_local = threading.local()
+_BIG = np.iinfo(np.int32).max
+
+
+def _first_occurrences(seq, n):
+    """Distinct entries of ``seq`` (ids in [0, n)) in order of first occurrence.  Uses a
+    per-thread scratch array of size ``n`` (``np.minimum.at`` + gather, ~2x faster than
+    ``np.unique(return_index=True)`` at the walk's sizes); the scratch is reset after use."""
+    sc = getattr(_local, "scratch", None)
+    if sc is None or sc.size != n:
+        sc = np.full(n, _BIG, dtype=np.int32)
+        _local.scratch = sc
+    pos = np.arange(seq.size, dtype=np.int32)
+    np.minimum.at(sc, seq, pos)
+    first = sc[seq] == pos
+    sc[seq] = _BIG
+    return seq[first]
 
 
 def reachable_nodes(neighbors, seed_node, limit):
@@ -160,14 +180,25 @@ def random_walk_with_restart(neighbors, seed_node, restart_prob, batch_size, rng
             interrupted = math.isinf(mean_len)
         d = int(lengths.max()) if e else 0
         if d > 0:
+            # longest excursions first: the active ones at depth t are a prefix, so each depth
+            # is one gather over a shrinking prefix and only sum(lengths) random slots are drawn
+            order = np.argsort(-lengths, kind="stable")
+            ls = lengths[order]
+            active = e - np.cumsum(np.bincount(ls, minlength=d + 1))[:d]
+            offs = np.zeros(d + 1, dtype=np.int64)
+            np.cumsum(active, out=offs[1:])
+            slots = (rng.random(int(offs[-1])) * k).astype(np.intp)  # uniform neighbour slot
             cur = np.full(e, seed_node, dtype=np.int64)
             if cont is not None:
-                cur[0] = cont
-            steps = (rng.random((d, e)) * k).astype(np.intp)  # uniform neighbour slot
+                cur[int(np.nonzero(order == 0)[0][0])] = cont
             path = np.empty((d, e), dtype=np.int64)
-            for t in range(d):  # one gather per depth for all excursions
-                cur = flat[cur * k + steps[t]]
-                path[t] = cur
+            for t in range(d):  # one gather per depth for all running excursions
+                a = int(active[t])
+                cur = flat[cur[:a] * k + slots[offs[t]:offs[t + 1]]]
+                path[t, :a] = cur
+            inv = np.empty(e, dtype=np.intp)
+            inv[order] = np.arange(e)
+            path = path[:, inv]  # back to excursion order
             valid = np.arange(d)[:, None] < lengths[None, :]
             seq = path.T[valid.T]  # excursion-major, then depth order
             parts.append(seq)
@@ -179,13 +210,11 @@ def random_walk_with_restart(neighbors, seed_node, restart_prob, batch_size, rng
             cont = None
         total += int(lengths.sum()) + e
         allv = np.concatenate(parts) if len(parts) > 1 else parts[0]
-        uniq, first = np.unique(allv, return_index=True)
-        got = uniq.size
+        distinct = _first_occurrences(allv, n)
+        got = distinct.size
         if got >= batch_size:
-            order = np.sort(first)[:batch_size]
-            return allv[order]
-        # compact the history to the distinct nodes in first-visit order
-        parts = [allv[np.sort(first)]]
+            return distinct[:batch_size]
+        parts = [distinct]  # compact the history to the distinct nodes in first-visit order
         rounds += 1
         if not checked and rounds >= 2:
             checked = True
