@@ -200,12 +200,14 @@ def cmd_export(args):
     from keras_hardneg import training
     from keras_hardneg.recipes import load_recipe
 
+    from keras_hardneg.callbacks.backup import latest_weights
+
     run_dir = os.path.abspath(args.run_dir)
     recipe_path = os.path.join(run_dir, "recipe.json")
-    weights = os.path.join(run_dir, "backup", "latest.weights.h5")
-    if not os.path.isfile(recipe_path) or not os.path.isfile(weights):
+    weights = latest_weights(os.path.join(run_dir, "backup"))
+    if not os.path.isfile(recipe_path) or weights is None:
         raise CliError(f"{args.run_dir!r} is not a keras-hardneg run directory (needs recipe.json "
-                       "and backup/latest.weights.h5 written by `keras-hardneg train`).")
+                       "and a checkpoint in backup/, written by `keras-hardneg train`).")
     recipe = load_recipe(recipe_path)
     results_path = os.path.join(run_dir, "results.json")
     results = json.load(open(results_path)) if os.path.isfile(results_path) else {}
