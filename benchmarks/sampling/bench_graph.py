@@ -324,6 +324,7 @@ def main():
     if args.parts != "all" and os.path.exists(args.out):
         with open(args.out) as f:
             res = json.load(f)
+    res.pop("command", None)
     res.setdefault("commands", []).append(" ".join(["python3"] + sys.argv))
     res["machine"] = {"cpus": len(os.sched_getaffinity(0)), "python": platform.python_version(),
                       "numpy": np.__version__, "loadavg_start": loadavg()}

@@ -389,8 +389,8 @@ def _scann_searcher(x, k, opts):
     """ScaNN searcher over unit rows ``x`` returning ``k + 1`` results (self included).
     Defaults: ``sqrt(N)`` leaves (<= 2000), search ``max(16, leaves // 40)`` of them, AH with 2
     dims per block (anisotropic threshold 0.2), exact re-ordering of ``max(4 (k + 1), 250)``,
-    trained on ``min(N, 100000)`` rows.  At N = 1.28M (1132 leaves, 28 searched) recall@100 is
-    0.97 on the benchmark data (``docs/notes/sampling.md``)."""
+    trained on ``min(N, 250000)`` rows.  At N = 1.28M (1132 leaves, 25 searched) recall@100 is
+    0.97 on the benchmark data (0.93 when trained on 100k rows; ``docs/notes/sampling.md``)."""
     from scann import scann_ops_pybind
 
     n = x.shape[0]
@@ -399,7 +399,7 @@ def _scann_searcher(x, k, opts):
     leaves_to_search = int(opts.get("num_leaves_to_search", max(1, min(num_leaves, max(
         16, num_leaves // 40)))))
     reorder = int(opts.get("reorder", max(4 * kk, 250)))
-    train = int(opts.get("training_sample_size", min(n, 100_000)))
+    train = int(opts.get("training_sample_size", min(n, 250_000)))
     threads = int(opts.get("num_threads", _num_threads()))
     builder = scann_ops_pybind.builder(x, kk, "dot_product")
     if n >= 4 * num_leaves and num_leaves > 1:
