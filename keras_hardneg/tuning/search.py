@@ -104,6 +104,8 @@ def collect_records(tuner, hypermodel):
         }
         for k, v in values.items():
             rec.setdefault(k, v)
+        if "tuner/trial_id" in trial.hyperparameters.values:  # Hyperband continuation
+            rec["continued_from"] = trial.hyperparameters.values["tuner/trial_id"]
         if status == "COMPLETED" and trial.score is not None:
             rec["objective"] = float(trial.score)
         for name in ("knn_accuracy", "linear_probe_accuracy"):
