@@ -8,8 +8,8 @@
 
 Run from the repository root::
 
-    python benchmarks/tuning/cifar10_search.py --trials 8 --epochs 4 \\
-        --limit-per-class 300 --output benchmarks/results/tuning-cifar10
+    python benchmarks/tuning/cifar10_search.py --trials 8 --epochs 4 --limit-per-class 400 \\
+        --output benchmarks/tuning/cifar10-out
 
 Writes ``OUTPUT/results.json``, ``OUTPUT/objective_beta_tau.png`` and
 ``OUTPUT/reseed.json`` (the noise check). Resumable: run it again after an
@@ -30,14 +30,14 @@ def main(argv=None):
     p.add_argument("--data", default=os.path.normpath(DEFAULT_DATA))
     p.add_argument("--trials", type=int, default=8)
     p.add_argument("--epochs", type=int, default=4)
-    p.add_argument("--limit-per-class", type=int, default=300)
+    p.add_argument("--limit-per-class", type=int, default=400)
     p.add_argument("--width", type=int, default=16)
     p.add_argument("--batch-size", type=int, default=128)
     p.add_argument("--tuner", default="random")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--reseeds", type=int, nargs="*", default=[1, 2],
                    help="training seeds for re-running the best and worst trial")
-    p.add_argument("--output", default="benchmarks/results/tuning-cifar10")
+    p.add_argument("--output", default="benchmarks/tuning/cifar10-out")
     args = p.parse_args(argv)
 
     import keras_tuner
