@@ -35,7 +35,7 @@ import uuid
 import keras
 import numpy as np
 
-__all__ = ["AtomicBackupAndRestore", "BackupError"]
+__all__ = ["AtomicBackupAndRestore", "BackupError", "latest_weights"]
 
 _META = "training_metadata.json"
 _FORMAT = 1
@@ -43,6 +43,22 @@ _FORMAT = 1
 
 class BackupError(RuntimeError):
     """A committed backup cannot be read (its files are missing or damaged)."""
+
+
+def latest_weights(backup_dir):
+    """Path of the committed ``.weights.h5`` in ``backup_dir`` (an atomic backup's, or a
+    plain Keras ``latest.weights.h5``), or None when there is none."""
+    meta_path = os.path.join(backup_dir, _META)
+    if os.path.isfile(meta_path):
+        try:
+            with open(meta_path) as f:
+                name = json.load(f).get("weights")
+        except (OSError, ValueError):
+            name = None
+        if name and os.path.isfile(os.path.join(backup_dir, name)):
+            return os.path.join(backup_dir, name)
+    legacy = os.path.join(backup_dir, "latest.weights.h5")
+    return legacy if os.path.isfile(legacy) else None
 
 
 def _fsync_dir(path):

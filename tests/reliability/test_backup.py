@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from keras_hardneg.callbacks import AtomicBackupAndRestore, BackupError
+from keras_hardneg.callbacks.backup import latest_weights
 
 X = np.random.default_rng(0).normal(size=(32, 4)).astype("float32")
 Y = X.sum(1, keepdims=True)
@@ -50,6 +51,9 @@ def test_uncommitted_files_are_ignored_and_removed(tmp_path):
         [json.load(open(tmp_path / "training_metadata.json"))["weights"],
          "training_metadata.json"])
     assert len(cb2.history) == 2  # the completed run still reports its epochs
+    assert latest_weights(str(tmp_path)).endswith(
+        json.load(open(tmp_path / "training_metadata.json"))["weights"])
+    assert latest_weights(str(tmp_path / "none")) is None
 
 
 def test_damaged_committed_backup_is_reported_not_ignored(tmp_path):
