@@ -143,7 +143,7 @@ def build_model(recipe, input_shape, num_examples=None):
         image_size=input_shape[0], version=aug_spec.get("version", "v1"),
         strength=aug_spec.get("strength", 1.0),
         crop_scale=tuple(aug_spec.get("crop_scale", (0.08, 1.0))), seed=recipe["seed"])
-    bank = num_examples if recipe["sampler"]["name"] == "batchsampler" else None
+    bank = num_examples if recipe["sampler"]["name"] in ("batchsampler", "knn") else None
     dims = tuple(recipe["projection_dims"])
     if recipe["framework"] == "simclr":
         model = models.SimCLR(encoder, projection_dims=dims, augmentation=augmentation,
