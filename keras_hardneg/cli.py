@@ -84,6 +84,16 @@ def _recipe_from_args(args):
                 data[key] = os.path.normpath(os.path.join(base, data[key]))
     if args.dataset:
         given["data"] = _dataset_spec(args.dataset, args.image_size, args.limit_per_class)
+    else:  # the recipe's (or the default) data, resized or limited
+        data = dict(given.get("data", {"name": "digits"}))
+        if args.image_size is not None:
+            data["image_size"] = args.image_size
+        if args.limit_per_class is not None:
+            if data.get("name") != "image_folder":
+                raise CliError("--limit-per-class applies to image folders only.")
+            data["limit_per_class"] = args.limit_per_class
+        if data != given.get("data", {"name": "digits"}):
+            given["data"] = data
     for flag, key in (("framework", "framework"), ("epochs", "epochs"),
                       ("batch_size", "batch_size"), ("seed", "seed"), ("precision", "precision"),
                       ("name", "name")):
@@ -322,8 +332,10 @@ def build_parser():
     p.add_argument("--epochs", type=_positive_int, default=3, help="epochs per trial (default 3)")
     p.add_argument("--tuner", choices=["random", "bayesian", "hyperband"], default="random")
     p.add_argument("--objective", choices=["knn", "linear_probe"], default="knn")
-    p.add_argument("--loss", choices=["hard", "debiased", "unremix", "ring", "nt_xent"], default="hard")
-    p.add_argument("--framework", choices=["simclr", "moco_v2", "moco_v3"], default="simclr")
+    p.add_argument("--loss", choices=["hard", "debiased", "unremix", "ring", "nt_xent"],
+                   help="loss whose hyper-parameters are searched (default hard)")
+    p.add_argument("--framework", choices=["simclr", "moco_v2", "moco_v3"],
+                   help="default simclr")
     p.add_argument("--batch-size", type=_positive_int)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--output", required=True, help="directory for results.json, the plot and the tuner state")
