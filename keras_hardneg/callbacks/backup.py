@@ -252,17 +252,3 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
     def get_config(self):
         return {"backup_dir": self.backup_dir, "save_freq": self.save_freq,
                 "delete_checkpoint": self.delete_checkpoint}
-
-
-def latest_weights(backup_dir):
-    """Path of the last committed weights file in ``backup_dir`` (written by
-    :class:`AtomicBackupAndRestore` or a plain Keras ``BackupAndRestore``), or None."""
-    meta_path = os.path.join(backup_dir, _META)
-    if os.path.exists(meta_path):
-        with open(meta_path) as f:
-            meta = json.load(f)
-        if "weights" in meta:
-            path = os.path.join(backup_dir, meta["weights"])
-            return path if os.path.exists(path) else None
-    plain = os.path.join(backup_dir, "latest.weights.h5")
-    return plain if os.path.exists(plain) else None
