@@ -204,9 +204,9 @@ class ProximityGraph:
             seed_val = None
         else:
             rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-            nbrs = _brute(x, m, k, rng, block_size, sort_neighbors,
-                          num_threads or _num_threads())
-            info = {"block_size": block_size}
+            nbrs, fallback = _brute(x, m, k, rng, block_size, sort_neighbors,
+                                    num_threads or _num_threads())
+            info = {"block_size": block_size, "exact_fallback_rows": fallback}
             seed_val = None if isinstance(seed, np.random.Generator) else seed
         return cls(neighbors=nbrs, num_candidates=m, backend=backend, seed=seed_val, info=info)
 
@@ -367,7 +367,7 @@ def _brute(x, m, k, rng, block_size, sort_neighbors, num_threads):
                     for i in range(c, min(c + chunk, len(starts))):
                         work(i)
                 list(ex.map(run, range(0, len(starts), chunk)))
-    return out
+    return out, kern.fallback_rows
 
 
 # ---------------------------------------------------------------------- scann
