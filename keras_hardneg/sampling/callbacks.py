@@ -8,7 +8,8 @@ Contract with the frameworks (``khn.models.SimCLR`` / ``MoCo`` built with
 ``memory_bank_size=N``): ``model.embedding_bank`` is a non-trainable ``[N, d]`` variable with
 unit-norm rows that ``train_step`` fills at the positions ``x["index"]`` with the projections
 it just computed.  Rows of examples not yet seen are zero; a zero row scores 0 against every
-candidate, i.e. it gets random neighbours until it is seen.  The elements must therefore carry
+candidate; by default (``keep_unseen_rows``) such a node keeps its previous neighbour list
+until it is seen.  The elements must therefore carry
 ``"index"`` (``make_dataset`` does).
 
 ``reencode`` (optional, exact but costs a forward pass over the data): a callable
@@ -67,6 +68,10 @@ class GraphRefreshCallback(keras.callbacks.Callback):
         seed: base seed of the candidate draws (refresh ``r`` uses ``seed + r``).
         rebuild_on_train_begin: also rebuild once before the first batch (needs a filled bank
             or ``reencode``).
+        keep_unseen_rows: nodes whose bank row is still all-zero (not seen yet this run) keep
+            their previous neighbour lists instead of getting arbitrary ones (their scores are
+            all 0).  Seen nodes rank unseen candidates at 0, below typical positive
+            similarities.
         asynchronous: build in a background thread from a snapshot of the embeddings and swap
             the graph in at the first batch end after it is ready (training continues during the
             build; NumPy releases the GIL).  A refresh due while the previous one is still
@@ -78,7 +83,8 @@ class GraphRefreshCallback(keras.callbacks.Callback):
 
     def __init__(self, sampler=None, every_n_steps=100, restart_prob_schedule=(0.2, 0.05),
                  reencode=None, num_candidates=None, num_neighbors=None, backend="auto",
-                 seed=0, rebuild_on_train_begin=False, asynchronous=False):
+                 seed=0, rebuild_on_train_begin=False, keep_unseen_rows=True,
+                 asynchronous=False):
         super().__init__()
         if isinstance(every_n_steps, bool) or not isinstance(every_n_steps, (int, np.integer)) \
                 or every_n_steps < 1:
@@ -103,6 +109,7 @@ class GraphRefreshCallback(keras.callbacks.Callback):
         self.seed = seed
         self.rebuild_on_train_begin = rebuild_on_train_begin
         self.asynchronous = bool(asynchronous)
+        self.keep_unseen_rows = bool(keep_unseen_rows)
         self._thread = None
         self._pending = None
         self.refreshes = []
@@ -145,9 +152,20 @@ class GraphRefreshCallback(keras.callbacks.Callback):
         self._check_rows(emb)
         m, k, seed = self._graph_settings()
         g = ProximityGraph.build(emb, m, k, backend=self.backend, seed=seed)
-        self.sampler.update_graph(g.neighbors)
+        self.sampler.update_graph(self._merge(g.neighbors, emb))
         self.refreshes.append({"step": self._step, "seconds": time.perf_counter() - t0})
         return g
+
+    def _merge(self, new, emb):
+        if not self.keep_unseen_rows or self.reencode is not None:
+            return new
+        old = self.sampler.neighbors
+        unseen = ~np.any(emb != 0, axis=1)
+        if not unseen.any() or old.shape != new.shape:
+            return new
+        new = np.array(new, copy=True)
+        new[unseen] = old[unseen]
+        return new
 
     def _start_async(self):
         self._finish_async(wait=True)
@@ -155,7 +173,7 @@ class GraphRefreshCallback(keras.callbacks.Callback):
         self._check_rows(emb)
         m, k, seed = self._graph_settings()
         step, t0 = self._step, time.perf_counter()
-        box = {}
+        box = {"emb": emb}
 
         def work():
             try:
@@ -180,7 +198,7 @@ class GraphRefreshCallback(keras.callbacks.Callback):
         self._thread, self._pending = None, None
         if "error" in box:
             raise box["error"]
-        self.sampler.update_graph(box["graph"].neighbors)
+        self.sampler.update_graph(self._merge(box["graph"].neighbors, box["emb"]))
         i = self.refreshes.index(None)
         self.refreshes[i] = {"step": step, "seconds": box["seconds"],
                              "applied_at_step": self._step}
@@ -227,7 +245,7 @@ class GraphRefreshCallback(keras.callbacks.Callback):
                 "num_candidates": self.num_candidates, "num_neighbors": self.num_neighbors,
                 "backend": self.backend, "seed": self.seed,
                 "rebuild_on_train_begin": self.rebuild_on_train_begin,
-                "asynchronous": self.asynchronous}
+                "keep_unseen_rows": self.keep_unseen_rows, "asynchronous": self.asynchronous}
 
     @classmethod
     def from_config(cls, config, sampler=None):

@@ -60,7 +60,23 @@ def test_refresh_from_embedding_bank_and_alpha_decay(setup):
     bank = keras.ops.convert_to_numpy(model.embedding_bank)
     assert np.abs(np.linalg.norm(bank, axis=1)[np.abs(bank).sum(1) > 0] - 1).max() < 1e-5
     want = ProximityGraph.build(bank, 64, 8, seed=3).neighbors
-    assert (sampler.neighbors == want).all()
+    seen = np.abs(bank).sum(1) > 0
+    assert (sampler.neighbors[seen] == want[seen]).all()
+
+
+def test_unseen_rows_keep_previous_neighbours(setup):
+    images, sampler = setup
+    model = BankModel(memory_bank_size=N)
+    model.compile(optimizer="sgd")
+    before = sampler.neighbors.copy()
+    cb = GraphRefreshCallback(sampler, every_n_steps=2)
+    model.fit(make_dataset(sampler, images), epochs=1, steps_per_epoch=2, callbacks=[cb],
+              verbose=0)
+    bank = keras.ops.convert_to_numpy(model.embedding_bank)
+    unseen = np.abs(bank).sum(1) == 0
+    assert unseen.any() and (~unseen).any()
+    assert (sampler.neighbors[unseen] == before[unseen]).all()
+    assert not (sampler.neighbors[~unseen] == before[~unseen]).all()
 
 
 def test_linear_schedule():
@@ -120,4 +136,6 @@ def test_asynchronous_refresh(setup):
     assert [r["step"] for r in cb.refreshes] == [4, 8, 12]
     assert all(r["applied_at_step"] >= r["step"] for r in cb.refreshes)
     bank = keras.ops.convert_to_numpy(model.embedding_bank)
-    assert (sampler.neighbors == ProximityGraph.build(bank, 64, 8, seed=2).neighbors).all()
+    seen = np.abs(bank).sum(1) > 0
+    want = ProximityGraph.build(bank, 64, 8, seed=2).neighbors
+    assert (sampler.neighbors[seen] == want[seen]).all()
