@@ -161,8 +161,11 @@ class ContrastiveModel(keras.Model):
                 "views: pass augmentation=khn.augment.simclr_augmentation(image_size=...) "
                 "or feed {'view1': ..., 'view2': ...}."
             )
-        x = tf.cast(x, "float32")
-        return self.augmentation(x, training=training), self.augmentation(x, training=training), index
+        from keras_hardneg.augment import two_views
+
+        # two_views honours asymmetric recipes (SimCLR v3 solarizes only view 2).
+        view1, view2 = two_views(self.augmentation)(tf.cast(x, "float32"), training=training)
+        return view1, view2, index
 
     def call(self, x, training=False):
         """Encoder features ``[B, F]`` of images (the representation downstream
