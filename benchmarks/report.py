@@ -92,19 +92,25 @@ def plot_curves(runs, path):
     fig, ax = plt.subplots(figsize=(8, 5))
     trained = sorted([r for r in runs if "history" in r], key=lambda r: _order(r["run_id"]))
     cmap = plt.get_cmap("tab10")
+    base = {r["recipe"]["seed"]: r["knn_accuracy"] * 100 for r in runs
+            if r["run_id"].startswith("random_init")}
     for i, r in enumerate(trained):
         acc = np.array(r["history"].get("knn_accuracy", [])) * 100
+        x0 = 1
+        if r["recipe"]["seed"] in base:  # epoch 0 = the same seed's untrained encoder
+            acc, x0 = np.concatenate([[base[r["recipe"]["seed"]]], acc]), 0
         style = "--" if r["run_id"].startswith("moco") else "-"
         style = ":" if "batchsampler" in r["run_id"] else style
-        ax.plot(np.arange(1, len(acc) + 1), acc, style, marker="o", ms=3, color=cmap(i % 10),
+        ax.plot(np.arange(x0, x0 + len(acc)), acc, style, marker="o", ms=3, color=cmap(i % 10),
                 label=r["run_id"])
     for r in runs:
         if r["run_id"].startswith("random_init"):
             ax.axhline(r["knn_accuracy"] * 100, color="grey", lw=1, ls="-.")
-            ax.text(1, r["knn_accuracy"] * 100 + 0.3, f"random init ({r['run_id'][-2:]})",
+            ax.text(0, r["knn_accuracy"] * 100 + 0.2, f"random init ({r['run_id'][-2:]})",
                     color="grey", fontsize=8)
-    ax.set_xlabel("epoch")
-    ax.set_ylabel("kNN accuracy on test subset (%)")
+    ax.set_xlabel("epoch (0 = random init)")
+    ax.xaxis.get_major_locator().set_params(integer=True)
+    ax.set_ylabel("kNN accuracy, 2000 test images (%)")
     ax.set_title("kNN accuracy per epoch (k=200, t=0.1)")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="lower right")
@@ -131,7 +137,7 @@ def plot_diagnostics(runs, path):
         ax.set_title(title, fontsize=10)
         ax.set_xlabel("epoch")
         ax.grid(alpha=0.3)
-    axes.flat[0].legend(fontsize=7)
+    axes.flat[2].legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
@@ -145,6 +151,11 @@ def plot_histograms(runs, path, space="encoder"):
     cols = 4
     rows = -(-len(rs) // cols)
     fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.6 * rows), squeeze=False)
+    lo = 1.0
+    for r in rs:  # x range: where any histogram has mass (ReLU features have cosines >= 0)
+        h = r["cosine_histograms"][space]
+        tot = np.array(h["same_label"]) + np.array(h["different_label"])
+        lo = min(lo, h["edges"][int(np.argmax(tot > tot.sum() * 1e-4))])
     for ax, r in zip(axes.flat, rs):
         h = r["cosine_histograms"][space]
         edges = np.array(h["edges"])
@@ -155,7 +166,9 @@ def plot_histograms(runs, path, space="encoder"):
             counts = np.array(h[key], dtype=float)
             ax.fill_between(centers, counts / (counts.sum() * width), step="mid", alpha=0.45,
                             color=color, label=label)
-        ax.set_title(f"{r['run_id']}\ngap {h['gap']:+.3f}", fontsize=8)
+        ax.set_xlim(max(lo - 0.05, -1.0), 1.0)
+        ax.set_title(f"{r['run_id']}\nmean same {h['same_label_mean']:.2f}, diff "
+                     f"{h['different_label_mean']:.2f}, gap {h['gap']:+.3f}", fontsize=7.5)
         ax.tick_params(labelsize=7)
         ax.set_xlabel("cosine similarity", fontsize=7)
     for ax in list(axes.flat)[len(rs):]:
