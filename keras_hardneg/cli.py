@@ -206,7 +206,6 @@ def cmd_evaluate(args):
 def cmd_export(args):
     import keras
 
-    from keras_hardneg import export as export_lib
     from keras_hardneg import training
     from keras_hardneg.recipes import load_recipe
 

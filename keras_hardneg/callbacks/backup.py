@@ -35,6 +35,8 @@ import uuid
 import keras
 import numpy as np
 
+from keras_hardneg._io import fsync_dir, fsync_file, state_from_npz, state_to_arrays
+
 __all__ = ["AtomicBackupAndRestore", "BackupError", "latest_weights"]
 
 _META = "training_metadata.json"
@@ -61,24 +63,6 @@ def latest_weights(backup_dir):
     return legacy if os.path.isfile(legacy) else None
 
 
-def _fsync_dir(path):
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def _fsync_file(path):
-    with open(path, "rb+") as f:
-        os.fsync(f.fileno())
-
-
 def _plain(value):
     """A JSON-safe copy of a log value."""
     try:
@@ -93,9 +77,7 @@ def _encode_state(states):
     for name, state in states.items():
         if "/" in name:
             raise ValueError(f"state name {name!r} must not contain '/'.")
-        for key, value in state.items():
-            arrays[f"{name}/{key}"] = (np.array(json.dumps(None)) if value is None
-                                       else np.asarray(value))
+        arrays.update(state_to_arrays(state, prefix=f"{name}/"))
     buf = io.BytesIO()
     np.savez(buf, **arrays)
     return buf.getvalue()
@@ -106,14 +88,7 @@ def _decode_state(path):
     with np.load(path, allow_pickle=False) as z:
         for full in z.files:
             name, key = full.split("/", 1)
-            v = z[full]
-            if v.dtype.kind == "U" and v.ndim == 0:
-                v = str(v)
-                if v == "null":
-                    v = None
-            elif v.ndim == 0:
-                v = v.item()
-            out.setdefault(name, {})[key] = v
+            out.setdefault(name, {})[key] = state_from_npz(z, full)
     return out
 
 
@@ -226,7 +201,7 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
         weights = f"{stem}.weights.h5"
         path = os.path.join(self.backup_dir, weights)
         self.model.save_weights(path, overwrite=True)
-        _fsync_file(path)
+        fsync_file(path)
         state_name = None
         if self.state:
             state_name = f"{stem}.state.npz"
@@ -243,7 +218,7 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, self._meta_path)  # the commit
-        _fsync_dir(self.backup_dir)
+        fsync_dir(self.backup_dir)
         keep = {weights, state_name}
         self._cleanup(keep)
         if old is None and os.path.exists(self._weights_path):

@@ -41,6 +41,7 @@ import uuid
 import keras
 import tensorflow as tf
 
+from keras_hardneg._io import fsync_dir, fsync_tree
 from keras_hardneg.export.model_card import (
     MODEL_CARD_JSON,
     MODEL_CARD_MD,
@@ -176,28 +177,6 @@ def find_device_strings(export_dir) -> list[str]:
             if obj.WhichOneof("kind") == "variable" and obj.variable.device:
                 found.append(f"variable {obj.variable.name}: {obj.variable.device}")
     return found
-
-
-def _fsync_tree(path):
-    """Flushes files and directories under ``path`` to disk (best effort)."""
-    for root, _dirs, files in os.walk(path):
-        for name in files:
-            with open(os.path.join(root, name), "rb") as f:
-                os.fsync(f.fileno())
-        _fsync_dir(root)
-
-
-def _fsync_dir(path):
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def _exchange(a, b) -> bool:
@@ -344,9 +323,9 @@ def export_encoder(encoder, export_dir, *, input_shape=None, model_card=None, ov
             f.write(card.to_json())
         with open(os.path.join(tmp_dir, MODEL_CARD_MD), "w", encoding="utf-8") as f:
             f.write(card.to_markdown())
-        _fsync_tree(tmp_dir)
+        fsync_tree(tmp_dir)
         _commit(tmp_dir, export_dir, overwrite)
-        _fsync_dir(parent)
+        fsync_dir(parent)
     finally:
         if os.path.lexists(tmp_dir):
             shutil.rmtree(tmp_dir, ignore_errors=True)

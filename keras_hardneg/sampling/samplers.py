@@ -61,6 +61,7 @@ import math
 
 import numpy as np
 
+from keras_hardneg._io import state_from_npz, state_to_arrays
 from keras_hardneg.sampling.graph import ProximityGraph
 from keras_hardneg.sampling.walk import (_check_neighbors, random_walk_with_restart,
                                          reachable_count, reachable_nodes)
@@ -163,22 +164,11 @@ class _Sampler:
     def save_state(self, path, include_graph=True):
         """Write ``get_state()`` to an ``.npz`` file."""
         st = self.get_state(include_graph)
-        arrays = {k: (np.array(json.dumps(None)) if v is None else np.asarray(v))
-                  for k, v in st.items()}
-        np.savez(path, **arrays)
+        np.savez(path, **state_to_arrays(st))
 
     def load_state(self, path):
         with np.load(path, allow_pickle=False) as z:
-            st = {}
-            for k in z.files:
-                v = z[k]
-                if v.dtype.kind == "U" and v.ndim == 0:
-                    v = str(v)
-                    if v == "null":
-                        v = None
-                elif v.ndim == 0:
-                    v = v.item()
-                st[k] = v
+            st = {k: state_from_npz(z, k) for k in z.files}
         self.set_state(st)
 
 
