@@ -225,22 +225,6 @@ def _subset(arrays, limit, seed):
     return x[idx], y[idx]
 
 
-class _RefreshState:
-    """get_state/set_state for a GraphRefreshCallback's step counter (restart-probability
-    schedule position) and refresh count (seed of the next graph build)."""
-
-    def __init__(self, callback):
-        self.callback = callback
-
-    def get_state(self):
-        return {"step": int(self.callback._step), "refreshes": len(self.callback.refreshes)}
-
-    def set_state(self, state):
-        cb = self.callback
-        cb._step = int(state["step"])
-        cb.refreshes = [{"step": None, "seconds": None, "restored": True}] * int(state["refreshes"])
-
-
 class _EpochTimer(keras.callbacks.Callback):
     def on_epoch_begin(self, epoch, logs=None):
         self._start = time.perf_counter()
@@ -309,7 +293,7 @@ def run(recipe, output_dir, *, resume=True, verbose=1, export=True, extra_callba
         if sampler is not None:
             state["sampler"] = sampler
             for i, cb in enumerate(sampler_callbacks):
-                state[f"refresh{i}"] = _RefreshState(cb)
+                state[f"refresh{i}"] = cb
         backup_cb = callbacks.AtomicBackupAndRestore(backup, delete_checkpoint=False, state=state)
         cbs.append(backup_cb)
         cbs += list(extra_callbacks)

@@ -239,6 +239,17 @@ class GraphRefreshCallback(keras.callbacks.Callback):
     def on_train_end(self, logs=None):
         self._finish_async(wait=True)
 
+    def get_state(self):
+        """Resume state: the step counter (position in the ``restart_prob``
+        schedule) and the number of refreshes so far (seed of the next build)."""
+        return {"step": int(self._step), "refreshes": len(self.refreshes)}
+
+    def set_state(self, state):
+        """Restores :meth:`get_state` (call after ``on_train_begin``)."""
+        self._step = int(state["step"])
+        self.refreshes = [{"step": None, "seconds": None, "restored": True}] * int(
+            state["refreshes"])
+
     def get_config(self):
         return {"every_n_steps": self.every_n_steps,
                 "restart_prob_schedule": self.restart_prob_schedule,
