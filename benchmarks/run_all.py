@@ -293,7 +293,7 @@ def run_loss_overhead(args, results_root):
         return []
     cmd = [sys.executable, os.path.join(HERE, "loss_overhead.py"), "--output", path]
     if args.quick:
-        cmd += ["--quick", "--queue-sizes", "4096"]
+        cmd += ["--quick", "--queue-sizes", "4096", "--batch", "64"]
     print("[loss_overhead] " + " ".join(cmd), flush=True)
     rc = subprocess.call(cmd, cwd=REPO)
     return [] if rc == 0 else [("loss_overhead", f"exit code {rc}")]
