@@ -32,8 +32,8 @@ def _order(cfg):
             "simclr-hard_b1", "simclr-ring", "simclr-unremix", "moco_v2-nt_xent", "moco_v2-ring"]
     for i, k in enumerate(keys):
         if cfg.startswith(k):
-            return (i, cfg)
-    return (len(keys), cfg)
+            return (i, "batchsampler" in cfg, cfg)
+    return (len(keys), False, cfg)
 
 
 def _fmt(values, pct=True, digits=1):
