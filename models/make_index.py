@@ -38,6 +38,13 @@ def main():
         probe = f"{res['linear_probe_accuracy']:.3f}" if trained and "linear_probe_accuracy" in res else "-"
         status = "trained here" if trained else "recipe only"
         rows.append(f"| `{name}` | {fw} | {loss} | {enc} | {sampler} | {data} | {epochs} | {knn} | {probe} | {status} |")
+        encoder_card = os.path.join(HERE, name, "encoder", "model_card.md")
+        if trained and os.path.isfile(encoder_card):
+            card = open(encoder_card).read()
+            with open(os.path.join(HERE, name, "model_card.md"), "w") as f:
+                f.write(card.rstrip() + "\n\nTrained here with `keras-hardneg train --recipe "
+                        f"models/{name}/recipe.json --output models/{name}`; reproduce the "
+                        f"accuracies with `keras-hardneg evaluate models/{name}/encoder`.\n")
         if not trained:
             card = [f"# {name}", "",
                     "Status: **recipe only** -- not trained on this project's CPU machines; no "
