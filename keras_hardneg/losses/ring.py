@@ -8,7 +8,70 @@ import tensorflow as tf
 from keras_hardneg.losses import core
 from keras_hardneg.losses.base import ContrastiveLoss, check_float
 
-__all__ = ["RingContrastiveLoss", "ring_band"]
+__all__ = ["RingContrastiveLoss", "ring_band", "kth_largest"]
+
+_INT32_MIN, _INT32_MAX = -(2 ** 31), 2 ** 31 - 1
+
+
+def _order_keys(x):
+    """int32 keys whose signed order is the float32 order of ``x``."""
+    bits = tf.bitcast(tf.cast(x, tf.float32), tf.int32)
+    return tf.where(bits < 0, tf.bitwise.bitwise_xor(bits, _INT32_MAX), bits)
+
+
+def kth_largest(x, k):
+    """``[A]``: the ``k``-th largest value of each row of ``x`` ``[A, M]`` (``k >= 1``).
+
+    An exact radix select: 32 halvings of the int32 key range, each one count
+    over the row, so ``O(32 M)`` per row whatever ``k`` is, where ``top_k`` with
+    a large ``k`` is a partial sort. The result is an element of ``x`` (the
+    gradient flows to it, as with ``top_k``).
+    """
+    keys = _order_keys(x)
+    rows = tf.shape(x)[0]
+    lo = tf.fill([rows], tf.constant(_INT32_MIN, tf.int64))
+    hi = tf.fill([rows], tf.constant(_INT32_MAX, tf.int64))
+    k = tf.cast(k, tf.int32)
+    for _ in range(32):
+        mid = lo + (hi - lo + 1) // 2
+        count = tf.reduce_sum(tf.cast(keys >= tf.cast(mid, tf.int32)[:, None], tf.int32), axis=1)
+        ok = count >= k
+        lo = tf.where(ok, mid, lo)
+        hi = tf.where(ok, hi, mid - 1)
+    found = tf.cast(lo, tf.int32)[:, None]
+    return tf.reduce_max(tf.where(keys <= found, x, float("-inf")), axis=1)
+
+
+def _count(mask):
+    return tf.reduce_sum(tf.cast(mask, tf.float32), axis=1)
+
+
+def band_logsumexp_by_threshold(x, lo, hi):
+    """``[A]`` log-sum-exp of the values of rank ``[lo, hi)`` (descending) of each row of
+    ``x`` (masked entries ``-inf``), found by :func:`kth_largest` thresholds -- no sort.
+
+    Ties at a threshold are counted exactly: the band holds every value strictly
+    between the two thresholds plus the right number of copies of each threshold.
+    """
+    t_hi = kth_largest(x, hi)
+    n_hi = tf.cast(hi, tf.float32) - _count(x > t_hi[:, None])  # copies of t_hi, >= 1
+    if isinstance(lo, int) and lo == 0:
+        inside = x > t_hi[:, None]
+        parts = [tf.where(inside, x, float("-inf")), (tf.math.log(n_hi) + t_hi)[:, None]]
+        return tf.reduce_logsumexp(tf.concat(parts, axis=1), axis=1)
+    t_lo = kth_largest(x, tf.maximum(tf.cast(lo, tf.int32), 1))
+    n_lo = _count(tf.equal(x, t_lo[:, None])) - (tf.cast(lo, tf.float32) - _count(x > t_lo[:, None]))
+    inside = tf.logical_and(x > t_hi[:, None], x < t_lo[:, None])
+    parts = [tf.where(inside, x, float("-inf")),
+             (tf.math.log(n_lo) + t_lo)[:, None], (tf.math.log(n_hi) + t_hi)[:, None]]
+    general = tf.reduce_logsumexp(tf.concat(parts, axis=1), axis=1)
+    tied = tf.math.log(tf.cast(hi - lo, tf.float32)) + t_hi  # both thresholds equal
+    band = tf.where(tf.equal(t_lo, t_hi), tied, general)
+    if not isinstance(lo, int):
+        band = tf.where(lo > 0, band, tf.reduce_logsumexp(
+            tf.concat([tf.where(x > t_hi[:, None], x, float("-inf")),
+                       (tf.math.log(n_hi) + t_hi)[:, None]], axis=1), axis=1))
+    return band
 
 
 def ring_band(num_negatives, lower_percentile, upper_percentile):
@@ -37,7 +100,10 @@ class RingContrastiveLoss(ContrastiveLoss):
     first, rank 0) lies in the band ``[floor(lower/100 * N), floor(upper/100 * N))``
     are kept: too-similar ones (likely false negatives) and too-easy ones are
     dropped. The loss is ``logsumexp([pos_a, band_a]) - pos_a``. The band is
-    found with ``top_k`` over the upper cut, never a full sort of the pool.
+    found with ``top_k`` over the upper cut when that cut is small (at most
+    ``topk_limit`` ranks), else with an exact radix select of the two threshold
+    values (:func:`kth_largest`, 32 counting passes; a MoCo queue of 65536 with
+    a 50% cut would otherwise be a partial sort per anchor); never a full sort.
     ``lower=0, upper=100`` is NT-Xent / MoCo InfoNCE exactly. An empty band
     (``floor(upper N) <= floor(lower N)``) gives a zero loss for that anchor.
 
@@ -56,6 +122,9 @@ class RingContrastiveLoss(ContrastiveLoss):
     >>> float(loss(z1, z2)) >= 0
     True
     """
+
+    #: Largest upper cut handled by ``top_k``; larger cuts use threshold selection.
+    topk_limit = 1024
 
     def __init__(self, temperature=0.5, lower_percentile=5.0, upper_percentile=50.0, **kwargs):
         super().__init__(temperature=temperature, **kwargs)
@@ -100,6 +169,12 @@ class RingContrastiveLoss(ContrastiveLoss):
                 return tf.reduce_logsumexp(masked, axis=1)
             if hi <= lo:
                 return tf.fill(tf.shape(neg_logits)[:1], float("-inf"))
+        if not isinstance(hi, int) or hi > self.topk_limit:
+            if isinstance(hi, int):
+                return band_logsumexp_by_threshold(masked, lo, hi)
+            # Dynamic N: compute with a non-empty band, then blank empty ones.
+            band = band_logsumexp_by_threshold(masked, lo, tf.maximum(hi, lo + 1))
+            return tf.where(hi > lo, band, float("-inf"))
         # Each anchor has exactly N valid negatives, so the top `hi` are all valid.
         top = tf.math.top_k(masked, k=hi, sorted=True).values
         band = top[:, lo:]

@@ -1,0 +1,88 @@
+"""Ring's two band selectors (top_k for small cuts, exact radix-select thresholds for large
+ones) against the NumPy transcription, with ties, gradients and dynamic shapes."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_hardneg import losses as L
+from keras_hardneg.losses.ring import kth_largest
+from tests.losses import numpy_reference as ref
+
+
+def _threshold_loss(**kwargs):
+    loss = L.RingContrastiveLoss(**kwargs)
+    loss.topk_limit = 0  # force the threshold path
+    return loss
+
+
+@pytest.mark.parametrize("b,d,t", [(2, 3, 0.5), (5, 32, 0.07), (16, 8, 1.0)])
+@pytest.mark.parametrize("lower,upper", [(0, 100), (5, 50), (1, 10), (10, 90), (0, 30), (50, 100)])
+def test_threshold_path_matches_reference(b, d, t, lower, upper):
+    rng = np.random.default_rng(b + d)
+    z1, z2 = rng.normal(size=(2, b, d)).astype("float32")
+    queue = rng.normal(size=(40, d)).astype("float32")
+    loss = _threshold_loss(temperature=t, lower_percentile=lower, upper_percentile=upper)
+    np.testing.assert_allclose(float(loss(z1, z2)), ref.in_batch_loss(
+        ref.ring, z1, z2, t, lower=lower, upper=upper), rtol=2e-5, atol=2e-5)
+    np.testing.assert_allclose(float(loss.call_with_negatives(z1, z2, queue)), ref.queue_loss(
+        ref.ring, z1, z2, queue, t, lower=lower, upper=upper), rtol=2e-5, atol=2e-5)
+
+
+def test_ties_are_counted_exactly():
+    # Many identical negatives: a band boundary falls inside a run of ties.
+    rng = np.random.default_rng(0)
+    q = rng.normal(size=(3, 4)).astype("float32")
+    base = rng.normal(size=(4, 4)).astype("float32")
+    queue = np.repeat(base, 5, axis=0)  # 20 negatives, 4 distinct values x 5
+    for lower, upper in [(10, 30), (5, 50), (0, 45), (12, 13.5)]:
+        want = ref.queue_loss(ref.ring, q, q, queue, 0.5, lower=lower, upper=upper)
+        for loss in (L.RingContrastiveLoss(0.5, lower, upper), _threshold_loss(
+                temperature=0.5, lower_percentile=lower, upper_percentile=upper)):
+            np.testing.assert_allclose(float(loss.call_with_negatives(q, q, queue)), want,
+                                       rtol=1e-5)
+
+
+def test_gradients_agree_between_paths():
+    rng = np.random.default_rng(1)
+    z1, z2 = (tf.Variable(v) for v in rng.normal(size=(2, 8, 16)).astype("float32"))
+    queue = tf.constant(rng.normal(size=(64, 16)), tf.float32)
+    grads = []
+    for loss in (L.RingContrastiveLoss(0.2, 5, 50), _threshold_loss(
+            temperature=0.2, lower_percentile=5, upper_percentile=50)):
+        with tf.GradientTape() as tape:
+            value = loss.call_with_negatives(z1, z2, queue) + loss(z1, z2)
+        grads.append([g.numpy() for g in tape.gradient(value, [z1, z2])])
+    for a, b in zip(*grads):
+        np.testing.assert_allclose(a, b, atol=1e-6)
+
+
+def test_dynamic_batch_and_empty_band():
+    loss = _threshold_loss(temperature=0.5, lower_percentile=10, upper_percentile=40)
+    f = tf.function(lambda a, b: loss(a, b), input_signature=[
+        tf.TensorSpec([None, 4], tf.float32), tf.TensorSpec([None, 4], tf.float32)])
+    rng = np.random.default_rng(2)
+    z1, z2 = rng.normal(size=(2, 2, 4)).astype("float32")  # N = 2: empty band -> 0
+    assert float(f(z1, z2)) == 0.0
+    z1, z2 = rng.normal(size=(2, 6, 4)).astype("float32")
+    np.testing.assert_allclose(float(f(z1, z2)), ref.in_batch_loss(
+        ref.ring, z1, z2, 0.5, lower=10, upper=40), rtol=2e-5)
+
+
+def test_kth_largest_is_exact():
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(5, 50)).astype("float32")
+    x[:, :10] = -np.abs(x[:, :10])  # negatives and positives mixed
+    for k in (1, 7, 25, 50):
+        np.testing.assert_array_equal(kth_largest(tf.constant(x), k).numpy(),
+                                      -np.sort(-x, axis=1)[:, k - 1])
+
+
+def test_threshold_path_eager_equals_jit():
+    rng = np.random.default_rng(4)
+    q, k = (tf.constant(v) for v in rng.normal(size=(2, 8, 16)).astype("float32"))
+    queue = tf.constant(rng.normal(size=(100, 16)), tf.float32)
+    loss = _threshold_loss(temperature=0.07, lower_percentile=1, upper_percentile=10)
+    eager = loss.call_with_negatives(q, k, queue)
+    jit = tf.function(loss.call_with_negatives, jit_compile=True)(q, k, queue)
+    np.testing.assert_allclose(float(eager), float(jit), rtol=1e-5)
