@@ -1,0 +1,111 @@
+"""Uniform vs kNN vs BatchSampler batches for SimCLR on CIFAR-10 JPEG (issue 8).
+
+Same data slice, same initial weights, same loss; the three samplers train side by side,
+one epoch each in turn (the order rotates every epoch), so their step rates are compared
+under the same machine load. Graph refreshes are inside the timed epochs. Reports steps/s
+(epochs after the first, which holds tracing), the ratio to uniform, the final weighted kNN
+accuracy and the mean false-negative rate of the batches (same-class share of each anchor's
+in-batch negatives), and writes JSON.
+
+    python benchmarks/sampling/cifar_samplers.py --per-class 500 --epochs 4 \
+        --output benchmarks/results/cifar_samplers.json
+
+Note: the GraphRefreshCallback's step counter restarts with every `fit` call here (one per
+epoch), so the restart-probability schedule restarts each epoch: a cost benchmark, not a
+faithful long run.
+"""
+
+import argparse
+import json
+import os
+import time
+
+import keras
+import numpy as np
+
+from keras_hardneg import training
+from keras_hardneg.recipes import load_recipe
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DATA = os.path.normpath(os.path.join(HERE, "..", "..", "..", "shared", "data", "cifar10-jpg"))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--per-class", type=int, default=500)
+    p.add_argument("--test-per-class", type=int, default=200)
+    p.add_argument("--epochs", type=int, default=4)
+    p.add_argument("--width", type=int, default=8)
+    p.add_argument("--batch-size", type=int, default=256)
+    p.add_argument("--refresh-every", type=int, default=10)
+    p.add_argument("--output", default=os.path.join(HERE, "..", "results", "cifar_samplers.json"))
+    args = p.parse_args()
+
+    base = {
+        "encoder": {"name": "resnet18_cifar", "width": args.width},
+        "projection_dims": [128, 64],
+        "loss": {"name": "hard", "temperature": 0.5, "tau_plus": 0.1, "beta": 1.0},
+        "data": {"name": "image_folder", "train": f"{DATA}/train", "test": f"{DATA}/test",
+                 "image_size": 32, "limit_per_class": args.per_class,
+                 "test_limit_per_class": args.test_per_class},
+        "batch_size": args.batch_size, "epochs": args.epochs, "seed": 0,
+        "schedule": {"name": "constant"},
+        "evaluation": {"monitor_every": 0, "linear_probe": False, "knn_k": 200,
+                       "knn_temperature": 0.1},
+    }
+    samplers = {
+        "uniform": {"name": "uniform"},
+        "knn": {"name": "knn", "num_candidates": 500, "num_neighbors": 100,
+                "refresh_every": args.refresh_every},
+        "batchsampler": {"name": "batchsampler", "num_candidates": 500, "num_neighbors": 100,
+                         "refresh_every": args.refresh_every, "restart_prob": [0.2, 0.05]},
+    }
+    recipe0 = load_recipe(base)
+    train, test, desc = training.load_data(recipe0)
+    runs = {}
+    for name, spec in samplers.items():
+        recipe = load_recipe({**base, "sampler": spec})
+        keras.utils.set_random_seed(0)
+        ds, steps, cbs, _ = training.make_train_dataset(recipe, *train)
+        model = training.build_model(recipe, train[0].shape[1:], num_examples=len(train[0]))
+        runs[name] = {"model": model, "ds": ds, "steps": steps, "cbs": cbs, "seconds": [],
+                      "fn": [], "cos": []}
+    steps = runs["uniform"]["steps"]
+    names = list(runs)
+    for epoch in range(args.epochs):
+        order = names[epoch % len(names):] + names[:epoch % len(names)]
+        for name in order:
+            r = runs[name]
+            start = time.perf_counter()
+            h = r["model"].fit(r["ds"], initial_epoch=epoch, epochs=epoch + 1, steps_per_epoch=steps,
+                               callbacks=r["cbs"], verbose=0, shuffle=False)
+            r["seconds"].append(time.perf_counter() - start)
+            r["fn"].append(float(h.history["false_negative_rate"][-1]))
+            r["cos"].append(float(h.history["negative_cosine"][-1]))
+            print(f"epoch {epoch} {name:12s} {r['seconds'][-1]:7.1f} s  "
+                  f"FN {r['fn'][-1]:.3f}  neg cos {r['cos'][-1]:.3f}", flush=True)
+    out = {"command": "python benchmarks/sampling/cifar_samplers.py " + " ".join(
+        f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items() if k != "output"),
+        "data": desc, "steps_per_epoch": steps, "samplers": {}}
+    for name, r in runs.items():
+        timed = r["seconds"][1:] or r["seconds"]
+        acc = training.evaluate_encoder(r["model"].encoder, train, test, linear_probe=False)
+        out["samplers"][name] = {
+            "epoch_seconds": r["seconds"],
+            "steps_per_second": steps * len(timed) / sum(timed),
+            "false_negative_rate_per_epoch": r["fn"],
+            "mean_negative_cosine_per_epoch": r["cos"],
+            "knn_accuracy": acc["knn_accuracy"],
+        }
+    uni = out["samplers"]["uniform"]["steps_per_second"]
+    for name, r in out["samplers"].items():
+        r["steps_per_second_vs_uniform"] = r["steps_per_second"] / uni
+        print(f"{name:12s} steps/s {r['steps_per_second']:.3f} ({r['steps_per_second_vs_uniform']:.3f}x)"
+              f"  kNN {r['knn_accuracy']:.4f}  FN {np.mean(r['false_negative_rate_per_epoch']):.3f}")
+    os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
+    with open(args.output, "w") as f:
+        json.dump(out, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
