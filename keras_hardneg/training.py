@@ -13,7 +13,6 @@ Example:
 """
 
 import json
-import math
 import os
 import time
 
@@ -361,8 +360,3 @@ def _export(model, recipe, results, description, export_dir):
     )
     export_lib.export_encoder(model.encoder, export_dir, model_card=card, overwrite=True)
     return export_dir
-
-
-def steps_for(recipe, num_examples):
-    """Optimizer steps in one epoch of ``recipe`` over ``num_examples``."""
-    return max(math.floor(num_examples / recipe["batch_size"]), 1)
