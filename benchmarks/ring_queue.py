@@ -36,6 +36,8 @@ def main():
         loss = losses.RingContrastiveLoss(0.07, lower, upper)
         if topk:
             loss.topk_limit = 10 ** 9
+        else:
+            loss.topk_limit = loss.topk_fraction = 0
         return loss
 
     configs = {

@@ -123,8 +123,10 @@ class RingContrastiveLoss(ContrastiveLoss):
     True
     """
 
-    #: Largest upper cut handled by ``top_k``; larger cuts use threshold selection.
+    #: ``top_k`` handles upper cuts up to ``max(topk_limit, topk_fraction * N)`` ranks;
+    #: larger cuts use threshold selection (measured in benchmarks/ring_queue.py).
     topk_limit = 1024
+    topk_fraction = 0.125
 
     def __init__(self, temperature=0.5, lower_percentile=5.0, upper_percentile=50.0, **kwargs):
         super().__init__(temperature=temperature, **kwargs)
@@ -171,7 +173,7 @@ class RingContrastiveLoss(ContrastiveLoss):
                 return tf.fill(tf.shape(neg_logits)[:1], float("-inf"))
         # Measured on CPU (benchmarks/ring_queue.py): top_k wins for cuts up to ~N/8,
         # the 64 counting passes of the thresholds win for larger ones.
-        if not isinstance(hi, int) or (hi > self.topk_limit and hi > n // 8):
+        if not isinstance(hi, int) or (hi > self.topk_limit and hi > self.topk_fraction * n):
             if isinstance(hi, int):
                 return band_logsumexp_by_threshold(masked, lo, hi)
             # Dynamic N: compute with a non-empty band, then blank empty ones.

@@ -12,7 +12,7 @@ from tests.losses import numpy_reference as ref
 
 def _threshold_loss(**kwargs):
     loss = L.RingContrastiveLoss(**kwargs)
-    loss.topk_limit = 0  # force the threshold path
+    loss.topk_limit = loss.topk_fraction = 0  # force the threshold path
     return loss
 
 
