@@ -143,7 +143,8 @@ def cmd_train(args):
         ("data", result["data"]),
         ("epochs run", result["epochs_run"]),
         ("wall time", f"{result['seconds']:.1f} s"),
-        ("training images/s", f"{result['images_per_second']:.1f}" if result["images_per_second"] else "n/a"),
+        ("training images/s", f"{result['images_per_second']:.1f}" if result["images_per_second"]
+         else "n/a (nothing left to train: the run was complete)"),
         ("kNN accuracy", f"{result['knn_accuracy']:.4f} (weighted, k={recipe['evaluation']['knn_k']})"),
     ]
     if "linear_probe_accuracy" in result:

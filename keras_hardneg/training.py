@@ -316,12 +316,14 @@ def run(recipe, output_dir, *, resume=True, verbose=1, export=True, extra_callba
                                    temperature=ev["knn_temperature"],
                                    linear_probe=ev.get("linear_probe", True))
         epochs_run = len(hist.get("loss", []))
+        trained_now = len(history.history.get("loss", []))
         results.update(
             history=hist,
             seconds=seconds,
             epochs_run=epochs_run,
-            images_per_second=(epochs_run * steps * recipe["batch_size"] / seconds
-                               if seconds > 0 and epochs_run else None),
+            # Only the epochs this call trained (a resumed run restores the others).
+            images_per_second=(trained_now * steps * recipe["batch_size"] / seconds
+                               if seconds > 0 and trained_now else None),
             data=description,
             output_dir=output_dir,
         )

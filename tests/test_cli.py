@@ -3,6 +3,7 @@ model card, export, and one-line errors for bad input."""
 
 import json
 import os
+import re
 
 import pytest
 
@@ -79,3 +80,12 @@ def test_tune_on_digits_writes_results(tmp_path, capsys):
     for trial in trials:
         assert {"beta", "tau_plus", "objective"} <= set(trial)
         assert 0.0 < trial["objective"] <= 1.0
+
+
+def test_rerunning_a_finished_run_resumes_without_training(trained_run, capsys):
+    capsys.readouterr()
+    assert cli.main(["train", "--epochs", "1", "--width", "8", "--output", str(trained_run),
+                     "--verbose", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "nothing left to train" in out, out
+    assert re.search(r"epochs run\s+1\n", out), out
