@@ -1,5 +1,7 @@
-"""Many devices: MirroredStrategy over 2 logical CPUs equals one device (same data, same
-initial weights): equal losses and equal weights after a few steps."""
+"""Many devices: MirroredStrategy over 2 logical CPUs equals one device. Every step of a
+short single-device run is replayed under the strategy from the same state on the same batch:
+equal losses, equal updates, equal queue and pointer (see distributed_check.py for why steps
+are compared from a shared state rather than as free-running trajectories)."""
 
 import json
 import os
@@ -21,11 +23,12 @@ def test_mirrored_equals_single_device(kind, tmp_path):
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
     assert lines, proc.stderr[-3000:]
     result = json.loads(lines[-1][len("RESULT "):])[kind]
-    assert result["loss_single"] == pytest.approx(result["loss_mirrored"], rel=1e-4)
+    # float32 round-off from a different reduction order is ~1e-6 relative per step.
+    assert result["loss_mirrored"] == pytest.approx(result["loss_single"], rel=2e-5)
     assert result["max_weight_change"] > 1e-2  # training really moved the weights
-    assert result["max_weight_diff"] < 1e-3 * max(1.0, result["max_weight_change"])
-    assert result["relative_update_diff"] < 1e-3
+    assert max(result["relative_update_diff"]) < 1e-3
+    assert result["max_weight_diff"] < 1e-4
     if kind == "moco_v2":
-        # The queue got the keys of both replicas, in the same slots.
+        # The queue got the keys of both replicas, in the same slots, at every step.
         assert result["queue_diff"] < 1e-5
-        assert result["pointers"][0] == result["pointers"][1] == (3 * 8) % 16
+        assert result["pointers"] == [[8, 8], [0, 0], [8, 8]]  # batch 8, queue 16, FIFO wrap
