@@ -210,7 +210,8 @@ def plot_loss_overhead(result_path, path):
     plt.close(fig)
 
 
-def write(quality_dir, quick=False):
+def write(quality_dir, quick=False, prefix="quality"):
+    """Table into ``quality_dir/summary.md``; plots named ``<prefix>_*.png``."""
     runs = load(quality_dir)
     img = os.path.join(HERE, "results", "quick", "img") if quick else os.path.join(REPO, "docs", "img")
     os.makedirs(img, exist_ok=True)
@@ -218,10 +219,10 @@ def write(quality_dir, quick=False):
     with open(os.path.join(quality_dir if runs else img, "summary.md"), "w") as f:
         f.write(table + "\n")
     if runs:
-        plot_curves(runs, os.path.join(img, "quality_knn_curves.png"))
-        plot_diagnostics(runs, os.path.join(img, "quality_diagnostics.png"))
-        plot_histograms(runs, os.path.join(img, "quality_cosine_hist.png"), "encoder")
-        plot_histograms(runs, os.path.join(img, "quality_cosine_hist_projection.png"), "projection")
+        plot_curves(runs, os.path.join(img, f"{prefix}_knn_curves.png"))
+        plot_diagnostics(runs, os.path.join(img, f"{prefix}_diagnostics.png"))
+        plot_histograms(runs, os.path.join(img, f"{prefix}_cosine_hist.png"), "encoder")
+        plot_histograms(runs, os.path.join(img, f"{prefix}_cosine_hist_projection.png"), "projection")
     root = os.path.dirname(quality_dir)
     plot_loss_overhead(os.path.join(root, "loss_overhead.json"), os.path.join(img, "loss_overhead.png"))
     print(table)

@@ -17,6 +17,7 @@ Usage::
 
     python3 benchmarks/run_all.py --quick           # smoke run, digits, 1 epoch, a few minutes
     python3 benchmarks/run_all.py                   # everything (~5 h on 2 CPU cores)
+    python3 benchmarks/run_all.py --budget small    # session 1's budget (~2 min per run)
     python3 benchmarks/run_all.py --suites quality --grid reduced   # what was run first
     python3 benchmarks/run_all.py --report          # only redraw plots/tables from results
     python3 benchmarks/run_all.py --list            # list run ids and whether they are done
@@ -50,9 +51,9 @@ SAMPLERS = {"uniform": {"name": "uniform"},
                              "num_neighbors": 100, "refresh_every": 19}}
 SEEDS = (0, 1)
 
-# ~5-7 min per run on 2 shared cores: small conv encoder, 500 train / 200 test images
-# per class, batch 256 (19 steps per epoch), 5 epochs (the machine was shared: load ~12).
-CIFAR = {
+# Budget "small" (session 1, results/quality/): small conv encoder, 500 train / 200 test
+# images per class, batch 256 (19 steps per epoch), 5 epochs: 1.5-3 min per run quiet.
+CIFAR_SMALL = {
     "encoder": {"name": "small_convnet", "width": 32},
     "projection_dims": [512, 128],
     "batch_size": 256,
@@ -67,7 +68,20 @@ CIFAR = {
     "evaluation": {"knn_k": 200, "knn_temperature": 0.1, "monitor_every": 1,
                    "linear_probe": True},
 }
-QUICK = dict(CIFAR, encoder={"name": "small_convnet", "width": 8}, batch_size=128, epochs=1,
+# Budget "r18" (the issue's ~10 min per run, results/quality_r18/): ResNet-18 (CIFAR stem)
+# width 16 with the fused batch norm, mixed_bfloat16, 1000 train / 200 test images per class
+# (39 steps per epoch), 15 epochs.
+CIFAR_R18 = dict(
+    CIFAR_SMALL,
+    encoder={"name": "resnet18_cifar", "width": 16},
+    precision="mixed_bfloat16",
+    epochs=15,
+    data=dict(CIFAR_SMALL["data"], limit_per_class=1000),
+)
+BUDGETS = {"r18": CIFAR_R18, "small": CIFAR_SMALL}
+RESULT_DIRS = {"r18": "quality_r18", "small": "quality"}
+CIFAR = CIFAR_R18
+QUICK = dict(CIFAR_SMALL, encoder={"name": "small_convnet", "width": 8}, batch_size=128, epochs=1,
              data={"name": "digits", "test_fraction": 0.2},
              moco={"queue_size": 512, "momentum": 0.99})
 QUICK_SAMPLERS = {"uniform": SAMPLERS["uniform"],
@@ -75,9 +89,9 @@ QUICK_SAMPLERS = {"uniform": SAMPLERS["uniform"],
                                        num_neighbors=50, refresh_every=5)}
 
 
-def grid(quick=False, which="full", seeds=SEEDS):
+def grid(quick=False, which="full", seeds=SEEDS, budget="r18"):
     """``[(run_id, recipe or None for the random-init baseline)]`` in run order."""
-    base = QUICK if quick else CIFAR
+    base = QUICK if quick else BUDGETS[budget]
     samplers = QUICK_SAMPLERS if quick else SAMPLERS
     runs = []
     for seed in seeds:
@@ -247,7 +261,8 @@ def _unlock(work_dir, rid):
 
 
 def run_quality(args, results_dir, work_dir):
-    runs = grid(args.quick, args.grid, tuple(int(s) for s in args.seeds.split(",")))
+    runs = grid(args.quick, args.grid, tuple(int(s) for s in args.seeds.split(",")),
+                args.budget)
     if args.only:
         wanted = set(args.only.split(","))
         runs = [r for r in runs if r[0] in wanted]
@@ -301,6 +316,9 @@ def main(argv=None):
     p.add_argument("--suites", default="loss_overhead,quality")
     p.add_argument("--grid", default="full", choices=["full", "reduced"],
                    help="reduced = SimCLR uniform losses + MoCo v2 NT-Xent (+ random init)")
+    p.add_argument("--budget", default="r18", choices=sorted(BUDGETS),
+                   help="r18: ResNet-18 w16, ~10 min per run (default); small: session 1's "
+                        "small convnet, ~2 min per run")
     p.add_argument("--seeds", default=None,
                    help=f"comma-separated (default {','.join(map(str, SEEDS))}; --quick: 0)")
     p.add_argument("--only", default="", help="comma-separated run ids")
@@ -317,17 +335,21 @@ def main(argv=None):
         sys.argv[1:] if argv is None else argv)
     results_root = os.path.join(HERE, "results", "quick") if args.quick else \
         os.path.join(HERE, "results")
-    quality_dir = os.path.join(results_root, "quality")
-    work_dir = os.path.join(HERE, "work", "quick" if args.quick else "full")
+    quality_dir = os.path.join(results_root,
+                               "quality" if args.quick else RESULT_DIRS[args.budget])
+    prefix = "quality" if args.quick or args.budget == "small" else RESULT_DIRS[args.budget]
+    work_dir = os.path.join(HERE, "work", "quick" if args.quick else
+                            "full" if args.budget == "small" else args.budget)
     if args.list:
-        for rid, _ in grid(args.quick, args.grid, tuple(int(s) for s in args.seeds.split(","))):
+        for rid, _ in grid(args.quick, args.grid, tuple(int(s) for s in args.seeds.split(",")),
+                           args.budget):
             done = os.path.exists(os.path.join(quality_dir, f"{rid}.json"))
             print(f"{'done   ' if done else 'pending'} {rid}")
         return 0
     import report
 
     if args.report:
-        report.write(quality_dir, args.quick)
+        report.write(quality_dir, args.quick, prefix)
         return 0
     suites = args.suites.split(",")
     failures = []
@@ -336,7 +358,7 @@ def main(argv=None):
         failures += run_loss_overhead(args, results_root)
     if "quality" in suites:
         failures += run_quality(args, quality_dir, work_dir)
-        report.write(quality_dir, args.quick)
+        report.write(quality_dir, args.quick, prefix)
     print(f"all done in {time.perf_counter() - start:.0f}s; failures: {failures or 'none'}",
           flush=True)
     return 1 if failures else 0

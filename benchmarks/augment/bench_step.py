@@ -40,11 +40,16 @@ def run_one(args):
     import keras
 
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
-    from keras_hardneg.encoders import resnet18_cifar
+    from keras_hardneg.encoders import resnet, resnet18_cifar
+
+    if args.bn == "keras":  # the unfused Keras layer, for comparison
+        resnet.FusedBatchNormalization = keras.layers.BatchNormalization
 
     policy, jit = CONFIGS[args.config]
     keras.mixed_precision.set_global_policy(policy)
     keras.utils.set_random_seed(0)
+    if args.model == "simclr":
+        return run_fit(args, policy, jit)
     encoder = resnet18_cifar(width=args.width, input_shape=(args.size, args.size, 3))
     head = keras.Sequential([keras.layers.Dense(512, activation="relu"),
                              keras.layers.Dense(128)])
@@ -96,8 +101,63 @@ def run_one(args):
         # pairs/s if this process had all cores to itself = b / (cpu / cores).
         "cpu_seconds_per_step": cpu, "median_cpu_seconds": cpu_med, "cores": ncpu,
         "pairs_per_second_if_idle_estimate": b / (cpu_med / ncpu),
-        "intra_threads": args.intra_threads, "inter_threads": args.inter_threads,
+        "batch_norm": args.bn, "intra_threads": args.intra_threads, "inter_threads": args.inter_threads,
         "onednn": os.environ.get("TF_ENABLE_ONEDNN_OPTS", "default(on)"),
+    }
+
+
+def run_fit(args, policy, jit):
+    """The library's own SimCLR through ``model.fit()``: images in, the SimCLR augmentation
+    inside the model (where the frameworks place it), NT-Xent, LARS. Under ``jit_compile``
+    the views are made in tf.data instead (XLA has no kernel for the crop)."""
+    import numpy as np
+    import keras
+    import tensorflow as tf
+
+    import keras_hardneg as khn
+
+    b = args.batch
+    encoder = khn.encoders.resnet18_cifar(width=args.width, input_shape=(args.size, args.size, 3))
+    aug = khn.augment.simclr_augmentation(image_size=args.size, seed=0)
+    model = khn.models.SimCLR(encoder, projection_dims=(512, 128),
+                              augmentation=None if jit else aug)
+    model.compile(optimizer=khn.optimizers.LARS(0.3), jit_compile=jit,
+                  loss=khn.losses.NTXentLoss(temperature=0.5))
+    steps = args.warmup + args.steps
+    images = np.random.default_rng(0).integers(0, 256, (steps * b, args.size, args.size, 3),
+                                               dtype=np.uint8)
+
+    class Timer(keras.callbacks.Callback):
+        def on_train_batch_begin(self, batch, logs=None):
+            self.t0, self.c0 = time.perf_counter(), time.process_time()
+
+        def on_train_batch_end(self, batch, logs=None):
+            times.append(time.perf_counter() - self.t0)
+            cpu.append(time.process_time() - self.c0)
+
+    times, cpu = [], []
+    t0 = time.perf_counter()
+    ds = tf.data.Dataset.from_tensor_slices(images).batch(b).map(
+        lambda x: tf.cast(x, tf.float32) / 255.0)
+    if jit:
+        ds = ds.map(lambda x: dict(zip(("view1", "view2"),
+                                       khn.augment.two_views(aug)(x, training=True))))
+    history = model.fit(ds.prefetch(2), epochs=1, verbose=0, callbacks=[Timer()])
+    warmup_s = sum(times[:args.warmup])
+    times, cpu = times[args.warmup:], cpu[args.warmup:]
+    med, cpu_med = statistics.median(times), statistics.median(cpu)
+    ncpu = len(os.sched_getaffinity(0))
+    return {
+        "config": args.config, "model": "simclr_fit", "policy": policy, "jit_compile": jit,
+        "width": args.width, "batch": b, "image_size": args.size, "warmup_steps": args.warmup,
+        "warmup_seconds": warmup_s, "step_seconds": times, "median_step_seconds": med,
+        "pairs_per_second": b / med, "images_per_second": 2 * b / med,
+        "final_loss": float(history.history["loss"][-1]),
+        "cpu_seconds_per_step": cpu, "median_cpu_seconds": cpu_med, "cores": ncpu,
+        "pairs_per_second_if_idle_estimate": b / (cpu_med / ncpu),
+        "batch_norm": "fused", "optimizer": "LARS",
+        "augmentation": "tf.data (views fed)" if jit else "in the model",
+        "total_seconds": time.perf_counter() - t0,
     }
 
 
@@ -109,6 +169,11 @@ def main():
     p.add_argument("--steps", type=int, default=4)
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--configs", default="fp32,bf16,fp32_jit,bf16_jit")
+    p.add_argument("--model", choices=["step", "simclr"], default="step",
+                   help="'step': the bare step above; 'simclr': khn.models.SimCLR.fit() with "
+                        "its in-model augmentation")
+    p.add_argument("--bn", choices=["fused", "keras"], default="fused",
+                   help="encoder batch norm: our fused layer (default) or keras.layers'")
     p.add_argument("--intra-threads", type=int, default=0)
     p.add_argument("--inter-threads", type=int, default=0)
     p.add_argument("--output", default="benchmarks/results/step.json")
@@ -127,7 +192,7 @@ def main():
             raise ValueError(f"--configs: unknown config {name!r}; choose from {list(CONFIGS)}")
         cmd = [sys.executable, __file__, "--config", name, "--width", str(args.width),
                "--batch", str(args.batch), "--size", str(args.size), "--steps", str(args.steps),
-               "--warmup", str(args.warmup), "--intra-threads", str(args.intra_threads),
+               "--warmup", str(args.warmup), "--bn", args.bn, "--model", args.model, "--intra-threads", str(args.intra_threads),
                "--inter-threads", str(args.inter_threads)]
         out = subprocess.run(cmd, capture_output=True, text=True)
         lines = [l for l in out.stdout.splitlines() if l.startswith("RESULT ")]

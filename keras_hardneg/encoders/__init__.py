@@ -3,6 +3,8 @@
 * :func:`resnet18_cifar` -- CIFAR ResNet-18 (SimCLR, Chen et al. 2020), ``F = 8 * width``.
 * :func:`resnet50` -- ImageNet ResNet-50 (He et al. 2016), ``F = 32 * width``.
 * :func:`small_convnet` -- tiny conv-BN-ReLU encoder for quick runs, ``F = 4 * width``.
+* :class:`FusedBatchNormalization` -- Keras batch norm computed by one fused TensorFlow
+  kernel (used by the ResNets and the small convnet; ~2x faster steps on CPU).
 * :func:`projection_head`, :func:`prediction_head`, :class:`ProjectionHead` -- MLP heads
   (SimCLR v1/v2, MoCo v2/v3) exposing the input of their last Dense layer.
 
@@ -10,6 +12,7 @@ Every encoder normalises its input itself (:class:`ImageNormalization`, ImageNet
 mean/std by default) and casts its output to float32 (mixed-precision safe).
 """
 
+from keras_hardneg.encoders.batch_norm import FusedBatchNormalization
 from keras_hardneg.encoders.heads import (HEAD_VERSIONS, ProjectionHead, prediction_head,
                                           projection_head)
 from keras_hardneg.encoders.normalization import ImageNormalization
@@ -17,6 +20,7 @@ from keras_hardneg.encoders.resnet import resnet18_cifar, resnet50
 from keras_hardneg.encoders.small_convnet import small_convnet
 
 __all__ = [
+    "FusedBatchNormalization",
     "HEAD_VERSIONS",
     "ImageNormalization",
     "ProjectionHead",

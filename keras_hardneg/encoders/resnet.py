@@ -30,6 +30,7 @@ TensorShape([2, 32])
 
 import keras
 
+from keras_hardneg.encoders.batch_norm import FusedBatchNormalization
 from keras_hardneg.encoders.normalization import ImageNormalization, resolve_normalization
 
 __all__ = ["resnet18_cifar", "resnet50"]
@@ -58,8 +59,9 @@ def _check_input_shape(input_shape, min_size):
 
 
 def batch_norm(name, sync_batchnorm=False, **kwargs):
-    """BatchNormalization with the SimCLR constants; ``synchronized`` across replicas if asked."""
-    return keras.layers.BatchNormalization(
+    """BatchNormalization with the SimCLR constants; ``synchronized`` across replicas if asked
+    (one fused kernel on TensorFlow: :class:`FusedBatchNormalization`)."""
+    return FusedBatchNormalization(
         momentum=_BN_MOMENTUM, epsilon=_BN_EPSILON, synchronized=bool(sync_batchnorm),
         name=name, **kwargs)
 

@@ -107,7 +107,18 @@ class ContrastiveModel(keras.Model):
     def compile(self, optimizer="adam", loss=None, jit_compile=False, **kwargs):
         """Like :meth:`keras.Model.compile`; ``loss`` is any contrastive loss of the
         family (instance or short name, default NT-Xent). ``jit_compile`` defaults
-        to False: XLA made ResNet steps ~3x slower on the CPUs we measured."""
+        to False: XLA made ResNet steps ~3x slower on the CPUs we measured.
+        ``jit_compile=True`` needs the views made outside the model (the random
+        resized crop, ``CropAndResize``, has no XLA kernel): map
+        :func:`keras_hardneg.augment.two_views` over the ``tf.data`` pipeline and feed
+        ``{"view1", "view2"}``, with ``augmentation=None``."""
+        if jit_compile is True and self.augmentation is not None:
+            raise ValueError(
+                "`jit_compile=True` cannot compile this model's in-model `augmentation` "
+                "(its random resized crop uses CropAndResize, which has no XLA kernel). "
+                "Use jit_compile=False (the default, faster on CPU), or build the model with "
+                "augmentation=None and feed {'view1', 'view2'} made in tf.data with "
+                "khn.augment.two_views.")
         loss = losses_lib.NTXentLoss() if loss is None else loss
         if isinstance(loss, str):
             loss = losses_lib.get(loss)
