@@ -222,27 +222,36 @@ def scann_small(n=100_000, d=128, k=100):
 
 
 def bench_walks(nb, batch_size=512, alphas=(0.2, 0.1, 0.05, 0.0), walks=300, py_walks=100):
+    """Median time of one walk per engine (compiled, numpy), interleaved walk by walk, and of
+    the literal Python loop."""
     rng = np.random.default_rng(0)
     n = nb.shape[0]
     seeds = rng.integers(0, n, walks)
+    engines = ("compiled", "numpy")
     out = {}
     for a in alphas:
-        random_walk_with_restart(nb, int(seeds[0]), a, batch_size, rng)
-        ts = []
-        for s in seeds:
-            t = time.perf_counter()
-            random_walk_with_restart(nb, int(s), a, batch_size, rng)
-            ts.append(time.perf_counter() - t)
+        for engine in engines:  # warm-up (and numba compilation)
+            random_walk_with_restart(nb, int(seeds[0]), a, batch_size, rng, engine=engine)
+        ts = {engine: [] for engine in engines}
+        for i, s in enumerate(seeds):
+            for engine in (engines if i % 2 else engines[::-1]):
+                t = time.perf_counter()
+                random_walk_with_restart(nb, int(s), a, batch_size, rng, engine=engine)
+                ts[engine].append(time.perf_counter() - t)
         tp = []
         for s in seeds[:py_walks]:
             t = time.perf_counter()
             python_random_walk_with_restart(nb, int(s), a, batch_size, rng)
             tp.append(time.perf_counter() - t)
-        out[str(a)] = {"vectorised_median_ms": float(np.median(ts) * 1e3),
-                       "vectorised_p90_ms": float(np.percentile(ts, 90) * 1e3),
+        out[str(a)] = {"compiled_median_ms": float(np.median(ts["compiled"]) * 1e3),
+                       "compiled_p90_ms": float(np.percentile(ts["compiled"], 90) * 1e3),
+                       "vectorised_median_ms": float(np.median(ts["numpy"]) * 1e3),
+                       "vectorised_p90_ms": float(np.percentile(ts["numpy"], 90) * 1e3),
                        "python_median_ms": float(np.median(tp) * 1e3)}
-        log(f"  walk B={batch_size} alpha={a}: vectorised {np.median(ts)*1e3:.3f} ms "
-            f"(p90 {np.percentile(ts, 90)*1e3:.3f}), python {np.median(tp)*1e3:.3f} ms")
+        log(f"  walk B={batch_size} alpha={a}: compiled {np.median(ts['compiled'])*1e3:.3f} ms "
+            f"(p90 {np.percentile(ts['compiled'], 90)*1e3:.3f}), numpy "
+            f"{np.median(ts['numpy'])*1e3:.3f} ms (p90 {np.percentile(ts['numpy'], 90)*1e3:.3f}), "
+            f"python {np.median(tp)*1e3:.3f} ms")
     return out
 
 

@@ -16,6 +16,16 @@ length of a geometric variable is again geometric), and excursions after it are 
 so the order stays exact.  Cost: ``O(max excursion length)`` numpy calls per round, i.e. a few
 tens for ``alpha = 0.2``; ``alpha = 0`` degenerates to one long path (one call per step).
 
+Compiled walk (the default when numba is installed)
+--------------------------------------------------
+``engine="compiled"`` runs the literal sequential Alg. 3 in a numba-compiled loop, with the
+uniform draws made beforehand by the caller's ``np.random.Generator`` (one uniform ``x`` per
+move: restart if ``x < alpha``, else neighbour slot ``floor((x - alpha) / (1 - alpha) * K)``,
+which is uniform on ``0..K-1`` given no restart).  First visits are marked in a per-thread
+``[N]`` stamp array, so no per-walk clearing.  ~0.08 ms for a 512-node walk against ~0.3-0.4 ms
+for the vectorised excursions below (docs/benchmarks.md); ``engine="numpy"`` keeps the
+dependency-free path, and ``"auto"`` picks the compiled one when numba imports.
+
 Termination: if a round ends short of ``B`` nodes, a bounded BFS from the seed checks that at
 least ``B`` nodes are reachable (``ValueError`` otherwise); a walk that still has not found
 ``B`` nodes after ``max_steps`` moves raises ``ValueError`` (restart probability too high to
@@ -40,7 +50,13 @@ import threading
 
 import numpy as np
 
-__all__ = ["random_walk_with_restart", "reachable_count", "reachable_nodes", "python_random_walk_with_restart"]
+try:  # the compiled walk is optional: without numba, the vectorised numpy walk runs
+    import numba
+except ImportError:  # pragma: no cover - numba is a dependency of the package
+    numba = None
+
+__all__ = ["ENGINES", "random_walk_with_restart", "reachable_count", "reachable_nodes",
+           "python_random_walk_with_restart"]
 
 
 def _check_neighbors(neighbors):
@@ -117,8 +133,87 @@ def reachable_count(neighbors, seed_node, limit):
     return int(reachable_nodes(neighbors, seed_node, limit).size)
 
 
+def _walk_kernel(nb, seed, alpha, out, got, v, u, mark, stamp):
+    """Sequential Alg. 3 from node ``v`` with ``got`` nodes already in ``out``, consuming the
+    uniforms ``u`` (one per move); nodes whose ``mark`` equals ``stamp`` were visited.
+    Returns ``(got, v, moves_used)``: stops when ``out`` is full or ``u`` is used up."""
+    k = nb.shape[1]
+    b = out.shape[0]
+    scale = k / (1.0 - alpha)
+    i = 0
+    while True:
+        if mark[v] != stamp:
+            mark[v] = stamp
+            out[got] = v
+            got += 1
+            if got == b:
+                break
+        if i == u.shape[0]:
+            break
+        x = u[i]
+        i += 1
+        if x < alpha:
+            v = seed
+        else:
+            j = int((x - alpha) * scale)
+            if j >= k:
+                j = k - 1
+            v = nb[v, j]
+    return got, v, i
+
+
+_compiled_kernel = (numba.njit(cache=True, nogil=True)(_walk_kernel) if numba is not None
+                    else None)
+ENGINES = ("auto", "compiled", "numpy")
+
+
+def _marks(n):
+    """Per-thread ``[n]`` int32 stamp array and a fresh stamp for one walk."""
+    mark = getattr(_local, "mark", None)
+    if mark is None or mark.size != n or _local.stamp >= np.iinfo(np.int32).max - 1:
+        mark = np.zeros(n, dtype=np.int32)
+        _local.mark, _local.stamp = mark, 0
+    _local.stamp += 1
+    return mark, _local.stamp
+
+
+def _compiled_walk(nb, seed_node, alpha, batch_size, rng, max_steps, kernel):
+    out = np.empty(batch_size, dtype=np.int64)
+    mark, stamp = _marks(nb.shape[0])
+    got, v, total, checked = 0, seed_node, 0, False
+    moves = int(1.4 * batch_size) + 16  # enough for most walks at alpha <= 0.3 in one call
+    while True:
+        u = rng.random(moves)
+        got, v, used = kernel(nb, seed_node, alpha, out, got, v, u, mark, stamp)
+        total += used
+        if got == batch_size:
+            return out
+        if not checked:
+            checked = True
+            _check_reachable(nb, seed_node, batch_size)
+        if total >= max_steps:
+            _too_many_moves(seed_node, got, batch_size, total, alpha)
+        moves = min(2 * moves, max(max_steps - total, 1))
+
+
+def _check_reachable(nb, seed_node, batch_size):
+    r = reachable_count(nb, seed_node, batch_size)
+    if r < batch_size:
+        raise ValueError(
+            f"Only {r} nodes are reachable from seed_node={seed_node}, fewer than "
+            f"batch_size={batch_size}: the seed lies in a small component of the graph "
+            "(increase num_neighbors / num_candidates or reduce batch_size).")
+
+
+def _too_many_moves(seed_node, got, batch_size, total, alpha):
+    raise ValueError(
+        f"Random walk from seed_node={seed_node} found only {got} of batch_size="
+        f"{batch_size} distinct nodes in {total} moves; restart_prob={alpha} is too high "
+        "for this graph.")
+
+
 def random_walk_with_restart(neighbors, seed_node, restart_prob, batch_size, rng=None, *,
-                             max_steps=None):
+                             max_steps=None, engine="auto"):
     """Sample one mini-batch by random walk with restart (paper Alg. 3).
 
     Args:
@@ -129,6 +224,9 @@ def random_walk_with_restart(neighbors, seed_node, restart_prob, batch_size, rng
         batch_size: ``B >= 2`` distinct nodes to collect.
         rng: ``np.random.Generator`` (or int seed / None).
         max_steps: bound on simulated moves (default ``max(10**6, 2000 * B)``).
+        engine: ``"auto"`` (compiled when numba is installed, else numpy), ``"compiled"``
+            (sequential walk compiled by numba) or ``"numpy"`` (vectorised excursions).
+            Both engines draw from the same distribution, not the same stream.
 
     Returns:
         int64 array ``[batch_size]`` of distinct nodes in order of first visit.
@@ -142,11 +240,19 @@ def random_walk_with_restart(neighbors, seed_node, restart_prob, batch_size, rng
     if not isinstance(rng, np.random.Generator):
         rng = np.random.default_rng(rng)
     n, k = nb.shape
-    flat = nb.ravel()
     seed_node = int(seed_node)
     if max_steps is None:
         max_steps = max(10 ** 6, 2000 * batch_size)
+    if engine not in ENGINES:
+        raise ValueError(f"`engine` must be one of {ENGINES}, got {engine!r}.")
+    if engine == "compiled" and _compiled_kernel is None:
+        raise ValueError("`engine='compiled'` needs numba (pip install numba); use "
+                         "engine='numpy' or 'auto'.")
+    if engine != "numpy" and _compiled_kernel is not None:
+        return _compiled_walk(nb, seed_node, alpha, batch_size, rng, max_steps,
+                              _compiled_kernel)
 
+    flat = nb.ravel()
     mean_len = (1.0 - alpha) / alpha if alpha > 0 else math.inf
     target = int(1.25 * batch_size) + 8  # moves simulated in the first round
     rounds = 0
@@ -218,17 +324,9 @@ def random_walk_with_restart(neighbors, seed_node, restart_prob, batch_size, rng
         rounds += 1
         if not checked and rounds >= 2:
             checked = True
-            r = reachable_count(nb, seed_node, batch_size)
-            if r < batch_size:
-                raise ValueError(
-                    f"Only {r} nodes are reachable from seed_node={seed_node}, fewer than "
-                    f"batch_size={batch_size}: the seed lies in a small component of the graph "
-                    "(increase num_neighbors / num_candidates or reduce batch_size).")
+            _check_reachable(nb, seed_node, batch_size)
         if total >= max_steps:
-            raise ValueError(
-                f"Random walk from seed_node={seed_node} found only {got} of batch_size="
-                f"{batch_size} distinct nodes in {total} moves; restart_prob={alpha} is too high "
-                "for this graph.")
+            _too_many_moves(seed_node, got, batch_size, total, alpha)
         # next round: aim at the missing nodes given the observed discovery rate
         rate = max(got / max(total, 1), 1e-3)
         target = int(min(max(1.5 * (batch_size - got) / rate, 32), 50 * batch_size))
