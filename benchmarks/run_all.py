@@ -210,11 +210,10 @@ def run_one(run_id, recipe, data, work_dir, verbose):
 
 
 def _write_json(path, obj):
+    from keras_hardneg._io import atomic_write_json
+
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w") as f:
-        json.dump(obj, f, indent=1, default=float)
-    os.replace(tmp, path)
+    atomic_write_json(path, obj, indent=1, default=float)
 
 
 _DATA_CACHE = {}

@@ -6,7 +6,8 @@ import os
 
 import numpy as np
 
-__all__ = ["fsync_dir", "fsync_file", "fsync_tree", "state_to_arrays", "state_from_npz"]
+__all__ = ["atomic_write_json", "fsync_dir", "fsync_file", "fsync_tree", "state_to_arrays",
+           "state_from_npz"]
 
 _NONE = json.dumps(None)  # how None is stored in an .npz (no pickle)
 
@@ -29,6 +30,19 @@ def fsync_file(path):
     """Flushes a file's contents to disk."""
     with open(path, "rb+") as f:
         os.fsync(f.fileno())
+
+
+def atomic_write_json(path, obj, **dump_kwargs):
+    """Writes ``obj`` as JSON to ``path`` so that a reader (or a killed writer) only ever sees
+    the old or the new file whole: temporary file, fsync, rename, fsync of the directory."""
+    path = os.fspath(path)
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "w") as f:
+        json.dump(obj, f, **dump_kwargs)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    fsync_dir(os.path.dirname(os.path.abspath(path)))
 
 
 def fsync_tree(path):

@@ -15,6 +15,9 @@ import copy
 import json
 import os
 
+from keras_hardneg._io import atomic_write_json
+from keras_hardneg._validation import describe_interval, outside_interval
+
 __all__ = ["RecipeError", "DEFAULTS", "load_recipe", "save_recipe"]
 
 
@@ -122,12 +125,9 @@ def _check_range(recipe, key, low, high, low_inc, high_inc, kind):
             kind is int and not float(value).is_integer()):
         raise RecipeError(f"recipe key '{key}' must be {'an integer' if kind is int else 'a number'};"
                           f" got {value!r}.")
-    bad = (low is not None and (value < low if low_inc else value <= low)) or (
-        high is not None and (value > high if high_inc else value >= high))
-    if bad:
-        lo = "" if low is None else ("[" if low_inc else "(") + f"{low}"
-        hi = "inf)" if high is None else f"{high}" + ("]" if high_inc else ")")
-        raise RecipeError(f"recipe key '{key}' = {value!r} is out of range; allowed: {lo}, {hi}.")
+    if outside_interval(value, low, high, low_inc, high_inc):
+        raise RecipeError(f"recipe key '{key}' = {value!r} is out of range; allowed: "
+                          f"{describe_interval(low, high, low_inc, high_inc)}.")
 
 
 def _merge(defaults, given, path=""):
@@ -216,7 +216,4 @@ def load_recipe(source):
 
 def save_recipe(recipe, path):
     """Writes a recipe as JSON (atomically)."""
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w") as f:
-        json.dump(recipe, f, indent=2, sort_keys=True)
-    os.replace(tmp, path)
+    atomic_write_json(path, recipe, indent=2, sort_keys=True)

@@ -5,6 +5,7 @@ import math
 import keras
 import tensorflow as tf
 
+from keras_hardneg._validation import describe_interval, outside_interval
 from keras_hardneg.losses import core
 
 __all__ = ["ContrastiveLoss", "debiased_log_negatives", "check_float"]
@@ -17,17 +18,8 @@ def check_float(name, value, low=None, high=None, low_inclusive=True, high_inclu
     value = float(value)
     if math.isnan(value) or math.isinf(value):
         raise ValueError(f"`{name}` must be finite; got {value}.")
-    bad_low = low is not None and (value < low if low_inclusive else value <= low)
-    bad_high = high is not None and (value > high if high_inclusive else value >= high)
-    if bad_low or bad_high:
-        lo = "" if low is None else ("[" if low_inclusive else "(") + f"{low:g}"
-        hi = "" if high is None else f"{high:g}" + ("]" if high_inclusive else ")")
-        if low is not None and high is not None:
-            allowed = f"in {lo}, {hi}"
-        elif low is not None:
-            allowed = f"{'>=' if low_inclusive else '>'} {low:g}"
-        else:
-            allowed = f"{'<=' if high_inclusive else '<'} {high:g}"
+    if outside_interval(value, low, high, low_inclusive, high_inclusive):
+        allowed = describe_interval(low, high, low_inclusive, high_inclusive)
         raise ValueError(f"`{name}` must be {allowed}; got {value:g}.")
     return value
 

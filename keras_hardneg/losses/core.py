@@ -135,6 +135,28 @@ def _norms_and_unit(z):
     return norms, l2_normalize(z)
 
 
+def _assemble(anchors, positives, negatives, mask, num_negatives, anchor_norms,
+              negative_norms, anchor_features=None, negative_features=None,
+              anchor_index=None, partner_index=None):
+    """The :class:`ContrastivePairs` of unit-norm ``anchors [A, d]``, ``positives [A, d]``
+    and ``negatives [M, d]``: the one place the positive and negative cosines are computed."""
+    return ContrastivePairs(
+        anchors=anchors,
+        positives=positives,
+        negatives=negatives,
+        positive_cos=tf.reduce_sum(anchors * positives, axis=-1),
+        negative_cos=tf.matmul(anchors, negatives, transpose_b=True),
+        negative_mask=mask,
+        num_negatives=num_negatives,
+        anchor_index=anchor_index,
+        partner_index=partner_index,
+        anchor_features=anchor_features,
+        negative_features=negative_features,
+        anchor_norms=anchor_norms,
+        negative_norms=negative_norms,
+    )
+
+
 def in_batch_pairs(z1, z2, pool=None):
     """Builds the SimCLR pairs of two views.
 
@@ -200,21 +222,8 @@ def in_batch_pairs(z1, z2, pool=None):
     partner_mask = tf.cast(tf.one_hot(partner_index, m, dtype=tf.int8), tf.bool)
     neg_mask = tf.logical_not(tf.logical_or(self_mask, partner_mask))
     n = (2 * static_gb - 2) if static_gb is not None else m - 2
-    return ContrastivePairs(
-        anchors=u,
-        positives=positives,
-        negatives=pool_u,
-        positive_cos=tf.reduce_sum(u * positives, axis=-1),
-        negative_cos=tf.matmul(u, pool_u, transpose_b=True),
-        negative_mask=neg_mask,
-        num_negatives=n,
-        anchor_index=self_index,
-        partner_index=partner_index,
-        anchor_features=feats,
-        negative_features=pool_feats,
-        anchor_norms=norms,
-        negative_norms=pool_norms,
-    )
+    return _assemble(u, positives, pool_u, neg_mask, n, norms, pool_norms, feats, pool_feats,
+                     anchor_index=self_index, partner_index=partner_index)
 
 
 def cross_view_pairs(anchors, keys, pool=None):
@@ -247,21 +256,9 @@ def cross_view_pairs(anchors, keys, pool=None):
     m = tf.shape(pool_u)[0]
     index = tf.range(tf.shape(a)[0]) + offset
     neg_mask = tf.logical_not(tf.cast(tf.one_hot(index, m, dtype=tf.int8), tf.bool))
-    return ContrastivePairs(
-        anchors=ua,
-        positives=uk,
-        negatives=pool_u,
-        positive_cos=tf.reduce_sum(ua * uk, axis=-1),
-        negative_cos=tf.matmul(ua, pool_u, transpose_b=True),
-        negative_mask=neg_mask,
-        num_negatives=(static_m - 1) if static_m is not None else m - 1,
-        anchor_index=None,
-        partner_index=index,
-        anchor_features=fa,
-        negative_features=pool_feats,
-        anchor_norms=a_norms,
-        negative_norms=pool_norms,
-    )
+    n = (static_m - 1) if static_m is not None else m - 1
+    return _assemble(ua, uk, pool_u, neg_mask, n, a_norms, pool_norms, fa, pool_feats,
+                     partner_index=index)
 
 
 def queue_pairs(anchors, positives, negatives):
@@ -301,19 +298,7 @@ def queue_pairs(anchors, positives, negatives):
     _, up = _norms_and_unit(p)
     n_norms, un = _norms_and_unit(n)
     k = n.shape[0] if n.shape[0] is not None else tf.shape(n)[0]
-    return ContrastivePairs(
-        anchors=ua,
-        positives=up,
-        negatives=un,
-        positive_cos=tf.reduce_sum(ua * up, axis=-1),
-        negative_cos=tf.matmul(ua, un, transpose_b=True),
-        negative_mask=None,
-        num_negatives=k,
-        anchor_features=fa,
-        negative_features=fn,
-        anchor_norms=a_norms,
-        negative_norms=n_norms,
-    )
+    return _assemble(ua, up, un, None, k, a_norms, n_norms, fa, fn)
 
 
 def mask_logits(logits, mask):

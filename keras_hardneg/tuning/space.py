@@ -45,6 +45,8 @@ import copy
 import math
 import numbers
 
+from keras_hardneg._validation import describe_interval, outside_interval
+
 __all__ = ["KNOBS", "default_search_space", "normalize_search_space", "define_hyperparameters",
            "apply_to_recipe"]
 
@@ -103,12 +105,9 @@ def _check_value(name, knob, value, what="value"):
     if info["kind"] is int and not float(value).is_integer():
         raise ValueError(f"`{where}` {what} must be an integer; got {value!r}.")
     low, high, low_inc, high_inc = info["bounds"]
-    bad = (low is not None and (value < low if low_inc else value <= low)) or (
-        high is not None and (value > high if high_inc else value >= high))
-    if bad:
-        lo = "" if low is None else ("[" if low_inc else "(") + f"{low}"
-        hi = "inf)" if high is None else f"{high}" + ("]" if high_inc else ")")
-        raise ValueError(f"`{where}` {what} {value!r} is outside the allowed range {lo}, {hi}.")
+    if outside_interval(value, low, high, low_inc, high_inc):
+        raise ValueError(f"`{where}` {what} {value!r} is outside the allowed range: it must be "
+                         f"{describe_interval(low, high, low_inc, high_inc)}.")
 
 
 def _normalize_one(knob, spec):

@@ -2,9 +2,10 @@
 
 import hashlib
 import json
-import os
 
 import numpy as np
+
+from keras_hardneg._io import atomic_write_json
 
 
 def digest_arrays(arrays):
@@ -45,10 +46,7 @@ def model_digests(model):
 
 
 def write_json(path, obj):
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w") as f:
-        json.dump(obj, f, indent=1, default=str)
-    os.replace(tmp, path)
+    atomic_write_json(path, obj, indent=1, default=str)
 
 
 def read_json(path):

@@ -3,7 +3,6 @@ with a message naming the argument; degenerate datasets and files are handled as
 
 import os
 
-import keras
 import numpy as np
 import pytest
 import tensorflow as tf

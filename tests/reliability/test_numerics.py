@@ -2,7 +2,6 @@
 trains every loss without a non-finite value."""
 
 import json
-import os
 
 import keras
 import numpy as np

@@ -7,7 +7,6 @@ import subprocess
 import sys
 import time
 
-import numpy as np
 import pytest
 
 from keras_hardneg.callbacks.annealing import beta_schedule, ring_upper_schedule

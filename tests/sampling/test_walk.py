@@ -66,7 +66,6 @@ def test_same_distribution_as_sequential_walk(graph, engine):
     runs, bsz, seed, alpha = 400, 48, 5, 0.3
     n = graph.shape[0]
     fa, fb = np.zeros(n), np.zeros(n)
-    pa, pb = [], []
     ra, rb = np.random.default_rng(2), np.random.default_rng(3)
     for _ in range(runs):
         a = random_walk_with_restart(graph, seed, alpha, bsz, ra, engine=engine)
