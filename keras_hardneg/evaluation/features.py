@@ -104,6 +104,11 @@ def extract_features(encoder, images_or_dataset, batch_size=256):
         ``features`` float32 ``[n, F]`` (features of higher rank are flattened), or
         ``(features, labels int64 [n])`` when the input has labels.
 
+    Raises:
+        ValueError: a batch holds NaN or inf pixels. (A compiled encoder may not pass them
+            on: TensorFlow fuses batch norm with ReLU, which maps NaN to 0, so broken images
+            would otherwise give finite, wrong features.)
+
     Example:
         >>> import keras, numpy as np
         >>> enc = keras.Sequential([keras.layers.Flatten(), keras.layers.Dense(4)])
@@ -114,9 +119,17 @@ def extract_features(encoder, images_or_dataset, batch_size=256):
     dataset, labelled = _as_dataset(images_or_dataset, batch_size)
     encode = _encoder_fn(encoder)
     features, labels = [], []
+    seen = 0
     for element in dataset:
-        images = element[0] if labelled else element
-        out = encode(tf.convert_to_tensor(images))
+        images = tf.convert_to_tensor(element[0] if labelled else element)
+        if images.dtype.is_floating:
+            bad = int(tf.math.count_nonzero(tf.logical_not(tf.math.is_finite(images))))
+            if bad:
+                raise ValueError(
+                    f"`images_or_dataset` has {bad} non-finite (NaN/inf) pixel values among "
+                    f"images {seen}..{seen + int(images.shape[0]) - 1}; fix or drop them.")
+        seen += int(images.shape[0])
+        out = encode(images)
         out = np.asarray(out.numpy() if hasattr(out, "numpy") else out, dtype=np.float32)
         features.append(out.reshape(out.shape[0], -1))
         if labelled:

@@ -70,3 +70,17 @@ def test_extract_features_errors():
     with pytest.raises(ValueError, match="empty"):
         extract_features(_encoder(), tf.data.Dataset.from_tensor_slices(
             np.zeros((0, 4, 4, 3), "float32")).batch(2))
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_extract_features_refuses_non_finite_pixels(bad):
+    """A compiled encoder with batch norm + ReLU maps NaN pixels to finite features (TF fuses
+    the two; oneDNN's ReLU turns NaN into 0): the input is checked instead."""
+    from keras_hardneg.encoders import small_convnet
+
+    x = np.random.default_rng(0).uniform(size=(12, 8, 8, 3)).astype("float32")
+    x[9, 2, 2, 1] = bad
+    enc = small_convnet(input_shape=(8, 8, 3), width=4)
+    with pytest.raises(ValueError, match=r"images_or_dataset.*1 non-finite.*images 8\.\.11"):
+        extract_features(enc, x, batch_size=4)
+    assert np.isfinite(extract_features(enc, x[:8], batch_size=4)).all()

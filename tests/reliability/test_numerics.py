@@ -2,6 +2,7 @@
 trains every loss without a non-finite value."""
 
 import json
+import re
 
 import keras
 import numpy as np
@@ -76,10 +77,11 @@ def test_nan_batch_stops_before_checkpoint_overwrite(tmp_path, framework):
         model.fit(x, batch_size=8, epochs=1, shuffle=False, verbose=0,
                   callbacks=[record, backup])
     msg = str(err.value)
-    # SimCLR: the NaN reaches the loss; MoCo v2: ReLU/pooling drop it in the forward pass
-    # and only the gradients are NaN -- the report names what actually broke.
+    # In a compiled step TF fuses batch norm + ReLU (oneDNN), whose ReLU maps NaN to 0: the
+    # forward pass can stay finite while the batch statistics, hence the gradients, are NaN.
+    # The report names what actually broke (loss, gradients or projections).
     assert "epoch 0, batch 3" in msg
-    assert ("non-finite loss" in msg) if framework == "simclr" else ("non-finite" in msg)
+    assert re.search(r"non-finite (loss|gradients|projection)", msg), msg
     assert "1 non-finite input values" in msg
     assert 3 not in record.after  # no later callback saw the broken batch
     meta = json.load(open(tmp_path / "b" / "training_metadata.json"))
