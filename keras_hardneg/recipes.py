@@ -55,6 +55,7 @@ _ENUMS = {
     "schedule.name": ("constant", "warmup_cosine"),
     "augmentation.version": ("v1", "v2", "v3"),
     "data.name": ("digits", "image_folder", "tfds"),
+    "data.on_error": ("skip", "raise"),
     "precision": ("float32", "mixed_bfloat16", "mixed_float16"),
 }
 
@@ -68,7 +69,7 @@ _SECTION_KEYS = {
     "schedule": {"name", "warmup_epochs"},
     "augmentation": {"version", "strength", "crop_scale"},
     "data": {"name", "train", "test", "image_size", "limit_per_class", "test_limit_per_class",
-             "dataset", "data_dir", "train_split", "test_split", "test_fraction"},
+             "dataset", "data_dir", "train_split", "test_split", "test_fraction", "on_error"},
     "moco": {"queue_size", "momentum"},
     "annealing": {"beta_changes", "ring_start", "ring_end"},
     "evaluation": {"knn_k", "knn_temperature", "monitor_every", "linear_probe"},

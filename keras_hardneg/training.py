@@ -48,11 +48,13 @@ def load_data(recipe):
         return train, test, desc
     if spec["name"] == "image_folder":
         size = spec.get("image_size", 32)
+        on_error = spec.get("on_error", "skip")  # undecodable files: skip (counted) or raise
         train = data_lib.load_image_folder_arrays(
-            spec["train"], image_size=(size, size), limit_per_class=spec.get("limit_per_class"))
+            spec["train"], image_size=(size, size), limit_per_class=spec.get("limit_per_class"),
+            on_error=on_error)
         if spec.get("test"):
             test = data_lib.load_image_folder_arrays(
-                spec["test"], image_size=(size, size),
+                spec["test"], image_size=(size, size), on_error=on_error,
                 limit_per_class=spec.get("test_limit_per_class", spec.get("limit_per_class")))
         else:
             rng = np.random.default_rng(seed)

@@ -265,6 +265,17 @@ def test_unreadable_images_refused_on_request(tmp_path):
     root = _folder_with_bad_files(tmp_path / "imgs")
     with pytest.raises(ValueError, match=r"truncated\.png|garbage\.jpg"):
         khn.data.load_image_folder_arrays(str(root), image_size=(8, 8), on_error="raise")
+    # ... and from a recipe (the CLI's way in): data.on_error reaches the loader
+    recipe = training.load_recipe({"data": {"name": "image_folder", "train": str(root),
+                                            "image_size": 8, "on_error": "raise"}})
+    with pytest.raises(ValueError, match=r"truncated\.png|garbage\.jpg"):
+        training.load_data(recipe)
+    recipe["data"]["on_error"] = "skip"
+    (x, _), _, _ = training.load_data(recipe)
+    assert len(x) > 0
+    with pytest.raises(RecipeError, match="data.on_error"):
+        training.load_recipe({"data": {"name": "image_folder", "train": str(root),
+                                       "on_error": "ignore"}})
 
 
 def test_savedmodel_from_another_program_is_refused(tmp_path, capsys):
