@@ -40,6 +40,18 @@ def _non_negative_float(text):
     return value
 
 
+def _override_data(data, args):
+    """A copy of a recipe's ``data`` section with ``--image-size`` / ``--limit-per-class``."""
+    data = dict(data)
+    if args.image_size is not None:
+        data["image_size"] = args.image_size
+    if args.limit_per_class is not None:
+        if data.get("name") != "image_folder":
+            raise CliError("--limit-per-class applies to image folders only.")
+        data["limit_per_class"] = args.limit_per_class
+    return data
+
+
 def _dataset_spec(text, image_size=None, limit_per_class=None):
     """``digits`` | ``tfds:NAME`` | a folder with class subfolders (or with train/ and test/)."""
     if text == "digits":
@@ -85,13 +97,7 @@ def _recipe_from_args(args):
     if args.dataset:
         given["data"] = _dataset_spec(args.dataset, args.image_size, args.limit_per_class)
     else:  # the recipe's (or the default) data, resized or limited
-        data = dict(given.get("data", {"name": "digits"}))
-        if args.image_size is not None:
-            data["image_size"] = args.image_size
-        if args.limit_per_class is not None:
-            if data.get("name") != "image_folder":
-                raise CliError("--limit-per-class applies to image folders only.")
-            data["limit_per_class"] = args.limit_per_class
+        data = _override_data(given.get("data", {"name": "digits"}), args)
         if data != given.get("data", {"name": "digits"}):
             given["data"] = data
     for flag, key in (("framework", "framework"), ("epochs", "epochs"),
@@ -183,6 +189,8 @@ def cmd_evaluate(args):
             recipe = load_recipe(run_recipe)
         else:
             raise CliError("evaluate needs --dataset or --recipe (no recipe.json next to the encoder).")
+    if not args.dataset and (args.image_size is not None or args.limit_per_class is not None):
+        recipe = load_recipe(dict(recipe, data=_override_data(recipe["data"], args)))
     if args.seed is not None:
         recipe["seed"] = args.seed
     start = time.perf_counter()

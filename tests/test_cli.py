@@ -36,6 +36,14 @@ def test_evaluate_reproduces_the_model_card(trained_run, capsys):
     assert measured["linear_probe_accuracy"] == pytest.approx(card["linear_probe_accuracy"], abs=1e-6)
 
 
+def test_evaluate_applies_data_flags_to_the_runs_recipe(trained_run, capsys):
+    """--limit-per-class / --image-size change the recipe's data (they used to be ignored
+    without --dataset): on digits, --limit-per-class is refused by name."""
+    capsys.readouterr()
+    assert cli.main(["evaluate", str(trained_run / "encoder"), "--limit-per-class", "5"]) == 2
+    assert "--limit-per-class" in capsys.readouterr().err
+
+
 def test_export_from_a_run_directory(trained_run, tmp_path):
     out = tmp_path / "exported"
     assert cli.main(["export", str(trained_run), "--output", str(out)]) == 0
