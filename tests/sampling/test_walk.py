@@ -122,6 +122,17 @@ def test_engines_validate_and_auto_picks_compiled(graph):
 
 
 @pytest.mark.parametrize("engine", ENGINES)
+def test_out_of_range_neighbour_ids_raise(engine):
+    """The compiled kernel has no bounds checks of its own: a bad id is refused, not read."""
+    nb = np.array([[1, 2], [2, 0], [0, 10 ** 6]] + [[(i + 1) % 40, (i + 2) % 40]
+                                                     for i in range(3, 40)])
+    with pytest.raises((ValueError, IndexError), match="neighbors|out of bounds"):
+        for seed in range(40):
+            random_walk_with_restart(nb, seed % 3, 0.0, 30, np.random.default_rng(seed),
+                                     engine=engine)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 def test_small_component_raises_quickly(engine):
     # two components: a 10-cycle (nodes 0..9) and a 500-node ring (10..509)
     n = 510
