@@ -87,95 +87,215 @@ def _plt():
     return plt
 
 
-def plot_curves(runs, path):
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(8, 5))
-    trained = sorted([r for r in runs if "history" in r], key=lambda r: _order(r["run_id"]))
-    cmap = plt.get_cmap("tab10")
-    base = {r["recipe"]["seed"]: r["knn_accuracy"] * 100 for r in runs
-            if r["run_id"].startswith("random_init")}
-    for i, r in enumerate(trained):
-        acc = np.array(r["history"].get("knn_accuracy", [])) * 100
-        x0 = 1
-        if r["recipe"]["seed"] in base:  # epoch 0 = the same seed's untrained encoder
-            acc, x0 = np.concatenate([[base[r["recipe"]["seed"]]], acc]), 0
-        style = "--" if r["run_id"].startswith("moco") else "-"
-        style = ":" if "batchsampler" in r["run_id"] else style
-        ax.plot(np.arange(x0, x0 + len(acc)), acc, style, marker="o", ms=3, color=cmap(i % 10),
-                label=r["run_id"])
+_LOSS_COLORS = {"nt_xent": "tab:blue", "debiased": "tab:orange", "hard_b0.5": "tab:green",
+                "hard_b1": "tab:red", "ring": "tab:purple", "unremix": "tab:brown"}
+
+
+def _style(cfg):
+    """Colour by loss, line style by framework / sampler (uniform solid, BatchSampler dotted,
+    MoCo dashed), so a configuration looks the same in every plot."""
+    parts = cfg.split("-")
+    color = _LOSS_COLORS.get(parts[1] if len(parts) > 1 else "", "tab:gray")
+    if cfg.startswith("moco"):
+        return color, "--", "s"
+    return color, (":" if "batchsampler" in cfg else "-"), "o"
+
+
+def _grouped(runs, key):
+    """{config: [A, E] array of history[key] over its seeds} (runs trimmed to the shortest)."""
+    groups = {}
     for r in runs:
-        if r["run_id"].startswith("random_init"):
-            ax.axhline(r["knn_accuracy"] * 100, color="grey", lw=1, ls="-.")
-            ax.text(0, r["knn_accuracy"] * 100 + 0.2, f"random init ({r['run_id'][-2:]})",
-                    color="grey", fontsize=8)
-    ax.set_xlabel("epoch (0 = random init)")
-    ax.xaxis.get_major_locator().set_params(integer=True)
-    ax.set_ylabel("kNN accuracy, 2000 test images (%)")
-    ax.set_title("kNN accuracy per epoch (k=200, t=0.1)")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="lower right")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+        v = r.get("history", {}).get(key)
+        if v:
+            groups.setdefault(config_of(r["run_id"]), []).append(np.asarray(v, dtype=float))
+    out = {}
+    for cfg, vs in groups.items():
+        e = min(len(v) for v in vs)
+        out[cfg] = np.stack([v[:e] for v in vs])
+    return dict(sorted(out.items(), key=lambda kv: _order(kv[0])))
 
 
-def plot_diagnostics(runs, path):
+def _band(ax, x, arr, cfg, scale=1.0, label=True):
+    """Mean over seeds as a line, min-max over seeds as a shaded band."""
+    color, ls, marker = _style(cfg)
+    mean = arr.mean(axis=0) * scale
+    n = arr.shape[0]
+    ax.plot(x, mean, ls=ls, marker=marker, ms=3, color=color,
+            label=(f"{cfg} (n={n})" if label else None))
+    if n > 1:
+        ax.fill_between(x, arr.min(axis=0) * scale, arr.max(axis=0) * scale, color=color,
+                        alpha=0.15, lw=0)
+
+
+def plot_curves(runs, path):
+    """kNN accuracy per epoch: mean over seeds, band = min-max over seeds.
+
+    Left: the losses with uniform batches (and MoCo v2); right: each SimCLR loss with uniform
+    (solid) and BatchSampler (dotted) batches.  Epoch 0 is the same seed's untrained encoder.
+    """
     plt = _plt()
-    trained = sorted([r for r in runs if "history" in r], key=lambda r: _order(r["run_id"]))
-    fig, axes = plt.subplots(2, 2, figsize=(11, 7))
-    cmap = plt.get_cmap("tab10")
-    panels = [("clamp_fraction", "clamp rate (share of anchors clamped)"),
-              ("false_negative_rate", "false-negative rate per batch"),
-              ("positive_cosine", "positive-pair cosine (train, projections)"),
-              ("negative_cosine", "negative-pair cosine (train, projections)")]
-    for ax, (key, title) in zip(axes.flat, panels):
-        for i, r in enumerate(trained):
-            v = r["history"].get(key)
-            if v:
-                ax.plot(np.arange(1, len(v) + 1), v, marker="o", ms=2, color=cmap(i % 10),
-                        label=r["run_id"], ls="--" if r["run_id"].startswith("moco") else "-")
+    grouped = _grouped(runs, "knn_accuracy")
+    base = [r["knn_accuracy"] for r in runs if r["run_id"].startswith("random_init")]
+    fig, axes = plt.subplots(1, 2, figsize=(14, 5.5), sharey=True)
+    panels = [(axes[0], lambda c: "batchsampler" not in c, "losses (uniform batches)"),
+              (axes[1], lambda c: c.startswith("simclr"), "SimCLR: uniform (solid) vs BatchSampler (dotted)")]
+    for ax, keep, title in panels:
+        for cfg, arr in grouped.items():
+            if not keep(cfg):
+                continue
+            if base:
+                arr = np.concatenate([np.full((arr.shape[0], 1), np.mean(base)), arr], axis=1)
+            _band(ax, np.arange(0 if base else 1, (0 if base else 1) + arr.shape[1]), arr, cfg, 100)
+        if base:
+            ax.axhline(100 * np.mean(base), color="grey", lw=1, ls="-.")
+            ax.text(0, 100 * np.mean(base) + 0.2, "random init", color="grey", fontsize=8)
+        ax.set_xlabel("epoch (0 = random init)")
+        ax.xaxis.get_major_locator().set_params(integer=True)
         ax.set_title(title, fontsize=10)
-        ax.set_xlabel("epoch")
         ax.grid(alpha=0.3)
-    axes.flat[2].legend(fontsize=7)
+        ax.legend(fontsize=7, loc="lower right")
+    axes[0].set_ylabel("kNN accuracy, 2000 test images (%)")
+    fig.suptitle("kNN accuracy per epoch (k=200, t=0.1); line = mean over seeds, band = min-max",
+                 fontsize=11)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
 
 
-def plot_histograms(runs, path, space="encoder"):
+def paired_differences(runs, reference="simclr-nt_xent-uniform"):
+    """Final kNN accuracy minus the same seed's reference run, in points.
+
+    Returns ``{config: {seed: difference}}`` for every configuration that shares a seed with
+    ``reference``, and ``{loss-sampler: {seed: BatchSampler minus uniform}}`` under the key
+    ``"batchsampler_vs_uniform"``, and MoCo v2 Ring minus MoCo v2 NT-Xent under
+    ``"moco_ring_vs_nt_xent"``.  Pairing by seed removes the seed's share of the spread (same
+    initial weights, same test split).
+    """
+    acc = {}
+    for r in runs:
+        if "history" in r:
+            acc.setdefault(config_of(r["run_id"]), {})[r["recipe"]["seed"]] = 100 * r["knn_accuracy"]
+    ref = acc.get(reference, {})
+    vs_ref = {cfg: {s: v - ref[s] for s, v in seeds.items() if s in ref}
+              for cfg, seeds in acc.items() if cfg != reference}
+    vs_uniform = {}
+    for cfg, seeds in acc.items():
+        if cfg.endswith("-batchsampler"):
+            u = acc.get(cfg.replace("-batchsampler", "-uniform"), {})
+            vs_uniform[cfg.replace("-batchsampler", "")] = {s: v - u[s] for s, v in seeds.items()
+                                                            if s in u}
+    ring, ntx = acc.get("moco_v2-ring-uniform", {}), acc.get("moco_v2-nt_xent-uniform", {})
+    return {"vs_reference": {k: v for k, v in vs_ref.items() if v},
+            "batchsampler_vs_uniform": {k: v for k, v in vs_uniform.items() if v},
+            "moco_ring_vs_nt_xent": {s: v - ntx[s] for s, v in ring.items() if s in ntx}}
+
+
+def plot_paired(runs, path, reference="simclr-nt_xent-uniform"):
+    """Dot plot of the seed-paired differences (one dot per seed, bar = mean)."""
+    d = paired_differences(runs, reference)
+    if not d["vs_reference"]:
+        return
     plt = _plt()
-    rs = sorted([r for r in runs if "cosine_histograms" in r], key=lambda r: _order(r["run_id"]))
-    if not rs:
+    pairs = {k.replace("simclr-", "") + " BS-unif": v for k, v in d["batchsampler_vs_uniform"].items()}
+    if d["moco_ring_vs_nt_xent"]:
+        pairs["moco_v2 ring-nt_xent"] = d["moco_ring_vs_nt_xent"]
+    fig, axes = plt.subplots(1, 2, figsize=(13, 4.8),
+                             gridspec_kw={"width_ratios": [len(d["vs_reference"]), max(len(pairs), 1)]})
+    for ax, block, title in ((axes[0], d["vs_reference"], f"minus {reference}"),
+                             (axes[1], pairs, "BatchSampler minus uniform; MoCo Ring minus NT-Xent")):
+        names = sorted(block, key=lambda n: _order("simclr-" + n if not n.startswith(("simclr", "moco")) else n))
+        for i, name in enumerate(names):
+            vals = list(block[name].values())
+            loss = name.split("-")[1] if name.startswith(("simclr", "moco")) else name.split(" ")[0]
+            color = _LOSS_COLORS.get("ring" if name.startswith("moco_v2 ring") else loss, "tab:gray")
+            ax.bar(i, np.mean(vals), color=color, alpha=0.35)
+            ax.scatter([i] * len(vals), vals, color=color, zorder=3, s=18)
+        ax.axhline(0, color="k", lw=1)
+        ax.set_xticks(np.arange(len(names)), [n.replace("simclr-", "") for n in names],
+                      rotation=35, ha="right", fontsize=8)
+        ax.set_title(title, fontsize=10)
+        ax.grid(alpha=0.3, axis="y")
+    axes[0].set_ylabel("kNN accuracy points")
+    fig.suptitle("Seed-paired differences: dots = seeds, bars = mean", fontsize=11)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def plot_diagnostics(runs, path):
+    """Clamp rate, false-negative rate and train cosines per epoch (mean over seeds, band =
+    min-max)."""
+    plt = _plt()
+    fig, axes = plt.subplots(2, 2, figsize=(12, 7.5))
+    panels = [("clamp_fraction", "clamp rate (share of anchors clamped)"),
+              ("false_negative_rate", "false-negative rate per batch"),
+              ("positive_cosine", "positive-pair cosine (train, projections)"),
+              ("negative_cosine", "negative-pair cosine (train, projections)")]
+    for ax, (key, title) in zip(axes.flat, panels):
+        for cfg, arr in _grouped(runs, key).items():
+            _band(ax, np.arange(1, arr.shape[1] + 1), arr, cfg)
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel("epoch")
+        ax.xaxis.get_major_locator().set_params(integer=True)
+        ax.grid(alpha=0.3)
+    axes.flat[0].legend(fontsize=6.5, ncol=2, loc="center")  # clamp rates sit near 0
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def _merged_histograms(runs, space):
+    """Per configuration, the seeds' test-pair cosine histograms summed (counts) and their
+    means averaged; ``[(config, seeds, histogram)]`` in table order."""
+    groups = {}
+    for r in runs:
+        if "cosine_histograms" in r:
+            groups.setdefault(config_of(r["run_id"]), []).append(r["cosine_histograms"][space])
+    out = []
+    for cfg in sorted(groups, key=_order):
+        hs = groups[cfg]
+        merged = {"edges": hs[0]["edges"]}
+        for key in ("same_label", "different_label"):
+            merged[key] = np.sum([np.asarray(h[key], dtype=float) for h in hs], axis=0)
+        for key in ("same_label_mean", "different_label_mean", "gap"):
+            merged[key] = float(np.mean([h[key] for h in hs]))
+        out.append((cfg, len(hs), merged))
+    return out
+
+
+def plot_histograms(runs, path, space="encoder"):
+    """Same-label vs different-label test-pair cosines (the papers' Fig. 5 style), one panel
+    per configuration, seeds pooled."""
+    plt = _plt()
+    hs = _merged_histograms(runs, space)
+    if not hs:
         return
     cols = 4
-    rows = -(-len(rs) // cols)
+    rows = -(-len(hs) // cols)
     fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.6 * rows), squeeze=False)
     lo = 1.0
-    for r in rs:  # x range: where any histogram has mass (ReLU features have cosines >= 0)
-        h = r["cosine_histograms"][space]
-        tot = np.array(h["same_label"]) + np.array(h["different_label"])
+    for _, _, h in hs:  # x range: where any histogram has mass (ReLU features have cosines >= 0)
+        tot = h["same_label"] + h["different_label"]
         lo = min(lo, h["edges"][int(np.argmax(tot > tot.sum() * 1e-4))])
-    for ax, r in zip(axes.flat, rs):
-        h = r["cosine_histograms"][space]
+    for ax, (cfg, n, h) in zip(axes.flat, hs):
         edges = np.array(h["edges"])
         centers = (edges[:-1] + edges[1:]) / 2
         width = edges[1] - edges[0]
         for key, color, label in (("different_label", "tab:red", "different label"),
                                   ("same_label", "tab:blue", "same label")):
-            counts = np.array(h[key], dtype=float)
+            counts = h[key]
             ax.fill_between(centers, counts / (counts.sum() * width), step="mid", alpha=0.45,
                             color=color, label=label)
         ax.set_xlim(max(lo - 0.05, -1.0), 1.0)
-        ax.set_title(f"{r['run_id']}\nmean same {h['same_label_mean']:.2f}, diff "
+        ax.set_title(f"{cfg} (n={n})\nmean same {h['same_label_mean']:.2f}, diff "
                      f"{h['different_label_mean']:.2f}, gap {h['gap']:+.3f}", fontsize=7.5)
         ax.tick_params(labelsize=7)
         ax.set_xlabel("cosine similarity", fontsize=7)
-    for ax in list(axes.flat)[len(rs):]:
+    for ax in list(axes.flat)[len(hs):]:
         ax.axis("off")
     axes.flat[0].legend(fontsize=7)
     fig.suptitle(f"Test-set pair cosines ({space} {'features' if space == 'encoder' else 'outputs'}):"
-                 " same-label vs different-label pairs", fontsize=10)
+                 " same-label vs different-label pairs, seeds pooled", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
@@ -220,6 +340,7 @@ def write(quality_dir, quick=False, prefix="quality"):
         f.write(table + "\n")
     if runs:
         plot_curves(runs, os.path.join(img, f"{prefix}_knn_curves.png"))
+        plot_paired(runs, os.path.join(img, f"{prefix}_paired.png"))
         plot_diagnostics(runs, os.path.join(img, f"{prefix}_diagnostics.png"))
         plot_histograms(runs, os.path.join(img, f"{prefix}_cosine_hist.png"), "encoder")
         plot_histograms(runs, os.path.join(img, f"{prefix}_cosine_hist_projection.png"), "projection")

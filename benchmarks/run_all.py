@@ -184,10 +184,7 @@ def run_one(run_id, recipe, data, work_dir, verbose):
     res = training.run(recipe, os.path.join(work_dir, run_id), resume=True, verbose=verbose,
                        export=False, extra_callbacks=[Hist()], data=data)
     hist = res["history"]
-    steps = None
-    if res.get("images_per_second") and res.get("epochs_run"):
-        steps = round(res["images_per_second"] * res["seconds"]
-                      / (res["epochs_run"] * recipe["batch_size"]))
+    steps = res.get("steps_per_epoch")
     epoch_s = hist.get("epoch_seconds", [])
     out.update(
         knn_accuracy=res["knn_accuracy"],
@@ -195,6 +192,8 @@ def run_one(run_id, recipe, data, work_dir, verbose):
         history=hist,
         train_seconds=res["seconds"],
         epochs_run=res["epochs_run"],
+        # A resumed run restores its first epochs: train_seconds covers only the rest.
+        epochs_trained_now=res.get("epochs_trained_now"),
         steps_per_epoch=steps,
         median_epoch_seconds=float(np.median(epoch_s)) if epoch_s else None,
         median_step_seconds=(float(np.median(epoch_s)) / steps) if epoch_s and steps else None,

@@ -255,8 +255,11 @@ def run(recipe, output_dir, *, resume=True, verbose=1, export=True, extra_callba
             to skip :func:`load_data` (the tuner reuses loaded data).
 
     Returns:
-        dict with ``knn_accuracy``, ``linear_probe_accuracy``, ``history``,
-        ``seconds``, ``images_per_second``, ``export_dir`` and ``output_dir``.
+        dict with ``knn_accuracy``, ``linear_probe_accuracy``, ``history`` (all epochs,
+        restored ones included), ``epochs_run``, ``epochs_trained_now`` (the epochs this call
+        trained; ``seconds`` and ``images_per_second`` cover only those),
+        ``steps_per_epoch``, ``seconds``, ``images_per_second``, ``export_dir`` and
+        ``output_dir``.
     """
     recipe = load_recipe(recipe)
     os.makedirs(output_dir, exist_ok=True)
@@ -323,6 +326,8 @@ def run(recipe, output_dir, *, resume=True, verbose=1, export=True, extra_callba
             history=hist,
             seconds=seconds,
             epochs_run=epochs_run,
+            epochs_trained_now=trained_now,
+            steps_per_epoch=steps,
             # Only the epochs this call trained (a resumed run restores the others).
             images_per_second=(trained_now * steps * recipe["batch_size"] / seconds
                                if seconds > 0 and trained_now else None),

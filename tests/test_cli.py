@@ -25,6 +25,12 @@ def test_train_writes_run_export_and_card(trained_run, capsys):
         assert os.path.exists(trained_run / name), name
     results = json.loads((trained_run / "results.json").read_text())
     assert 0.1 < results["knn_accuracy"] <= 1.0  # 10 classes: far above chance after 1 epoch
+    # Cost bookkeeping the benchmarks read: a fresh run trains every epoch it reports.
+    batch = json.loads((trained_run / "recipe.json").read_text())["batch_size"]
+    assert results["epochs_run"] == results["epochs_trained_now"] == 1
+    assert results["steps_per_epoch"] >= 1
+    assert results["images_per_second"] == pytest.approx(
+        results["steps_per_epoch"] * batch / results["seconds"])
 
 
 def test_evaluate_reproduces_the_model_card(trained_run, capsys):

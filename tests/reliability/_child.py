@@ -112,6 +112,7 @@ def main(argv=None):
                           extra_callbacks=[probe])
     probe.info["history"] = result["history"]
     probe.info["epochs_run"] = result["epochs_run"]
+    probe.info["epochs_trained_now"] = result["epochs_trained_now"]
     probe._flush()
     return 0
 

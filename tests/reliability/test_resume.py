@@ -94,6 +94,7 @@ def _check_common(killed, meta, resumed, kill_epoch):
     assert begin["iterations"] > 0
     # The whole run's history: restored epochs, then the resumed ones.
     assert resumed["epochs_run"] == EPOCHS
+    assert resumed["epochs_trained_now"] == EPOCHS - kill_epoch  # the rest came from the backup
     assert all(len(v) == EPOCHS for v in resumed["history"].values())
     # Epochs before the kill are reported as the killed process measured them.
     assert resumed["history"]["loss"][:kill_epoch] == [h["loss"] for h in meta["history"]]
@@ -136,6 +137,7 @@ def test_sigkill_during_checkpoint_write_keeps_previous(tmp_path):
     assert resumed["begin"]["initial_epoch"] == 1
     assert resumed["begin"]["weights"] == killed["saved"]["0"]["weights"]
     assert resumed["epochs_run"] == EPOCHS
+    assert resumed["epochs_trained_now"] == EPOCHS - 1
     # The half-written file was removed; one backup remains.
     files = sorted(f for f in os.listdir(backup) if f.startswith("ckpt-"))
     assert len(files) == 1 and files[0].startswith(f"ckpt-{EPOCHS:05d}")
