@@ -10,6 +10,12 @@ in-batch negatives), and writes JSON.
     python benchmarks/sampling/cifar_samplers.py --per-class 500 --epochs 4 \
         --output benchmarks/results/cifar_samplers.json
 
+At the quality grid's r18 settings (uniform vs BatchSampler only):
+
+    python benchmarks/sampling/cifar_samplers.py --per-class 1000 --width 16 --epochs 5 \
+        --refresh-every 19 --precision mixed_bfloat16 --projection-dims 512,128 \
+        --samplers uniform,batchsampler --output benchmarks/results/cifar_samplers_r18.json
+
 Note: the GraphRefreshCallback's step counter restarts with every `fit` call here (one per
 epoch), so the restart-probability schedule restarts each epoch: a cost benchmark, not a
 faithful long run.
@@ -38,17 +44,23 @@ def main():
     p.add_argument("--width", type=int, default=8)
     p.add_argument("--batch-size", type=int, default=256)
     p.add_argument("--refresh-every", type=int, default=10)
+    p.add_argument("--projection-dims", default="128,64")
+    p.add_argument("--precision", default="float32",
+                   choices=("float32", "mixed_bfloat16", "mixed_float16"))
+    p.add_argument("--samplers", default="uniform,knn,batchsampler",
+                   help="comma-separated subset of uniform, knn, batchsampler")
     p.add_argument("--output", default=os.path.join(HERE, "..", "results", "cifar_samplers.json"))
     args = p.parse_args()
 
     base = {
         "encoder": {"name": "resnet18_cifar", "width": args.width},
-        "projection_dims": [128, 64],
+        "projection_dims": [int(v) for v in args.projection_dims.split(",")],
         "loss": {"name": "hard", "temperature": 0.5, "tau_plus": 0.1, "beta": 1.0},
         "data": {"name": "image_folder", "train": f"{DATA}/train", "test": f"{DATA}/test",
                  "image_size": 32, "limit_per_class": args.per_class,
                  "test_limit_per_class": args.test_per_class},
         "batch_size": args.batch_size, "epochs": args.epochs, "seed": 0,
+        "precision": args.precision,
         "schedule": {"name": "constant"},
         "evaluation": {"monitor_every": 0, "linear_probe": False, "knn_k": 200,
                        "knn_temperature": 0.1},
@@ -60,16 +72,23 @@ def main():
         "batchsampler": {"name": "batchsampler", "num_candidates": 500, "num_neighbors": 100,
                          "refresh_every": args.refresh_every, "restart_prob": [0.2, 0.05]},
     }
+    wanted = args.samplers.split(",")
+    unknown = sorted(set(wanted) - set(samplers))
+    if unknown or "uniform" not in wanted:
+        p.error(f"--samplers: unknown {unknown}; choose from {sorted(samplers)} and keep "
+                "'uniform' (the reference)")
+    samplers = {k: v for k, v in samplers.items() if k in wanted}
+    keras.config.set_dtype_policy(args.precision)  # build_model leaves the policy to the caller
     recipe0 = load_recipe(base)
     train, test, desc = training.load_data(recipe0)
     runs = {}
     for name, spec in samplers.items():
         recipe = load_recipe({**base, "sampler": spec})
         keras.utils.set_random_seed(0)
-        ds, steps, cbs, _ = training.make_train_dataset(recipe, *train)
+        ds, steps, cbs, sampler = training.make_train_dataset(recipe, *train)
         model = training.build_model(recipe, train[0].shape[1:], num_examples=len(train[0]))
         runs[name] = {"model": model, "ds": ds, "steps": steps, "cbs": cbs, "seconds": [],
-                      "fn": [], "cos": []}
+                      "fn": [], "cos": [], "sampler": sampler}
     steps = runs["uniform"]["steps"]
     names = list(runs)
     for epoch in range(args.epochs):
@@ -90,7 +109,20 @@ def main():
     for name, r in runs.items():
         timed = r["seconds"][1:] or r["seconds"]
         acc = training.evaluate_encoder(r["model"].encoder, train, test, linear_probe=False)
+        # The sampler's own costs, from the run: graph rebuilds timed by the refresh callback
+        # (reading the embedding bank + build + hand-over), and one epoch of batches drawn
+        # after training (the walks; uniform: a permutation slice).
+        refreshes = [x["seconds"] for cb in r["cbs"] for x in getattr(cb, "refreshes", [])
+                     if x and x.get("seconds") is not None]
+        sampler_cost = None
+        if r["sampler"] is not None and hasattr(r["sampler"], "next_batch"):
+            t0 = time.perf_counter()
+            for _ in range(steps):
+                r["sampler"].next_batch()
+            sampler_cost = (time.perf_counter() - t0) / steps
         out["samplers"][name] = {
+            "graph_refresh_seconds": refreshes,
+            "next_batch_seconds": sampler_cost,
             "epoch_seconds": r["seconds"],
             "steps_per_second": steps * len(timed) / sum(timed),
             "false_negative_rate_per_epoch": r["fn"],
