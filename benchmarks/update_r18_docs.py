@@ -25,7 +25,8 @@ QUALITY = os.path.join(REPO, "benchmarks", "results", "quality_r18")
 # Where and how each seed ran (the machine's state is part of the timing columns).
 CONDITIONS = {
     0: "session 2, one worker; our own test suite ran `nice`d beside 6 of the runs",
-    1: "session 3, one worker; only plotting and editing beside it",
+    1: "session 3, one worker; our test suite ran `nice`d beside the hard, Ring and UnReMix uniform runs",
+    2: "session 3 onwards, one worker, only the configurations with small differences",
 }
 REF = "simclr-nt_xent-uniform"
 
