@@ -156,7 +156,11 @@ def main():
                 + ", ".join(f"{l} {b:.0f}/{u:.0f}" for l, b, u in ratios)
                 + f"; ratio median {np.median(r):.2f} (range {min(r):.2f}-{max(r):.2f})")
 
-    section = f"""{START} (seeds {', '.join(map(str, seeds))})
+    per_seed = {s: sum(r["recipe"]["seed"] == s for r in trained) for s in seeds}
+    seed_label = ", ".join(f"{s}" + (f" ({per_seed[s]} of {max(per_seed.values())} runs)"
+                                      if per_seed[s] < max(per_seed.values()) else "")
+                           for s in seeds)
+    section = f"""{START} (seeds {seed_label})
 
 | | |
 |---|---|
