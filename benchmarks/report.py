@@ -115,13 +115,12 @@ def _grouped(runs, key):
     return dict(sorted(out.items(), key=lambda kv: _order(kv[0])))
 
 
-def _band(ax, x, arr, cfg, scale=1.0, label=True):
+def _band(ax, x, arr, cfg, scale=1.0):
     """Mean over seeds as a line, min-max over seeds as a shaded band."""
     color, ls, marker = _style(cfg)
     mean = arr.mean(axis=0) * scale
     n = arr.shape[0]
-    ax.plot(x, mean, ls=ls, marker=marker, ms=3, color=color,
-            label=(f"{cfg} (n={n})" if label else None))
+    ax.plot(x, mean, ls=ls, marker=marker, ms=3, color=color, label=f"{cfg} (n={n})")
     if n > 1:
         ax.fill_between(x, arr.min(axis=0) * scale, arr.max(axis=0) * scale, color=color,
                         alpha=0.15, lw=0)
@@ -190,28 +189,37 @@ def paired_differences(runs, reference="simclr-nt_xent-uniform"):
             "moco_ring_vs_nt_xent": {s: v - ntx[s] for s, v in ring.items() if s in ntx}}
 
 
+def _paired_bars(d):
+    """The two panels of :func:`plot_paired` as ``[(label, {seed: diff}, colour)]`` lists, in
+    table order; colours follow the loss as in every other plot."""
+    left = [(cfg.replace("simclr-", ""), seeds, _style(cfg)[0])
+            for cfg, seeds in sorted(d["vs_reference"].items(), key=lambda kv: _order(kv[0]))]
+    right = [(f"{name.replace('simclr-', '')} BS-unif", seeds, _style(name + "-uniform")[0])
+             for name, seeds in sorted(d["batchsampler_vs_uniform"].items(),
+                                       key=lambda kv: _order(kv[0] + "-batchsampler"))]
+    if d["moco_ring_vs_nt_xent"]:
+        right.append(("moco_v2 ring-nt_xent", d["moco_ring_vs_nt_xent"],
+                      _style("moco_v2-ring-uniform")[0]))
+    return left, right
+
+
 def plot_paired(runs, path, reference="simclr-nt_xent-uniform"):
     """Dot plot of the seed-paired differences (one dot per seed, bar = mean)."""
     d = paired_differences(runs, reference)
     if not d["vs_reference"]:
         return
     plt = _plt()
-    pairs = {k.replace("simclr-", "") + " BS-unif": v for k, v in d["batchsampler_vs_uniform"].items()}
-    if d["moco_ring_vs_nt_xent"]:
-        pairs["moco_v2 ring-nt_xent"] = d["moco_ring_vs_nt_xent"]
+    left, right = _paired_bars(d)
     fig, axes = plt.subplots(1, 2, figsize=(13, 4.8),
-                             gridspec_kw={"width_ratios": [len(d["vs_reference"]), max(len(pairs), 1)]})
-    for ax, block, title in ((axes[0], d["vs_reference"], f"minus {reference}"),
-                             (axes[1], pairs, "BatchSampler minus uniform; MoCo Ring minus NT-Xent")):
-        names = sorted(block, key=lambda n: _order("simclr-" + n if not n.startswith(("simclr", "moco")) else n))
-        for i, name in enumerate(names):
-            vals = list(block[name].values())
-            loss = name.split("-")[1] if name.startswith(("simclr", "moco")) else name.split(" ")[0]
-            color = _LOSS_COLORS.get("ring" if name.startswith("moco_v2 ring") else loss, "tab:gray")
+                             gridspec_kw={"width_ratios": [len(left), max(len(right), 1)]})
+    for ax, bars, title in ((axes[0], left, f"minus {reference}"),
+                            (axes[1], right, "BatchSampler minus uniform; MoCo Ring minus NT-Xent")):
+        for i, (_, seeds, color) in enumerate(bars):
+            vals = list(seeds.values())
             ax.bar(i, np.mean(vals), color=color, alpha=0.35)
             ax.scatter([i] * len(vals), vals, color=color, zorder=3, s=18)
         ax.axhline(0, color="k", lw=1)
-        ax.set_xticks(np.arange(len(names)), [n.replace("simclr-", "") for n in names],
+        ax.set_xticks(np.arange(len(bars)), [label for label, _, _ in bars],
                       rotation=35, ha="right", fontsize=8)
         ax.set_title(title, fontsize=10)
         ax.grid(alpha=0.3, axis="y")

@@ -89,3 +89,14 @@ def test_every_plot_renders(runs, tmp_path):
         path = tmp_path / f"{name}.png"
         fn(runs, str(path))
         assert path.stat().st_size > 10_000, name
+
+
+def test_paired_bars_keep_table_order_and_loss_colours(runs):
+    left, right = report._paired_bars(report.paired_differences(runs))
+    assert [label for label, _, _ in left] == ["hard_b1-uniform", "hard_b1-batchsampler",
+                                               "moco_v2-nt_xent-uniform", "moco_v2-ring-uniform"]
+    colours = {label: colour for label, _, colour in left + right}
+    assert colours["hard_b1-uniform"] == colours["hard_b1-batchsampler"] == "tab:red"
+    assert colours["moco_v2-ring-uniform"] == colours["moco_v2 ring-nt_xent"] == "tab:purple"
+    assert [label for label, _, _ in right] == ["hard_b1 BS-unif", "moco_v2 ring-nt_xent"]
+    assert right[0][1] == pytest.approx({0: 1.0, 1: -1.0})
