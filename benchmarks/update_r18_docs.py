@@ -141,18 +141,20 @@ def main():
         f"{np.mean(pairs) if pairs else float('nan'):+.2f} points.")
     small = sorted(cfg for cfg, dd in vs.items() if abs(_mean(dd)) < 2.0)
 
-    # Epoch seconds, BatchSampler vs uniform, paired by loss and seed.
+    # Step seconds, BatchSampler vs uniform, paired by loss and seed.  Per step, not per
+    # epoch: a BatchSampler epoch has ceil(N/B) = 40 steps, a uniform one floor(N/B) = 39.
     cost_rows = []
     for s in seeds:
         ratios = []
         for loss in ("nt_xent", "debiased", "hard_b0.5", "hard_b1", "ring", "unremix"):
             u, b = by.get(f"simclr-{loss}-uniform-s{s}"), by.get(f"simclr-{loss}-batchsampler-s{s}")
             if u and b:
-                ratios.append((loss, b["median_epoch_seconds"], u["median_epoch_seconds"]))
+                ratios.append((loss, 1000 * b["median_step_seconds"],
+                               1000 * u["median_step_seconds"]))
         if ratios:
             r = [b / u for _, b, u in ratios]
             cost_rows.append(
-                f"seed {s}: median epoch seconds BatchSampler / uniform = "
+                f"seed {s}: median ms per step BatchSampler / uniform = "
                 + ", ".join(f"{l} {b:.0f}/{u:.0f}" for l, b, u in ratios)
                 + f"; ratio median {np.median(r):.2f} (range {min(r):.2f}-{max(r):.2f})")
 
@@ -204,7 +206,8 @@ predicts):
 Configurations whose mean difference from NT-Xent is under 2 points (the issue asks for a
 third seed there): {', '.join(small) if small else 'none'}.
 
-**Cost of BatchSampler batches** (same loss, same seed): {'; '.join(cost_rows) if cost_rows else 'no pairs yet'}.
+**Cost of BatchSampler batches** (same loss, same seed; per step, because a BatchSampler
+epoch has ceil(N/B) = 40 steps and a uniform one floor(N/B) = 39): {'; '.join(cost_rows) if cost_rows else 'no pairs yet'}.
 
 ![kNN accuracy per epoch, r18 budget](img/quality_r18_knn_curves.png)
 
