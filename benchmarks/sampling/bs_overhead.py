@@ -1,7 +1,11 @@
 """Where does a BatchSampler epoch's extra time go?  An ablation at the r18 grid's settings.
 
-The r18 quality grid's BatchSampler runs took 1.07-1.09x the epoch time of the same loss
-with uniform batches (seed-paired medians).  BatchSampler differs from uniform training in
+The question: the r18 quality grid's BatchSampler runs took 1.07-1.09x the epoch time of
+the same loss with uniform batches (seed-paired medians).  The answer (docs/benchmarks.md,
+"What a BatchSampler step costs"): no part costs measurable time per step; the epoch ratio
+came from 40 vs 39 steps per epoch and the machine's ±10 % fit-to-fit noise.
+
+BatchSampler differs from uniform training in
 three places, and this script switches them on one at a time, each as one continuous
 ``fit`` (the way the grid trains), so each step's cost can be pinned on one of them:
 
@@ -37,7 +41,6 @@ from keras_hardneg import training
 from keras_hardneg.recipes import load_recipe
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DATA = os.path.normpath(os.path.join(HERE, "..", "..", "..", "shared", "data", "cifar10-jpg"))
 VARIANTS = ("uniform", "uniform+bank", "sampler+bank", "sampler+bank+refresh")
 
 
