@@ -1,0 +1,267 @@
+"""Registries: one per kind of component, mapping a name to its factory and config keys.
+
+Every configurable component (framework, loss, encoder, projection head, optimizer,
+schedule, sampler, dataset, view maker, evaluation) is registered once, next to its
+code, with the keys it takes. A key's default is read from the factory's signature,
+so it exists in one place; the registration adds only what the signature cannot say
+(type, allowed range or values, help). Recipes, CLI choices, tuner knobs and model
+cards are derived from these registries, and every lookup refuses an unknown name or
+key with an error naming it and what is allowed.
+
+Example:
+>>> reg = Registry("widget")
+>>> @reg.register("box", params={"size": Param(int, low=1, help="side length")})
+... def box(size=3):
+...     return ("box", size)
+>>> reg.build("box")
+('box', 3)
+>>> reg.check("box", {"size": 0})
+Traceback (most recent call last):
+...
+keras_hardneg.registry.ConfigError: widget key 'size' = 0 is out of range; allowed: >= 1.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import math
+import numbers
+from typing import Any, Callable, Iterable
+
+from keras_hardneg._validation import describe_interval, outside_interval
+
+__all__ = [
+    "ConfigError", "Param", "Component", "Registry", "REQUIRED",
+    "FRAMEWORKS", "LOSSES", "ENCODERS", "HEADS", "OPTIMIZERS", "SCHEDULES", "SAMPLERS",
+    "DATASETS", "VIEW_MAKERS", "EVALUATIONS",
+]
+
+
+class ConfigError(ValueError):
+    """A component name or config key/value is not allowed (the message names it)."""
+
+
+class _Required:
+    def __repr__(self) -> str:
+        return "REQUIRED"
+
+
+#: Marks a key with no default: it must be given.
+REQUIRED: Any = _Required()
+_FROM_SIGNATURE: Any = object()
+
+
+@dataclasses.dataclass(frozen=True)
+class Param:
+    """One config key of a component.
+
+    Args:
+        kind: ``int``, ``float``, ``str``, ``bool``, ``list`` (a list/tuple of numbers),
+            ``"number_or_list"`` or ``"any"``.
+        default: the value when the key is not given; by default read from the
+            factory's signature (the one place it is defined).
+        low, high, low_inclusive, high_inclusive: an allowed interval for numbers
+            (each element of a list).
+        choices: allowed values.
+        help: one line, shown by the CLI and in docs.
+        tunable: the tuner may search this key (numbers only).
+    """
+
+    kind: Any = float
+    default: Any = _FROM_SIGNATURE
+    low: float | None = None
+    high: float | None = None
+    low_inclusive: bool = True
+    high_inclusive: bool = True
+    choices: tuple | None = None
+    help: str = ""
+    tunable: bool = False
+
+    def validate(self, value: Any, where: str) -> Any:
+        """``value`` checked (and ints/floats normalised); raises :class:`ConfigError`."""
+        if value is None and self.default is None:
+            return None
+        if self.choices is not None:
+            if value not in self.choices:
+                raise ConfigError(f"{where} = {value!r} is not allowed; choose one of "
+                                  f"{', '.join(map(str, self.choices))}.")
+            return value
+        kind = self.kind
+        if kind == "any":
+            return value
+        if kind is bool:
+            if not isinstance(value, bool):
+                raise ConfigError(f"{where} must be true or false; got {value!r}.")
+            return value
+        if kind is str:
+            if not isinstance(value, str) or not value:
+                raise ConfigError(f"{where} must be a non-empty string; got {value!r}.")
+            return value
+        if kind is list or (kind == "number_or_list" and isinstance(value, (list, tuple))):
+            if not isinstance(value, (list, tuple)) or not value:
+                raise ConfigError(f"{where} must be a non-empty list of numbers; got {value!r}.")
+            return [self._number(v, f"{where}[{i}]", float) for i, v in enumerate(value)]
+        return self._number(value, where, int if kind is int else float)
+
+    def _number(self, value: Any, where: str, kind: type) -> Any:
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or \
+                not math.isfinite(float(value)):
+            raise ConfigError(f"{where} must be {'an integer' if kind is int else 'a number'}; "
+                              f"got {value!r}.")
+        if kind is int and not float(value).is_integer():
+            raise ConfigError(f"{where} must be an integer; got {value!r}.")
+        if outside_interval(value, self.low, self.high, self.low_inclusive, self.high_inclusive):
+            raise ConfigError(f"{where} = {value!r} is out of range; allowed: "
+                              f"{describe_interval(self.low, self.high, self.low_inclusive, self.high_inclusive)}.")
+        return int(value) if kind is int else float(value)
+
+
+@dataclasses.dataclass(frozen=True)
+class Component:
+    """A registered component: its name, factory, config keys and tags."""
+
+    name: str
+    factory: Callable[..., Any]
+    params: dict[str, Param]
+    help: str = ""
+    tags: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def defaults(self) -> dict[str, Any]:
+        """``{key: default}`` for every key that has one."""
+        return {k: p.default for k, p in self.params.items() if p.default is not REQUIRED}
+
+
+def _signature_defaults(factory: Callable[..., Any]) -> dict[str, Any]:
+    target = factory.__init__ if inspect.isclass(factory) else factory
+    try:
+        sig = inspect.signature(target)
+    except (TypeError, ValueError):
+        return {}
+    return {name: (REQUIRED if p.default is inspect.Parameter.empty else p.default)
+            for name, p in sig.parameters.items()
+            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+
+
+def _plain(value: Any) -> Any:
+    # Tuples in signatures become lists, as they would in a JSON recipe.
+    return [_plain(v) for v in value] if isinstance(value, tuple) else value
+
+
+class Registry:
+    """Name -> :class:`Component` for one kind of component.
+
+    Args:
+        kind: what is registered, e.g. ``"loss"`` (used in error messages).
+    """
+
+    def __init__(self, kind: str):
+        self.kind = kind
+        self._components: dict[str, Component] = {}
+        self._aliases: dict[str, str] = {}
+
+    def register(self, name: str, factory: Callable[..., Any] | None = None, *,
+                 params: dict[str, Param] | None = None, aliases: Iterable[str] = (),
+                 help: str = "", **tags: Any):
+        """Registers ``factory`` under ``name`` (usable as a decorator).
+
+        ``params`` are the config keys a recipe or the CLI may set; a key whose
+        :class:`Param` has no ``default`` takes the factory's signature default.
+        ``tags`` are free metadata (e.g. ``modality="image"``).
+        """
+        def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+            if name in self._components or name in self._aliases:
+                raise ValueError(f"{self.kind} {name!r} is already registered.")
+            sig = _signature_defaults(fn)
+            resolved = {}
+            for key, param in (params or {}).items():
+                if param.default is _FROM_SIGNATURE:
+                    if key not in sig:
+                        raise ValueError(f"{self.kind} {name!r}: key {key!r} has no default and "
+                                         f"is not a parameter of {fn.__name__}.")
+                    param = dataclasses.replace(param, default=_plain(sig[key]))
+                resolved[key] = param
+            doc = help or (inspect.getdoc(fn) or "").split("\n")[0]
+            self._components[name] = Component(name, fn, resolved, doc, dict(tags))
+            for alias in aliases:
+                self._aliases[alias] = name
+            return fn
+
+        return decorate if factory is None else decorate(factory)
+
+    # ----------------------------------------------------------------- lookups
+    def names(self, **tags: Any) -> list[str]:
+        """Registered names (in registration order), optionally only those whose tags match."""
+        return [n for n, c in self._components.items()
+                if all(c.tags.get(k) == v for k, v in tags.items())]
+
+    def canonical(self, name: Any) -> str:
+        """The registered name for ``name`` or one of its aliases; raises :class:`ConfigError`."""
+        key = name.lower().replace("-", "_") if isinstance(name, str) else name
+        if key in self._components:
+            return key
+        if key in self._aliases:
+            return self._aliases[key]
+        raise ConfigError(f"unknown {self.kind} {name!r}; allowed: {', '.join(self.names())}.")
+
+    def __contains__(self, name: Any) -> bool:
+        try:
+            self.canonical(name)
+            return True
+        except ConfigError:
+            return False
+
+    def get(self, name: str) -> Component:
+        """The :class:`Component` registered as ``name``."""
+        return self._components[self.canonical(name)]
+
+    def defaults(self, name: str) -> dict[str, Any]:
+        """``{key: default}`` of ``name``'s config keys."""
+        return self.get(name).defaults()
+
+    def check(self, name: str, config: dict[str, Any] | None = None, *,
+              where: str | None = None) -> dict[str, Any]:
+        """``config`` validated and completed with defaults (a new dict, without ``name``).
+
+        Raises:
+            ConfigError: naming the unknown key or out-of-range value and what is allowed.
+        """
+        comp = self.get(name)
+        where = where or self.kind
+        config = dict(config or {})
+        config.pop("name", None)
+        unknown = sorted(set(config) - set(comp.params))
+        if unknown:
+            allowed = ", ".join(sorted(comp.params)) or "none"
+            raise ConfigError(f"unknown {where} key '{unknown[0]}' for {self.kind} "
+                              f"'{comp.name}'; allowed: {allowed}.")
+        out = {}
+        for key, param in comp.params.items():
+            if key in config:
+                out[key] = param.validate(config[key], f"{where} key '{key}'")
+            elif param.default is REQUIRED:
+                raise ConfigError(f"{where} key '{key}' is required for {self.kind} "
+                                  f"'{comp.name}'.")
+            else:
+                out[key] = param.default
+        return out
+
+    def build(self, name: str, *args: Any, **config: Any) -> Any:
+        """Calls ``name``'s factory with ``*args`` and the checked ``config``."""
+        comp = self.get(name)
+        return comp.factory(*args, **self.check(name, config))
+
+    def __repr__(self) -> str:
+        return f"Registry({self.kind!r}: {', '.join(self.names())})"
+
+
+FRAMEWORKS = Registry("framework")
+LOSSES = Registry("loss")
+ENCODERS = Registry("encoder")
+HEADS = Registry("projection head")
+OPTIMIZERS = Registry("optimizer")
+SCHEDULES = Registry("schedule")
+SAMPLERS = Registry("sampler")
+DATASETS = Registry("dataset")
+VIEW_MAKERS = Registry("view maker")
+EVALUATIONS = Registry("evaluation")
