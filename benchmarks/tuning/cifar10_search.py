@@ -43,6 +43,7 @@ def main(argv=None):
     import keras_tuner
 
     from keras_hardneg import training, tuning
+    from keras_hardneg._io import atomic_write_json
     from keras_hardneg.recipes import load_recipe
 
     recipe = {"encoder": {"name": "small_convnet", "width": args.width},
@@ -80,7 +81,7 @@ def main(argv=None):
                          "tau_plus": t["tau_plus"], "seed": seed,
                          "search_objective": t["objective"], **metrics})
             print(rows[-1])
-            tuning.records.write_json_atomic(rows, out_path)
+            atomic_write_json(out_path, rows, indent=1, default=str)
     for label in ("best", "worst"):
         vals = [r["knn_accuracy"] for r in rows if r["which"] == label]
         t = next(r for r in rows if r["which"] == label)

@@ -1,4 +1,6 @@
-"""Trial records: ``results.json`` (written atomically) and the ranked table.
+"""Trial records: their fields, ranking and the ranked table.
+
+``search`` writes them to ``results.json`` with :func:`keras_hardneg._io.atomic_write_json`.
 
 A record is a plain dict per trial::
 
@@ -20,24 +22,12 @@ Example:
 ['0', '1']
 """
 
-import json
 import math
-import os
 
-__all__ = ["write_json_atomic", "rank", "format_table", "INFO_FILE"]
+__all__ = ["rank", "format_table", "INFO_FILE"]
 
 #: per-trial facts written next to Keras Tuner's trial.json
 INFO_FILE = "khn_trial.json"
-
-
-def write_json_atomic(obj, path):
-    """Writes ``obj`` as JSON to ``path`` via a temporary file and ``os.replace``."""
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w") as f:
-        json.dump(obj, f, indent=1, default=str)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 def _ok(record):

@@ -31,6 +31,7 @@ import keras
 import keras_tuner
 
 from keras_hardneg import training
+from keras_hardneg._io import atomic_write_json
 from keras_hardneg.recipes import load_recipe
 from keras_hardneg.tuning import records as records_lib
 from keras_hardneg.tuning.hypermodel import OBJECTIVES, ContrastiveHyperModel
@@ -65,8 +66,9 @@ def _recording(tuner_cls):
             info = dict(self.hypermodel.last_trial_info or {})
             self.hypermodel.last_trial_info = None
             info["finished_at"] = datetime.datetime.now().isoformat(timespec="seconds")
-            records_lib.write_json_atomic(
-                info, os.path.join(self.get_trial_dir(trial.trial_id), records_lib.INFO_FILE))
+            atomic_write_json(
+                os.path.join(self.get_trial_dir(trial.trial_id), records_lib.INFO_FILE), info,
+                indent=1, default=str)
             super().on_trial_end(trial)  # the oracle scores and saves the trial
             if self._on_record is not None:
                 self._on_record(self)
@@ -245,7 +247,7 @@ def run_search(dataset="digits", trials=2, epochs=1, tuner="random", output="tun
             raise ValueError(f"`output` {output!r} holds a search with different settings "
                              f"({', '.join(changed)}); pass resume=False to start afresh or "
                              "choose another output folder.")
-    records_lib.write_json_atomic({**settings, "trials": trials}, settings_path)
+    atomic_write_json(settings_path, {**settings, "trials": trials}, indent=1, default=str)
 
     # ------------------------------------------------------------------ data
     keras.config.set_dtype_policy(base["precision"])
@@ -265,7 +267,7 @@ def run_search(dataset="digits", trials=2, epochs=1, tuner="random", output="tun
 
         def record(t):
             recs = collect_records(t, hypermodel)
-            records_lib.write_json_atomic(recs, results_path)
+            atomic_write_json(results_path, recs, indent=1, default=str)
             return recs
 
         common = dict(hypermodel=hypermodel, objective=hypermodel.objective,
