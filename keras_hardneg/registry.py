@@ -126,6 +126,7 @@ class Component:
     params: dict[str, Param]
     help: str = ""
     tags: dict[str, Any] = dataclasses.field(default_factory=dict)
+    check: Callable[[dict[str, Any]], str | None] | None = None
 
     def defaults(self) -> dict[str, Any]:
         """``{key: default}`` for every key that has one."""
@@ -162,12 +163,15 @@ class Registry:
 
     def register(self, name: str, factory: Callable[..., Any] | None = None, *,
                  params: dict[str, Param] | None = None, aliases: Iterable[str] = (),
-                 help: str = "", **tags: Any):
+                 help: str = "", check: Callable[[dict[str, Any]], str | None] | None = None,
+                 **tags: Any):
         """Registers ``factory`` under ``name`` (usable as a decorator).
 
         ``params`` are the config keys a recipe or the CLI may set; a key whose
         :class:`Param` has no ``default`` takes the factory's signature default.
-        ``tags`` are free metadata (e.g. ``modality="image"``).
+        ``check`` validates keys together (it gets the completed config and returns
+        a message, or None when the config is fine). ``tags`` are free metadata
+        (e.g. ``modality="image"``).
         """
         def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
             if name in self._components or name in self._aliases:
@@ -182,7 +186,7 @@ class Registry:
                     param = dataclasses.replace(param, default=_plain(sig[key]))
                 resolved[key] = param
             doc = help or (inspect.getdoc(fn) or "").split("\n")[0]
-            self._components[name] = Component(name, fn, resolved, doc, dict(tags))
+            self._components[name] = Component(name, fn, resolved, doc, dict(tags), check)
             for alias in aliases:
                 self._aliases[alias] = name
             return fn
@@ -244,6 +248,9 @@ class Registry:
                                   f"'{comp.name}'.")
             else:
                 out[key] = param.default
+        problem = comp.check(out) if comp.check is not None else None
+        if problem:
+            raise ConfigError(f"{where} keys of {self.kind} '{comp.name}': {problem}.")
         return out
 
     def build(self, name: str, *args: Any, **config: Any) -> Any:

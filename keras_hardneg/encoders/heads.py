@@ -31,10 +31,13 @@ Example:
 ((4, 8), (4, 32))
 """
 
+import functools
+
 import keras
 from keras import ops
 
 from keras_hardneg.encoders.resnet import _BN_EPSILON, _BN_MOMENTUM
+from keras_hardneg.registry import HEADS
 
 __all__ = ["ProjectionHead", "projection_head", "prediction_head", "HEAD_VERSIONS"]
 
@@ -47,6 +50,12 @@ _VERSIONS = {
     "prediction": (1, True, False),
 }
 HEAD_VERSIONS = tuple(v for v in _VERSIONS if v != "prediction")
+_HEAD_HELP = {
+    "simclr_v1": "SimCLR v1 (Chen et al. 2020): Dense-BN-ReLU, then Dense",
+    "simclr_v2": "SimCLR v2 (Chen et al. 2020b): two Dense-BN-ReLU layers, then Dense",
+    "moco_v2": "MoCo v2 (Chen et al. 2020c): Dense-ReLU, then Dense (no BN)",
+    "moco_v3": "MoCo v3 (Chen, Xie & He 2021): two Dense-BN-ReLU, then Dense-BN without affine",
+}
 
 
 def _positive_int(value, what):
@@ -185,6 +194,11 @@ def projection_head(input_dim, hidden_dims, output_dim, version="simclr_v1", nam
         raise ValueError(f"version must be one of {list(HEAD_VERSIONS)}, got {version!r}")
     return ProjectionHead(input_dim, hidden_dims, output_dim, version=version,
                           sync_batchnorm=sync_batchnorm, name=name or "projection_head")
+
+
+for _version in HEAD_VERSIONS:
+    HEADS.register(_version, functools.partial(projection_head, version=_version),
+                   help=_HEAD_HELP[_version])
 
 
 def prediction_head(input_dim, hidden_dim, output_dim, name=None, sync_batchnorm=False):

@@ -32,12 +32,16 @@ import keras
 
 from keras_hardneg.encoders.batch_norm import FusedBatchNormalization
 from keras_hardneg.encoders.normalization import ImageNormalization, resolve_normalization
+from keras_hardneg.registry import ENCODERS, Param
 
 __all__ = ["resnet18_cifar", "resnet50"]
 
 _BN_MOMENTUM = 0.9   # SimCLR / PyTorch (momentum 0.1) convention
 _BN_EPSILON = 1e-5
 
+
+#: The ``width`` config key of the registered encoders.
+WIDTH = Param(int, low=1, help="channel width multiplier of the first stage")
 
 def _check_width(width):
     if isinstance(width, bool) or not isinstance(width, int) or width < 1:
@@ -110,6 +114,7 @@ def _head(x):
     return keras.layers.Activation("linear", dtype="float32", name="features")(x)
 
 
+@ENCODERS.register("resnet18_cifar", params={"width": WIDTH}, modality="image")
 def resnet18_cifar(width=64, input_shape=(32, 32, 3), name="resnet18_cifar",
                    normalization="imagenet", sync_batchnorm=False):
     """ResNet-18, CIFAR variant (SimCLR, Chen et al. 2020, appendix B.9).
@@ -151,6 +156,7 @@ def resnet18_cifar(width=64, input_shape=(32, 32, 3), name="resnet18_cifar",
     return keras.Model(inputs, _head(x), name=name)
 
 
+@ENCODERS.register("resnet50", params={"width": WIDTH}, modality="image")
 def resnet50(input_shape=(224, 224, 3), width=64, name="resnet50",
              normalization="imagenet", sync_batchnorm=False):
     """ResNet-50 with the ImageNet stem (He et al. 2016), as used by SimCLR and MoCo.

@@ -18,11 +18,14 @@ TensorShape([2, 32])
 import keras
 
 from keras_hardneg.encoders.normalization import ImageNormalization, resolve_normalization
-from keras_hardneg.encoders.resnet import _check_input_shape, _check_width, _head, batch_norm, conv
+from keras_hardneg.encoders.resnet import (WIDTH, _check_input_shape, _check_width, _head, batch_norm,
+                                           conv)
+from keras_hardneg.registry import ENCODERS
 
 __all__ = ["small_convnet"]
 
 
+@ENCODERS.register("small_convnet", params={"width": WIDTH}, modality="image")
 def small_convnet(input_shape=(32, 32, 3), width=32, name="small_convnet",
                   normalization="imagenet", sync_batchnorm=False):
     """Small encoder: 3 conv-BN-ReLU blocks (strides 1, 2, 2) + global average pooling.

@@ -19,6 +19,8 @@ import numbers
 import numpy as np
 import tensorflow as tf
 
+from keras_hardneg.registry import EVALUATIONS, Param
+
 __all__ = ["weighted_knn_predict", "weighted_knn_accuracy"]
 
 _BLOCK_ELEMENTS = 2**25  # floats per similarity block (128 MB)
@@ -136,6 +138,11 @@ def weighted_knn_predict(train_features, train_labels, test_features, k=200, tem
     return predictions
 
 
+@EVALUATIONS.register(
+    "knn", result="knn_accuracy",
+    params={"k": Param(int, low=1, help="neighbours of the weighted kNN classifier"),
+            "temperature": Param(float, low=0.0, low_inclusive=False,
+                                 help="temperature of the kNN vote weights exp(cos / t)")})
 def weighted_knn_accuracy(train_features, train_labels, test_features, test_labels, k=200,
                           temperature=0.1, num_classes=None):
     """Top-1 accuracy of the weighted kNN classifier of Wu et al. (2018).

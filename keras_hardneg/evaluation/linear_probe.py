@@ -12,9 +12,15 @@ import numbers
 
 import numpy as np
 
+from keras_hardneg.registry import EVALUATIONS, Param
+
 __all__ = ["linear_probe_accuracy"]
 
 
+@EVALUATIONS.register(
+    "linear_probe", result="linear_probe_accuracy",
+    params={"C": Param(float, low=0.0, low_inclusive=False,
+                       help="inverse L2 strength of the logistic regression")})
 def linear_probe_accuracy(train_features, train_labels, test_features, test_labels, C=1.0,
                           max_iter=1000, seed=0, standardize=True, return_model=False):
     """Top-1 test accuracy of a logistic regression trained on frozen features.

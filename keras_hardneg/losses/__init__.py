@@ -12,6 +12,7 @@ from keras_hardneg.losses.hard_negative import HardNegativeContrastiveLoss
 from keras_hardneg.losses.nt_xent import NTXentLoss
 from keras_hardneg.losses.ring import RingContrastiveLoss
 from keras_hardneg.losses.unremix import UnReMixContrastiveLoss
+from keras_hardneg.registry import LOSSES
 
 __all__ = [
     "ContrastiveLoss",
@@ -26,27 +27,12 @@ __all__ = [
     "queue_pairs",
 ]
 
-_ALIASES = {
-    "nt_xent": NTXentLoss,
-    "ntxent": NTXentLoss,
-    "infonce": NTXentLoss,
-    "debiased": DebiasedContrastiveLoss,
-    "hard": HardNegativeContrastiveLoss,
-    "hard_negative": HardNegativeContrastiveLoss,
-    "ring": RingContrastiveLoss,
-    "unremix": UnReMixContrastiveLoss,
-}
-
 
 def get(identifier, **kwargs):
-    """Returns a loss from a short name (``"nt_xent"``, ``"debiased"``, ``"hard"``,
-    ``"ring"``, ``"unremix"``) and keyword hyper-parameters, or passes a
-    :class:`ContrastiveLoss` instance through."""
+    """Returns a loss from its registered name (``"nt_xent"``, ``"debiased"``, ``"hard"``,
+    ``"ring"``, ``"unremix"``, or an alias) and keyword hyper-parameters, or passes a
+    :class:`ContrastiveLoss` instance through. Unknown names and keys raise
+    :class:`~keras_hardneg.registry.ConfigError` naming what is allowed."""
     if isinstance(identifier, ContrastiveLoss):
         return identifier
-    key = str(identifier).lower().replace("-", "_")
-    if key not in _ALIASES:
-        raise ValueError(
-            f"Unknown loss {identifier!r}; choose one of {sorted(set(_ALIASES))}."
-        )
-    return _ALIASES[key](**kwargs)
+    return LOSSES.build(identifier, **kwargs)

@@ -4,11 +4,15 @@ import keras
 import tensorflow as tf
 
 from keras_hardneg.losses import core
+from keras_hardneg.losses import hyperparameters as hp
 from keras_hardneg.losses.base import ContrastiveLoss, check_float, debiased_log_negatives
+from keras_hardneg.registry import LOSSES
 
 __all__ = ["DebiasedContrastiveLoss"]
 
 
+@LOSSES.register("debiased", params={"temperature": hp.TEMPERATURE,
+                                     "tau_plus": hp.TAU_PLUS})
 @keras.saving.register_keras_serializable(package="keras_hardneg")
 class DebiasedContrastiveLoss(ContrastiveLoss):
     """Debiased contrastive loss of Chuang et al., "Debiased Contrastive Learning" (2020).

@@ -4,8 +4,10 @@ import keras
 import tensorflow as tf
 
 from keras_hardneg.losses import core
+from keras_hardneg.losses import hyperparameters as hp
 from keras_hardneg.losses.base import check_float
 from keras_hardneg.losses.debiased import DebiasedContrastiveLoss
+from keras_hardneg.registry import LOSSES
 
 __all__ = ["HardNegativeContrastiveLoss", "hard_negative_log_sum"]
 
@@ -34,6 +36,9 @@ def hard_negative_log_sum(neg_logits, mask, num_negatives, beta):
     )
 
 
+@LOSSES.register("hard", aliases=("hard_negative",),
+                 params={"temperature": hp.TEMPERATURE, "tau_plus": hp.TAU_PLUS,
+                         "beta": hp.BETA})
 @keras.saving.register_keras_serializable(package="keras_hardneg")
 class HardNegativeContrastiveLoss(DebiasedContrastiveLoss):
     """Hard negative sampling of Robinson et al., "Contrastive Learning with

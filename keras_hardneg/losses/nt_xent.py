@@ -4,11 +4,15 @@ import keras
 import tensorflow as tf
 
 from keras_hardneg.losses import core
+from keras_hardneg.losses import hyperparameters as hp
 from keras_hardneg.losses.base import ContrastiveLoss
+from keras_hardneg.registry import LOSSES
 
 __all__ = ["NTXentLoss"]
 
 
+@LOSSES.register("nt_xent", aliases=("ntxent", "infonce"),
+                 params={"temperature": hp.TEMPERATURE})
 @keras.saving.register_keras_serializable(package="keras_hardneg")
 class NTXentLoss(ContrastiveLoss):
     """Normalised temperature-scaled cross entropy (NT-Xent, InfoNCE).

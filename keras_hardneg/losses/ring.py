@@ -6,7 +6,9 @@ import keras
 import tensorflow as tf
 
 from keras_hardneg.losses import core
+from keras_hardneg.losses import hyperparameters as hp
 from keras_hardneg.losses.base import ContrastiveLoss, check_float
+from keras_hardneg.registry import LOSSES
 
 __all__ = ["RingContrastiveLoss", "ring_band", "kth_largest"]
 
@@ -91,6 +93,17 @@ def ring_band(num_negatives, lower_percentile, upper_percentile):
     return lo, hi
 
 
+def _check_band(config):
+    if config["lower_percentile"] >= config["upper_percentile"]:
+        return ("'lower_percentile' < 'upper_percentile' required (0 <= lower < upper <= 100); "
+                f"got {config['lower_percentile']:g} and {config['upper_percentile']:g}")
+    return None
+
+
+@LOSSES.register("ring", params={"temperature": hp.TEMPERATURE,
+                                 "lower_percentile": hp.LOWER_PERCENTILE,
+                                 "upper_percentile": hp.UPPER_PERCENTILE},
+                 check=_check_band)
 @keras.saving.register_keras_serializable(package="keras_hardneg")
 class RingContrastiveLoss(ContrastiveLoss):
     """Conditional negative sampling of Wu et al., "Conditional Negative

@@ -6,9 +6,11 @@ import keras
 import tensorflow as tf
 
 from keras_hardneg.losses import core
+from keras_hardneg.losses import hyperparameters as hp
 from keras_hardneg.losses.base import check_float
 from keras_hardneg.losses.debiased import DebiasedContrastiveLoss
 from keras_hardneg.losses.hard_negative import hard_negative_log_sum
+from keras_hardneg.registry import LOSSES
 
 __all__ = ["UnReMixContrastiveLoss", "pseudo_label_gradients", "uncertainty_scores",
            "representativeness_scores"]
@@ -116,6 +118,8 @@ def _normalized_log_weights(scores, mask):
     return tf.where(has_mass[:, None], log_w, tf.zeros_like(log_w))
 
 
+@LOSSES.register("unremix", params={"temperature": hp.TEMPERATURE, "tau_plus": hp.TAU_PLUS,
+                                    "beta": hp.BETA, "weights": hp.WEIGHTS})
 @keras.saving.register_keras_serializable(package="keras_hardneg")
 class UnReMixContrastiveLoss(DebiasedContrastiveLoss):
     """UnReMix of Tabassum et al., "Hard Negative Sampling Strategies for

@@ -40,6 +40,9 @@ import re
 import keras
 from keras import ops
 
+from keras_hardneg.optimizers.builtin import LEARNING_RATE, MOMENTUM, WEIGHT_DECAY
+from keras_hardneg.registry import OPTIMIZERS
+
 __all__ = ["LARS", "DEFAULT_EXCLUDE"]
 
 DEFAULT_EXCLUDE = ("bias", "beta", "gamma", "batch_norm", "batchnorm")
@@ -62,6 +65,8 @@ def _as_patterns(value, what):
     return value
 
 
+@OPTIMIZERS.register("lars", params={"learning_rate": LEARNING_RATE, "momentum": MOMENTUM,
+                                     "weight_decay": WEIGHT_DECAY})
 @keras.saving.register_keras_serializable(package="keras_hardneg")
 class LARS(keras.optimizers.Optimizer):
     """Layer-wise Adaptive Rate Scaling optimizer (You et al. 2017) for Keras 3.

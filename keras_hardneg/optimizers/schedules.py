@@ -22,7 +22,9 @@ import math
 import keras
 from keras import ops
 
-__all__ = ["WarmupCosineDecay"]
+from keras_hardneg.registry import SCHEDULES, Param
+
+__all__ = ["WarmupCosineDecay", "constant", "warmup_cosine"]
 
 
 @keras.saving.register_keras_serializable(package="keras_hardneg")
@@ -80,3 +82,20 @@ class WarmupCosineDecay(keras.optimizers.schedules.LearningRateSchedule):
             "end_learning_rate": self.end_learning_rate,
             "name": self.name,
         }
+
+
+@SCHEDULES.register("constant")
+def constant(learning_rate: float, steps_per_epoch: int, epochs: int) -> float:
+    """The learning rate, unchanged for the whole run."""
+    return learning_rate
+
+
+@SCHEDULES.register("warmup_cosine", params={"warmup_epochs": Param(
+    int, low=0, help="epochs of linear warm-up before the cosine decay")})
+def warmup_cosine(learning_rate: float, steps_per_epoch: int, epochs: int,
+                  warmup_epochs: int = 0) -> WarmupCosineDecay:
+    """:class:`WarmupCosineDecay` over ``steps_per_epoch * epochs`` steps (the warm-up is
+    cut to leave at least one step of decay)."""
+    total = max(steps_per_epoch * epochs, 1)
+    return WarmupCosineDecay(learning_rate, total_steps=total,
+                             warmup_steps=min(warmup_epochs * steps_per_epoch, total - 1))

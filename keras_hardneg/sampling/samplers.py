@@ -62,6 +62,7 @@ import math
 import numpy as np
 
 from keras_hardneg._io import state_from_npz, state_to_arrays
+from keras_hardneg.registry import SAMPLERS, Param
 from keras_hardneg.sampling.graph import ProximityGraph
 from keras_hardneg.sampling.walk import (_check_neighbors, random_walk_with_restart,
                                          reachable_count, reachable_nodes)
@@ -465,3 +466,41 @@ class KNNSampler(_GraphSampler):
             count += cand.size
             frontier = cand
         return np.concatenate(order)[:b]
+
+
+# ------------------------------------------------------------------ registrations
+#: Config keys shared by the graph samplers: how often the training loop rebuilds the graph.
+REFRESH_EVERY = Param(int, low=1, default=100,
+                      help="rebuild the proximity graph from the model's embeddings every N steps")
+_BACKEND = Param(str, choices=("auto", "scann", "brute"),
+                 help="graph search: exact (brute), ScaNN, or auto (exact up to 50k nodes)")
+
+
+def _neighbors_below_candidates(config):
+    if config["num_neighbors"] >= config["num_candidates"]:
+        return (f"'num_neighbors' ({config['num_neighbors']}) must be < 'num_candidates' "
+                f"({config['num_candidates']})")
+    return None
+
+
+SAMPLERS.register("uniform", UniformSampler, graph=False,
+                  help="uniformly shuffled batches, a new order every epoch")
+SAMPLERS.register(
+    "batchsampler", BatchSampler, graph=True, check=_neighbors_below_candidates,
+    help="BatchSampler (Yang et al., KDD 2023): random walks with restart on a proximity graph",
+    params={
+        "num_candidates": Param(int, low=2, tunable=True,
+                                help="M: candidates drawn per node to build the graph"),
+        "num_neighbors": Param(int, low=1, help="K: neighbours kept per node"),
+        "restart_prob": Param("number_or_list", low=0.0, high=1.0, high_inclusive=False,
+                              default=[0.2, 0.05], tunable=True,
+                              help="restart probability alpha, or [start, end] annealed "
+                                   "linearly over the run (paper: 0.2 -> 0.05)"),
+        "backend": _BACKEND,
+        "refresh_every": REFRESH_EVERY,
+    })
+SAMPLERS.register(
+    "knn", KNNSampler, graph=True,
+    help="kNN sampler baseline: a seed node and its nearest neighbours",
+    params={"num_neighbors": Param(int, low=1, help="K of the kNN graph (default B - 1)"),
+            "backend": _BACKEND, "refresh_every": REFRESH_EVERY})

@@ -1,0 +1,139 @@
+"""Datasets a recipe can name (:data:`keras_hardneg.registry.DATASETS`), and the
+``--dataset`` string of the CLI and the tuner, parsed in one place.
+
+Every source is called as ``source(seed, **config)`` and returns
+``((x_train, y_train), (x_test, y_test), description)``: images float32
+``[n, H, W, 3]`` in ``[0, 1]``, labels int64 ``[n]``, and one line saying what was loaded.
+
+Example:
+>>> spec = dataset_spec("digits")
+>>> spec
+{'name': 'digits'}
+>>> (x, y), (xt, yt), desc = DATASETS.build("digits", 0)
+>>> x.shape
+(1437, 8, 8, 3)
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from keras_hardneg.registry import DATASETS, ConfigError, Param
+
+__all__ = ["dataset_spec", "digits", "image_folder", "tfds"]
+
+Splits = tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray], str]
+
+_IMAGE_SIZE = Param(int, low=8, help="resize images to this side (>= 8)")
+_TEST_FRACTION = Param(float, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False,
+                       help="fraction held out as the test split when there is none, in (0, 1)")
+_LIMIT = Param(int, low=1, help="use at most this many images per class")
+_PATH = Param(str, help="a folder")
+
+
+@DATASETS.register("digits", modality="image", params={"image_size": _IMAGE_SIZE,
+                                                        "test_fraction": _TEST_FRACTION})
+def digits(seed: int, image_size: int | None = None, test_fraction: float = 0.2) -> Splits:
+    """scikit-learn's digits (embedded, no download): 8x8 grayscale as RGB."""
+    from keras_hardneg.data.digits import load_digits
+
+    train, test = load_digits(test_fraction=test_fraction, seed=seed, image_size=image_size)
+    desc = ("scikit-learn digits (embedded), 8x8 grayscale as RGB" if not image_size else
+            f"scikit-learn digits (embedded), resized to {image_size}x{image_size}")
+    return train, test, desc
+
+
+@DATASETS.register(
+    "image_folder", modality="image",
+    params={"train": Param(str, help="folder of class subfolders (required)"),
+            "test": Param(str, help="test folder (default: split off train)"),
+            "image_size": _IMAGE_SIZE, "limit_per_class": _LIMIT,
+            "test_limit_per_class": _LIMIT, "test_fraction": _TEST_FRACTION,
+            "on_error": Param(str, choices=("skip", "raise"),
+                              help="undecodable files: skip (counted) or raise")},
+    check=lambda c: None if c["train"] else "'train' (an image folder) is required")
+def image_folder(seed: int, train: str | None = None, test: str | None = None,
+                 image_size: int = 32, limit_per_class: int | None = None,
+                 test_limit_per_class: int | None = None, test_fraction: float = 0.2,
+                 on_error: str = "skip") -> Splits:
+    """``root/<class>/<image>`` folders (JPEG, PNG, ...), decoded and resized to arrays."""
+    from keras_hardneg.data.image_folder import load_image_folder_arrays
+
+    size = (image_size, image_size)
+    train_arrays = load_image_folder_arrays(train, image_size=size, on_error=on_error,
+                                            limit_per_class=limit_per_class)
+    if test:
+        test_arrays = load_image_folder_arrays(
+            test, image_size=size, on_error=on_error,
+            limit_per_class=test_limit_per_class or limit_per_class)
+    else:
+        order = np.random.default_rng(seed).permutation(len(train_arrays[0]))
+        cut = int(len(order) * (1 - test_fraction))
+        test_arrays = (train_arrays[0][order[cut:]], train_arrays[1][order[cut:]])
+        train_arrays = (train_arrays[0][order[:cut]], train_arrays[1][order[:cut]])
+    desc = (f"image folder {train} ({len(train_arrays[0])} images"
+            f"{', limited' if limit_per_class else ''})")
+    return train_arrays, test_arrays, desc
+
+
+@DATASETS.register(
+    "tfds", modality="image",
+    params={"dataset": Param(str, help="a TensorFlow Datasets name (required)"),
+            "data_dir": Param(str, help="tfds data directory"),
+            "image_size": _IMAGE_SIZE,
+            "train_split": Param(str, help="split used for training"),
+            "test_split": Param(str, help="split used for evaluation")},
+    check=lambda c: None if c["dataset"] else "'dataset' (a tfds name) is required")
+def tfds(seed: int, dataset: str | None = None, data_dir: str | None = None,
+         image_size: int | None = None, train_split: str = "train",
+         test_split: str = "test") -> Splits:
+    """A prepared TensorFlow Datasets dataset, materialised as arrays (CIFAR/STL sized)."""
+    from keras_hardneg.data.tfds_loader import tfds_dataset
+
+    def arrays(split):
+        ds = tfds_dataset(dataset, split=split, data_dir=data_dir,
+                          image_size=None if image_size is None else (image_size, image_size),
+                          batch_size=1024, shuffle=False)
+        xs, ys = zip(*[(x.numpy(), y.numpy()) for x, y in ds])
+        return np.concatenate(xs), np.concatenate(ys)
+
+    train = arrays(train_split)
+    return train, arrays(test_split), f"tfds {dataset} ({len(train[0])} train images)"
+
+
+def dataset_spec(text: str, **overrides: Any) -> dict[str, Any]:
+    """A recipe ``data`` section from a ``--dataset`` string.
+
+    ``"digits"``, ``"tfds:NAME"``, or an existing folder: with ``train/`` (and ``test/``)
+    inside, or itself holding the class subfolders. ``overrides`` (e.g.
+    ``image_size=32``) are added to the section and checked with it.
+
+    Raises:
+        ConfigError: the string is none of these, naming what is allowed.
+    """
+    if not isinstance(text, (str, os.PathLike)) or not os.fspath(text):
+        raise ConfigError(f"dataset must be 'digits', 'tfds:NAME' or an image folder; got "
+                          f"{text!r}.")
+    text = os.fspath(text)
+    if text in DATASETS and text != "image_folder" and text != "tfds":
+        spec = {"name": DATASETS.canonical(text)}
+    elif text.startswith("tfds:"):
+        if not text[len("tfds:"):]:
+            raise ConfigError("dataset 'tfds:' needs a dataset name, e.g. 'tfds:cifar10'.")
+        spec = {"name": "tfds", "dataset": text[len("tfds:"):]}
+    elif os.path.isdir(text):
+        path = os.path.abspath(text)
+        if os.path.isdir(os.path.join(path, "train")):
+            spec = {"name": "image_folder", "train": os.path.join(path, "train")}
+            if os.path.isdir(os.path.join(path, "test")):
+                spec["test"] = os.path.join(path, "test")
+        else:
+            spec = {"name": "image_folder", "train": path}
+    else:
+        raise ConfigError(f"dataset {text!r} is not 'digits', 'tfds:NAME' or an existing folder.")
+    spec.update({k: v for k, v in overrides.items() if v is not None})
+    DATASETS.check(spec["name"], spec, where="data")
+    return spec
