@@ -1,12 +1,17 @@
-"""File helpers shared by checkpoints, exports and sampler state: durable writes
-(fsync) and a pickle-free ``.npz`` encoding of plain state dicts."""
+"""File helpers shared by checkpoints, exports, tuning records and sampler state: durable
+writes (fsync), atomic replacement of a file or a directory, and a pickle-free ``.npz``
+encoding of plain state dicts."""
 
+import ctypes
+import ctypes.util
 import json
 import os
+import shutil
+import uuid
 
 import numpy as np
 
-__all__ = ["atomic_write_json", "fsync_dir", "fsync_file", "fsync_tree", "state_to_arrays",
+__all__ = ["atomic_replace_dir", "atomic_write_json", "fsync_dir", "fsync_file", "fsync_tree", "state_to_arrays",
            "state_from_npz"]
 
 _NONE = json.dumps(None)  # how None is stored in an .npz (no pickle)
@@ -43,6 +48,59 @@ def atomic_write_json(path, obj, **dump_kwargs):
         os.fsync(f.fileno())
     os.replace(tmp, path)
     fsync_dir(os.path.dirname(os.path.abspath(path)))
+
+
+def _rename_exchange(a, b) -> bool:
+    """Atomically swaps two paths with Linux renameat2(RENAME_EXCHANGE); False if unsupported."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p,
+                          ctypes.c_uint]
+    at_fdcwd, rename_exchange = -100, 2
+    rc = renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange)
+    return rc == 0
+
+
+def atomic_replace_dir(src, dst, *, overwrite=False, old_prefix=".khn-old-"):
+    """Moves the finished directory ``src`` to ``dst`` so that ``dst`` is only ever absent,
+    the previous directory whole, or the new one whole; then fsyncs ``dst``'s parent.
+
+    ``src`` and ``dst`` must be on one file system (build ``src`` next to ``dst``). An existing
+    ``dst`` is replaced only with ``overwrite=True`` (``FileExistsError`` otherwise, or if it is
+    not a directory): swapped in one step with Linux ``renameat2(RENAME_EXCHANGE)``, else two
+    renames; if killed between those, the previous directory is intact under
+    ``<old_prefix><name>-*`` next to ``dst``.
+    """
+    src, dst = os.fspath(src), os.fspath(dst)
+    parent, base = os.path.split(os.path.abspath(dst))
+    if not os.path.lexists(dst):
+        try:
+            os.rename(src, dst)  # atomic; fails if a non-empty dir appeared meanwhile
+            fsync_dir(parent)
+            return
+        except OSError:
+            if not os.path.lexists(dst):
+                raise
+    if not overwrite:
+        raise FileExistsError(f"{dst} already exists; pass overwrite=True to replace it.")
+    if not os.path.isdir(dst) or os.path.islink(dst):
+        raise FileExistsError(f"{dst} exists and is not a directory; refusing to replace it.")
+    if _rename_exchange(src, dst):
+        shutil.rmtree(src)  # now holds the previous directory
+        fsync_dir(parent)
+        return
+    old = os.path.join(parent, f"{old_prefix}{base}-{uuid.uuid4().hex[:8]}")
+    os.rename(dst, old)
+    try:
+        os.rename(src, dst)
+    except BaseException:
+        os.rename(old, dst)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+    fsync_dir(parent)
 
 
 def fsync_tree(path):

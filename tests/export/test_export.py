@@ -24,7 +24,7 @@ from keras_hardneg.export import (
     load_encoder,
     load_model_card,
 )
-from keras_hardneg.export import savedmodel
+from keras_hardneg import _io
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(keras_hardneg.__file__)))
 ATOL = 1e-5
@@ -351,7 +351,7 @@ def test_overwrite_refused_then_atomic_swap(tmp_path, monkeypatch):
     export_encoder(tiny_encoder(), d, model_card={"name": "second"}, overwrite=True)
     assert load_model_card(d).name == "second"
     # Fallback for systems without renameat2(RENAME_EXCHANGE): two renames.
-    monkeypatch.setattr(savedmodel, "_exchange", lambda a, b: False)
+    monkeypatch.setattr(_io, "_rename_exchange", lambda a, b: False)
     export_encoder(tiny_encoder(), d, model_card={"name": "third"}, overwrite=True)
     assert load_model_card(d).name == "third"
     assert _leftovers(tmp_path) == []
