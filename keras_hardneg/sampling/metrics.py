@@ -3,7 +3,8 @@
 * hardness: mean cosine similarity over the ordered pairs ``(i, j), i != j`` of a batch;
 * false negatives: fraction of those ordered pairs whose two examples share a label (with
   instance discrimination every other example is a negative, so same-label pairs are the false
-  negatives).
+  negatives); computed by the package's one false-negative statistic,
+  :func:`keras_hardneg.losses.false_negatives.false_negative_rate`.
 
 Both work on numpy arrays or backend tensors (via ``keras.ops``) and return a float scalar
 (tensor for tensor inputs).  ``batch_statistics`` evaluates a sampler's batches against fixed
@@ -50,20 +51,22 @@ def mean_in_batch_cosine(embeddings):
 
 
 def false_negative_fraction(labels):
-    """Fraction of ordered pairs ``i != j`` of a batch with equal labels. ``labels``: ``[B]``."""
-    if isinstance(labels, np.ndarray) or isinstance(labels, (list, tuple)):
-        y = np.asarray(labels).reshape(-1)
-        b = y.size
-        if b < 2:
-            raise ValueError(f"`labels` must hold B >= 2 entries, got {b}.")
-        _, counts = np.unique(y, return_counts=True)
-        return float((counts * (counts - 1)).sum()) / (b * (b - 1))
+    """Fraction of ordered pairs ``i != j`` of a batch with equal labels. ``labels``: ``[B]``.
+
+    :func:`keras_hardneg.losses.false_negatives.false_negative_rate` of the batch (the one
+    implementation; labels ``< 0`` are unknown and not counted), returned as a Python float for
+    NumPy / list input. Raises ``ValueError`` for a batch of fewer than two examples.
+    """
     from keras import ops
 
-    y = ops.reshape(ops.convert_to_tensor(labels), (-1,))
-    same = ops.cast(ops.equal(y[:, None], y[None, :]), "float32")
-    b = ops.cast(ops.shape(y)[0], "float32")
-    return (ops.sum(same) - b) / (b * (b - 1.0))
+    from keras_hardneg.losses.false_negatives import false_negative_rate
+
+    numpy_input = isinstance(labels, (np.ndarray, list, tuple))
+    shape = np.shape(labels) if numpy_input else tuple(ops.convert_to_tensor(labels).shape)
+    if None not in shape and int(np.prod(shape)) < 2:
+        raise ValueError(f"`labels` must hold B >= 2 entries, got shape {shape}.")
+    rate = false_negative_rate(labels)
+    return float(ops.convert_to_numpy(rate)) if numpy_input else rate
 
 
 def batch_statistics(batches, embeddings, labels=None):
