@@ -25,6 +25,11 @@ from typing import Optional
 
 import tensorflow as tf
 
+from keras_hardneg.losses.false_negatives import false_negative_rate_of_pairs
+
+# The models' metric; the one implementation is in :mod:`keras_hardneg.losses.false_negatives`.
+false_negative_fraction = false_negative_rate_of_pairs
+
 __all__ = [
     "ContrastivePairs",
     "l2_normalize",
@@ -324,31 +329,3 @@ def masked_mean(values, mask=None, axis=-1):
     return tf.reduce_sum(values * m, axis=axis) / tf.maximum(
         tf.reduce_sum(m, axis=axis), 1.0
     )
-
-
-def false_negative_fraction(pairs, anchor_labels, pool_labels, return_count=False):
-    """Share of (anchor, negative) pairs whose labels agree: false negatives.
-
-    Args:
-        pairs: a :class:`ContrastivePairs`.
-        anchor_labels: ``[A]`` int labels of the anchors.
-        pool_labels: ``[M]`` int labels of the pool rows; negative values mean
-            "unknown" (e.g. queue slots not yet filled) and are not counted.
-
-        return_count: also return the number of counted pairs (to weight a
-            running mean; 0 when no pool label is known yet).
-
-    Returns:
-        Scalar float32: same-label negatives / all counted negatives, over the
-        batch (and the count, with ``return_count``).
-    """
-    anchor_labels = tf.cast(tf.reshape(anchor_labels, [-1]), tf.int64)
-    pool_labels = tf.cast(tf.reshape(pool_labels, [-1]), tf.int64)
-    same = tf.equal(anchor_labels[:, None], pool_labels[None, :])
-    valid = tf.broadcast_to(pool_labels[None, :] >= 0, tf.shape(same))
-    if pairs.negative_mask is not None:
-        valid = tf.logical_and(valid, pairs.negative_mask)
-    hits = tf.reduce_sum(tf.cast(tf.logical_and(same, valid), tf.float32))
-    count = tf.reduce_sum(tf.cast(valid, tf.float32))
-    fraction = hits / tf.maximum(count, 1.0)
-    return (fraction, count) if return_count else fraction
