@@ -60,7 +60,7 @@ def main():
                   loss=khn.losses.HardNegativeContrastiveLoss(
                       temperature=0.5, tau_plus=args.tau_plus, beta=args.beta))
 
-    monitor = khn.evaluation.KNNMonitor((x, y), (x_test, y_test), k=200, temperature=0.1)
+    monitor = khn.callbacks.KNNMonitor((x, y), (x_test, y_test), k=200, temperature=0.1)
     timer = Timer()
     timer.batch_size = args.batch_size
     start = time.perf_counter()

@@ -199,7 +199,7 @@ def make_train_dataset(recipe, x_train, y_train):
         sampler = sampling.KNNSampler(initial, b, num_neighbors=k, seed=recipe["seed"])
         schedule = None
     ds = sampling.make_dataset(sampler, x_train.astype("float32"), y_train)
-    refresh = sampling.GraphRefreshCallback(
+    refresh = callbacks.GraphRefreshCallback(
         sampler, every_n_steps=spec.get("refresh_every", 100),
         restart_prob_schedule=schedule, num_candidates=m, num_neighbors=k)
     return ds, sampler.steps_per_epoch, [refresh], sampler
@@ -275,7 +275,7 @@ def run(recipe, output_dir, *, resume=True, verbose=1, export=True, extra_callba
         ev = recipe["evaluation"]
         cbs = [callbacks.NonFiniteGuard(), _EpochTimer()]
         if ev.get("monitor_every", 1):
-            cbs.append(evaluation.KNNMonitor(
+            cbs.append(callbacks.KNNMonitor(
                 _subset(train, MONITOR_TRAIN_LIMIT, recipe["seed"]),
                 _subset(test, MONITOR_TEST_LIMIT, recipe["seed"]),
                 k=ev["knn_k"], temperature=ev["knn_temperature"],

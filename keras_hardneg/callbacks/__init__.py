@@ -4,13 +4,14 @@
 * :class:`RingAnnealing` -- Wu et al. (2021): Ring's upper percentile, linearly 100 -> 10.
 * :class:`NonFiniteGuard` -- stops a run at the first non-finite loss or gradient, with a report.
 * :class:`AtomicBackupAndRestore` -- crash-safe resume state (weights, optimizer, sampler).
-
-The monitors (kNN accuracy) live in :mod:`keras_hardneg.evaluation`; the graph
-refresh of BatchSampler in :mod:`keras_hardneg.sampling`.
+* :class:`GraphRefreshCallback` -- rebuilds BatchSampler's proximity graph every N steps.
+* :class:`KNNMonitor` -- logs the encoder's weighted-kNN accuracy during ``fit``.
 """
 
 from keras_hardneg.callbacks.annealing import BetaAnnealing, RingAnnealing
 from keras_hardneg.callbacks.backup import AtomicBackupAndRestore, BackupError
+from keras_hardneg.callbacks.graph_refresh import GraphRefreshCallback
+from keras_hardneg.callbacks.knn_monitor import KNNMonitor
 from keras_hardneg.callbacks.nonfinite import NonFiniteError, NonFiniteGuard
 
-__all__ = ["AtomicBackupAndRestore", "BackupError", "BetaAnnealing", "NonFiniteError", "NonFiniteGuard", "RingAnnealing"]
+__all__ = ["AtomicBackupAndRestore", "BackupError", "BetaAnnealing", "GraphRefreshCallback", "KNNMonitor", "NonFiniteError", "NonFiniteGuard", "RingAnnealing"]

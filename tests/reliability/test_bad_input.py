@@ -9,7 +9,7 @@ import tensorflow as tf
 
 import keras_hardneg as khn
 from keras_hardneg import cli, sampling, training
-from keras_hardneg.evaluation import KNNMonitor
+from keras_hardneg.callbacks import GraphRefreshCallback, KNNMonitor
 from keras_hardneg.recipes import RecipeError, load_recipe
 
 
@@ -116,7 +116,7 @@ CONSTRUCTORS = [
     ("ProximityGraph.backend", r"`backend`", lambda: sampling.ProximityGraph.build(EMB, 10, 3,
                                                                                   backend="zz")),
     ("GraphRefreshCallback.every_n_steps=0", r"`every_n_steps`",
-     lambda: sampling.GraphRefreshCallback(None, every_n_steps=0)),
+     lambda: GraphRefreshCallback(None, every_n_steps=0)),
     ("make_dataset.source_size", r"`source` has 20 examples",
      lambda: sampling.make_dataset(sampling.UniformSampler(10, 2), X)),
     ("simclr_augmentation.image_size=0", r"image_size",

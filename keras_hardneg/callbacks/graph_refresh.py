@@ -23,7 +23,8 @@ prefetches, a new graph / restart probability is used from a few batches later.
 
 Example
 -------
->>> from keras_hardneg.sampling import BatchSampler, GraphRefreshCallback, make_dataset
+>>> from keras_hardneg.callbacks import GraphRefreshCallback
+>>> from keras_hardneg.sampling import BatchSampler, make_dataset
 >>> # sampler = BatchSampler(initial_embeddings, batch_size=256, restart_prob=0.2)
 >>> # model = khn.models.SimCLR(..., memory_bank_size=len(x_train))
 >>> # model.fit(make_dataset(sampler, x_train), epochs=100,

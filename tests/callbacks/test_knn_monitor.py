@@ -4,7 +4,7 @@ import pytest
 import tensorflow as tf
 
 from keras_hardneg.data import load_digits
-from keras_hardneg.evaluation import KNNMonitor
+from keras_hardneg.callbacks import KNNMonitor
 
 
 class TinyWithEncoder(keras.Model):

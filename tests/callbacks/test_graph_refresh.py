@@ -2,8 +2,9 @@ import keras
 import numpy as np
 import pytest
 
-from keras_hardneg.sampling import (BatchSampler, GraphRefreshCallback, ProximityGraph,
-                                    linear_restart_prob, make_dataset)
+from keras_hardneg.callbacks import GraphRefreshCallback
+from keras_hardneg.callbacks.graph_refresh import linear_restart_prob
+from keras_hardneg.sampling import BatchSampler, ProximityGraph, make_dataset
 
 N, B = 256, 32
 
