@@ -10,36 +10,49 @@ image at all) is either skipped and counted (``on_error="skip"``, the default: t
 are logged as a warning and kept in ``dataset.report``) or reported with a ``ValueError``
 naming the file (``on_error="raise"``). They are found by a pre-pass chosen by ``validate``:
 
-* ``"decode"`` (default): every file is decoded once in a parallel ``tf.data`` pass; exact.
-  Cost: one decoding pass (about 2.3 s for the 50,000 CIFAR-10 JPEGs on 2 busy CPU cores,
-  i.e. ~22k files/s; far more for large photos).
+* ``"decode"`` (default): every file is decoded once (threads over
+  :func:`keras_hardneg.data.decode.decode_image`, the decoder the pipeline uses); exact.
+  Cost: one decoding pass (about 5k files/s for CIFAR-10's 32x32 JPEGs on this project's
+  2-core machine, see ``docs/notes/data_eval.md``; decoding large photos releases the GIL
+  and scales with cores).
 * ``"header"``: reads only the first and last bytes of each file (format signature and
   end marker: JPEG ``FFD9``, PNG ``IEND``, GIF ``;``, BMP size field); files that fail the
   end-marker test are then decoded to confirm, so a valid file is never skipped. Catches
   non-images and truncated files; misses corruption in the middle of an intact file.
-* ``"none"``: no pre-pass. With ``on_error="skip"`` undecodable files are dropped inside the
-  pipeline (``Dataset.ignore_errors``) without being counted; with ``"raise"`` TensorFlow's
-  ``InvalidArgumentError`` (which does not name the file) stops iteration.
+* ``"none"``: no pre-pass. With ``on_error="skip"`` undecodable files are dropped where
+  they are decoded (named in a logged warning, not counted in the report); with
+  ``"raise"`` iteration stops with an error naming the file.
 
-Channels: grayscale, grayscale+alpha, palette and RGBA images are converted to RGB (alpha is
-dropped); 16-bit PNGs are scaled to 8 bits. Images are resized (bilinear, antialiased) to
-``image_size`` when their size differs; then kept as uint8 (and cached as uint8 when
-``cache`` is set: 150 MB for CIFAR-10 train) and converted to float32 in ``[0, 1]`` per batch.
+Decoding is :mod:`keras_hardneg.data.decode` (Pillow) on every route (the ``tf.data``
+pipeline calls it through ``tf.numpy_function``), so a file gives the same pixels here, in
+:func:`load_image_folder_arrays` (which needs no TensorFlow) and in
+``keras_hardneg.sampling.make_dataset``. Channels: grayscale, grayscale+alpha, palette and
+RGBA images are converted to RGB (alpha is dropped); 16-bit PNGs are scaled to 8 bits.
+Images are resized (Pillow bilinear, antialiased when shrinking) to ``image_size`` when
+their size differs; then kept as uint8 (and cached as uint8 when ``cache`` is set: 150 MB
+for CIFAR-10 train) and converted to float32 in ``[0, 1]`` per batch
+(:func:`keras_hardneg.data.decode.to_unit_float`).
 """
 
 import dataclasses
 import logging
 import os
-import re
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-import tensorflow as tf
 
 from keras_hardneg.data._checks import (
     check_batch_size,
     check_choice,
     check_image_size,
     check_positive_int,
+)
+from keras_hardneg.data.decode import (
+    ImageDecodeError,
+    decode_image,
+    decode_images,
+    tf_decode_images,
+    to_unit_float,
 )
 
 __all__ = [
@@ -57,6 +70,7 @@ IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".gif")
 ON_ERROR_CHOICES = ("skip", "raise")
 VALIDATE_CHOICES = ("decode", "header", "none")
 _MAX_NAMES_LOGGED = 20
+_DECODE_CHUNK = 64  # files per tf.numpy_function call in the tf.data pipeline
 
 
 @dataclasses.dataclass
@@ -190,35 +204,14 @@ def list_image_files(directory, labels=True):
 # --------------------------------------------------------------------------- decoding
 
 
-def _decode_rgb(raw):
-    """Encoded bytes -> uint8 ``[h, w, 3]`` (grey/RGBA/palette/16-bit converted)."""
-    image = tf.io.decode_image(raw, channels=3, expand_animations=False, dtype=tf.uint8)
-    image.set_shape([None, None, 3])
-    return image
-
-
-def _resize_uint8(image, size):
-    """uint8 ``[h, w, 3]`` -> uint8 ``[H, W, 3]``; identity when already the right size."""
-    height, width = size
-
-    def resize():
-        out = tf.image.resize(image, size, method="bilinear", antialias=True)
-        return tf.cast(tf.clip_by_value(tf.round(out), 0.0, 255.0), tf.uint8)
-
-    same = tf.logical_and(tf.shape(image)[0] == height, tf.shape(image)[1] == width)
-    out = tf.cond(same, lambda: image, resize)
-    out.set_shape([height, width, 3])
-    return out
-
-
 def _decode_error(path):
-    """The error message of decoding ``path`` (eagerly), or ``None`` if it decodes."""
+    """The reason ``path`` cannot be decoded (by :func:`decode_image`), or ``None``."""
     try:
-        _decode_rgb(tf.io.read_file(path))
-    except (tf.errors.OpError, ValueError) as err:  # noqa: PERF203
-        message = getattr(err, "message", None) or str(err)
-        message = re.sub(r"\{\{function_node[^}]*\}\}|\[Op:[^\]]*\].*", "", message).strip()
-        return message.splitlines()[0] if message else type(err).__name__
+        decode_image(path)
+    except ImageDecodeError as err:
+        message = str(err)
+        prefix = f"Cannot decode image file {path!r}: "
+        return message[len(prefix):] if message.startswith(prefix) else message
     return None
 
 
@@ -281,31 +274,13 @@ def _validate_header(paths):
 
 
 def _validate_decode(paths):
-    """Decodes every file in a parallel tf.data pass; returns ``{index: reason}`` of failures."""
+    """Decodes every file (threads; Pillow releases the GIL while decoding); returns
+    ``{index: reason}`` of the failures."""
     if not paths:
         return {}
-    indices = tf.data.Dataset.from_tensor_slices(
-        (tf.range(len(paths), dtype=tf.int64), tf.constant(paths))
-    )
-
-    def decode_ok(index, path):
-        image = _decode_rgb(tf.io.read_file(path))
-        # Return something computed from the decoded image so the decode cannot be pruned
-        # (a control dependency alone is dropped by tf.data's function optimisation).
-        return index, tf.reduce_sum(tf.cast(image[:1, :1, 0], tf.int32))
-
-    good = (
-        indices.map(decode_ok, num_parallel_calls=tf.data.AUTOTUNE, deterministic=False)
-        .ignore_errors()
-        .batch(8192)
-    )
-    ok = np.zeros(len(paths), dtype=bool)
-    for batch, _ in good:
-        ok[batch.numpy()] = True
-    bad = {}
-    for i in np.flatnonzero(~ok):
-        bad[int(i)] = _decode_error(paths[i]) or "cannot be decoded"
-    return bad
+    with ThreadPoolExecutor(max(1, min(os.cpu_count() or 1, len(paths)))) as pool:
+        reasons = list(pool.map(_decode_error, paths, chunksize=64))
+    return {i: reason for i, reason in enumerate(reasons) if reason is not None}
 
 
 def _validate(paths, validate):
@@ -456,24 +431,30 @@ def image_folder(
 
 def _build_pipeline(report, size, batch_size, shuffle, seed, labels, on_error, drop_remainder,
                     cache):
+    import tensorflow as tf
+
     n = report.num_images
     paths = tf.data.Dataset.from_tensor_slices(
         (tf.constant(report.file_paths), tf.constant(report.labels, dtype=tf.int64))
     )
 
-    def load(path, label):
-        return _resize_uint8(_decode_rgb(tf.io.read_file(path)), size), label
+    def load(chunk_paths, chunk_labels):
+        images, ok = tf_decode_images(chunk_paths, size, 3, on_error)
+        return images, chunk_labels, ok
 
     def to_float(images, batch_labels):
-        images = tf.cast(images, tf.float32) / 255.0
+        images = to_unit_float(images)
         return (images, batch_labels) if labels else images
 
     if shuffle and not cache:
         # Shuffling file names (cheap strings) before decoding gives a full-size buffer.
         paths = paths.shuffle(n, seed=seed, reshuffle_each_iteration=True)
-    dataset = paths.map(load, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-    if on_error == "skip":
-        dataset = dataset.ignore_errors(log_warning=True)  # safety net for validate != decode
+    # A chunk of files per decode call (see decode.tf_decode_images), chunks in parallel.
+    dataset = paths.batch(_DECODE_CHUNK).map(load, num_parallel_calls=tf.data.AUTOTUNE,
+                                             deterministic=True).unbatch()
+    if on_error == "skip":  # files the pre-pass did not catch (validate != "decode")
+        dataset = dataset.filter(lambda image, label, ok: ok)
+    dataset = dataset.map(lambda image, label, ok: (image, label))
     if cache:
         dataset = dataset.cache("" if cache is True else cache)
         if shuffle:
@@ -509,24 +490,15 @@ def load_image_folder_arrays(
         >>> x.shape, y[:6].tolist(), report.class_names[1]
         ((50, 32, 32, 3), [0, 0, 0, 0, 0, 1], 'automobile')
     """
-    dataset = image_folder(
-        directory, image_size=image_size, batch_size=1024, shuffle=False, labels=labels,
-        on_error=on_error, limit_per_class=limit_per_class, cache=False, validate=validate,
-    )
-    report = dataset.report
     size = check_image_size(image_size)
-    image_batches, label_batches = [], []
-    for element in dataset:
-        if labels:
-            image_batches.append(element[0].numpy())
-            label_batches.append(element[1].numpy())
-        else:
-            image_batches.append(element.numpy())
-    if image_batches:
-        images = np.concatenate(image_batches, axis=0)
-    else:
-        images = np.zeros((0, *size, 3), np.float32)
-    out = (images, np.concatenate(label_batches).astype(np.int64)) if labels else (images,)
+    report = scan_image_folder(
+        directory, labels=labels, on_error=on_error,
+        limit_per_class=limit_per_class, validate=validate,
+    )
+    pixels, ok = decode_images(report.file_paths, size, 3, on_error, threads=os.cpu_count())
+    images = to_unit_float(pixels[ok])
+    label_ids = report.labels[ok].astype(np.int64)
+    out = (images, label_ids) if labels else (images,)
     if return_report:
         out = out + (report,)
     return out[0] if len(out) == 1 else out

@@ -8,8 +8,10 @@ sampler to its examples.  Sources:
     [0, 65535] or float already in [0, 1]); ``labels`` = ``[N]`` array or None.  Gathering is a
     numpy fancy-index in the producer thread; scaling to float32 runs in the tf.data graph.
 (b) image files: ``source`` = list of ``N`` paths (JPEG / PNG / GIF / BMP), ``labels`` = list or
-    None.  Files are read and decoded with ``tf.io`` in parallel (``num_parallel_calls``), in
-    order; ``image_size=(H, W)`` resizes (needed when files differ in size).
+    None.  Files are decoded by the package's one decoder, :mod:`keras_hardneg.data.decode`
+    (Pillow, the same pixels as ``keras_hardneg.data.image_folder``), one sampler batch per
+    call, batches in parallel (``num_parallel_calls``), in order; ``image_size=(H, W)``
+    resizes (Pillow bilinear, antialiased; needed when files differ in size).
 (c) random access: any object with ``__getitem__`` / ``__len__`` such as
     ``tfds.data_source(...)``; an item is a dict (``image_key`` / ``label_key``), a tuple
     ``(image, label)`` or an image.  Items are fetched by ``num_workers`` threads.
@@ -40,6 +42,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import tensorflow as tf
 
+from keras_hardneg.data.decode import to_unit_float
+
 __all__ = ["make_dataset"]
 
 
@@ -49,16 +53,6 @@ def _index_stream(sampler, repeat):
         for batch in it:
             yield np.asarray(batch, dtype=np.int64)
     return gen
-
-
-def _to_unit_float(images):
-    if images.dtype == tf.uint8:
-        return tf.cast(images, tf.float32) / 255.0
-    if images.dtype == tf.uint16:
-        return tf.cast(images, tf.float32) / 65535.0
-    if images.dtype.is_integer:
-        raise ValueError(f"integer images must be uint8 or uint16, got {images.dtype.name}.")
-    return tf.cast(images, tf.float32)
 
 
 def _is_paths(source):
@@ -97,7 +91,7 @@ def make_dataset(sampler, source, labels=None, *, image_size=None, image_key="im
         prefetch: prefetch depth (elements).
         num_parallel_calls: parallel decodes for paths.
         num_workers: threads fetching items from a random-access source.
-        channels: channels decoded from files.
+        channels: channels decoded from files: 3 (RGB) or 1 (luma).
 
     Returns:
         ``tf.data.Dataset`` of ``({"images", "index"}, labels)`` or ``{"images", "index"}``.
@@ -144,31 +138,30 @@ def _from_arrays(idx_gen, images, labels, b, prefetch):
     if with_labels:
         sig.append(tf.TensorSpec((b,) + lab.shape[1:], tf.as_dtype(lab.dtype)))
     ds = tf.data.Dataset.from_generator(gen, output_signature=tuple(sig))
-    ds = ds.map(lambda img, *rest: (_to_unit_float(img),) + tuple(rest),
+    ds = ds.map(lambda img, *rest: (to_unit_float(img),) + tuple(rest),
                 num_parallel_calls=tf.data.AUTOTUNE)
     return _finish(ds, with_labels, prefetch)
 
 
 def _from_paths(idx_gen, paths, labels, b, image_size, num_parallel_calls, prefetch, channels):
+    from keras_hardneg.data.decode import tf_decode_images
+
     with_labels = labels is not None and labels is not False
     paths_t = tf.constant(paths)
     labels_t = tf.constant(np.asarray(labels)) if with_labels else None
+    size = None if image_size is None else tuple(int(s) for s in image_size)
 
-    def load(i):
-        raw = tf.io.read_file(tf.gather(paths_t, i))
-        img = tf.io.decode_image(raw, channels=channels, dtype=tf.float32,
-                                 expand_animations=False)  # float32 in [0, 1]
-        if image_size is not None:
-            img = tf.image.resize(img, image_size)
-            img = tf.clip_by_value(img, 0.0, 1.0)
+    def load(i):  # one sampler batch [b]: decoded by keras_hardneg.data.decode (Pillow)
+        images, _ = tf_decode_images(tf.gather(paths_t, i), size, channels, on_error="raise")
+        img = to_unit_float(images)
         if with_labels:
             return img, i, tf.gather(labels_t, i)
         return img, i
 
     ds = tf.data.Dataset.from_generator(idx_gen,
                                         output_signature=tf.TensorSpec((b,), tf.int64))
-    ds = ds.unbatch().map(load, num_parallel_calls=num_parallel_calls, deterministic=True)
-    ds = ds.batch(b, drop_remainder=False)  # every sampler batch has exactly b indices
+    # Batches are decoded in parallel (`num_parallel_calls`), in order.
+    ds = ds.map(load, num_parallel_calls=num_parallel_calls, deterministic=True)
     return _finish(ds, with_labels, prefetch)
 
 
@@ -231,7 +224,7 @@ def _from_random_access(idx_gen, source, labels, b, image_size, image_key, label
         sig.append(tf.TensorSpec((b,) + tuple(lab_shape), tf.as_dtype(lab_dtype)))
     ds = tf.data.Dataset.from_generator(gen, output_signature=tuple(sig))
     if image_size is None:
-        ds = ds.map(lambda img, *rest: (_to_unit_float(img),) + tuple(rest),
+        ds = ds.map(lambda img, *rest: (to_unit_float(img),) + tuple(rest),
                     num_parallel_calls=tf.data.AUTOTUNE)
     else:
         # resized uint8 images are float in [0, 255]; floats stay in [0, 1]
