@@ -95,17 +95,17 @@ def _round_robin(fns, repetitions, seed, inner=1):
 def bench_step(images, labels, encoder, batch, repetitions, warmup, seed):
     import tensorflow as tf
 
-    from keras_hardneg import training
+    from keras_hardneg import run as runlib
 
     fns, models = {}, {}
     x = tf.constant(images[:batch])
     y = tf.constant(labels[:batch])
     for key, loss in LOSSES.items():
-        recipe = training.load_recipe({
+        recipe = runlib.load_recipe({
             "encoder": encoder, "batch_size": batch, "loss": loss, "seed": seed,
             "projection_dims": [512, 128], "optimizer": {"name": "adam", "learning_rate": 1e-3},
             "schedule": {"name": "constant"}})
-        model = training.build_model(recipe, images.shape[1:], num_examples=len(images))
+        model = runlib.build_model(recipe, images.shape[1:], num_examples=len(images))
         step = tf.function(model.train_step)
 
         def run(step=step):

@@ -158,18 +158,18 @@ def _histograms(model, test, seed):
 def run_one(run_id, recipe, data, work_dir, verbose):
     import keras
 
-    from keras_hardneg import training
+    from keras_hardneg import run as runlib
 
     keras.backend.clear_session()
-    recipe = training.load_recipe(recipe)
+    recipe = runlib.load_recipe(recipe)
     train, test, desc = data
     start = time.perf_counter()
     out = {"run_id": run_id, "recipe": recipe, "data": desc}
     if run_id.startswith("random_init"):
         keras.utils.set_random_seed(recipe["seed"])
-        model = training.build_model(recipe, train[0].shape[1:], num_examples=len(train[0]))
+        model = runlib.build_model(recipe, train[0].shape[1:], num_examples=len(train[0]))
         ev = recipe["evaluation"]
-        out.update(training.evaluate_encoder(model.encoder, train, test, k=ev["knn_k"],
+        out.update(runlib.evaluate_encoder(model.encoder, train, test, k=ev["knn_k"],
                                              temperature=ev["knn_temperature"]))
         out["cosine_histograms"] = _histograms(model, test, recipe["seed"])
         out["seconds"] = time.perf_counter() - start
@@ -181,7 +181,7 @@ def run_one(run_id, recipe, data, work_dir, verbose):
         def on_train_end(self, logs=None):
             holder["model"] = self.model
 
-    res = training.run(recipe, os.path.join(work_dir, run_id), resume=True, verbose=verbose,
+    res = runlib.train(recipe, os.path.join(work_dir, run_id), resume=True, verbose=verbose,
                        export=False, extra_callbacks=[Hist()], data=data)
     hist = res["history"]
     steps = res.get("steps_per_epoch")
@@ -219,13 +219,13 @@ _DATA_CACHE = {}
 
 
 def load_data_for(recipe):
-    from keras_hardneg import training
+    from keras_hardneg import run as runlib
 
     key = json.dumps(recipe["data"], sort_keys=True) + str(
         recipe["seed"] if recipe["data"]["name"] == "digits" else "")
     if key not in _DATA_CACHE:
         t = time.perf_counter()
-        _DATA_CACHE[key] = training.load_data(training.load_recipe(recipe))
+        _DATA_CACHE[key] = runlib.load_data(runlib.load_recipe(recipe))
         print(f"[data] {_DATA_CACHE[key][2]}: {len(_DATA_CACHE[key][0][0])} train / "
               f"{len(_DATA_CACHE[key][1][0])} test in {time.perf_counter() - t:.0f}s", flush=True)
     return _DATA_CACHE[key]

@@ -2,7 +2,9 @@
 
 Subpackages: :mod:`losses`, :mod:`encoders`, :mod:`augment`, :mod:`models`,
 :mod:`optimizers`, :mod:`callbacks`, :mod:`data`, :mod:`evaluation`,
-:mod:`sampling`, :mod:`export`, :mod:`tuning` (imported on first use).
+:mod:`sampling`, :mod:`export`, :mod:`run` (recipes and ``train``), :mod:`tuning`,
+and :mod:`registry` (one registry per kind of component); imported on first use.
+See ``docs/architecture.md`` for the layers.
 """
 
 import importlib
@@ -11,7 +13,7 @@ __version__ = "0.1.0"
 
 _SUBMODULES = (
     "augment", "callbacks", "data", "distribute", "encoders", "evaluation", "export", "losses",
-    "models", "optimizers", "sampling", "tuning",
+    "models", "optimizers", "registry", "run", "sampling", "tuning",
 )
 
 __all__ = list(_SUBMODULES) + ["__version__"]

@@ -58,7 +58,8 @@ class Param:
 
     Args:
         kind: ``int``, ``float``, ``str``, ``bool``, ``list`` (a list/tuple of numbers),
-            ``"number_or_list"`` or ``"any"``.
+            ``"int_list"``, ``"number_or_list"``, ``"path"`` (a string; a recipe file's
+            relative paths are resolved against its folder) or ``"any"``.
         default: the value when the key is not given; by default read from the
             factory's signature (the one place it is defined).
         low, high, low_inclusive, high_inclusive: an allowed interval for numbers
@@ -94,14 +95,16 @@ class Param:
             if not isinstance(value, bool):
                 raise ConfigError(f"{where} must be true or false; got {value!r}.")
             return value
-        if kind is str:
+        if kind is str or kind == "path":
             if not isinstance(value, str) or not value:
                 raise ConfigError(f"{where} must be a non-empty string; got {value!r}.")
             return value
-        if kind is list or (kind == "number_or_list" and isinstance(value, (list, tuple))):
+        if kind in (list, "int_list") or (
+                kind == "number_or_list" and isinstance(value, (list, tuple))):
             if not isinstance(value, (list, tuple)) or not value:
                 raise ConfigError(f"{where} must be a non-empty list of numbers; got {value!r}.")
-            return [self._number(v, f"{where}[{i}]", float) for i, v in enumerate(value)]
+            item = int if kind == "int_list" else float
+            return [self._number(v, f"{where}[{i}]", item) for i, v in enumerate(value)]
         return self._number(value, where, int if kind is int else float)
 
     def _number(self, value: Any, where: str, kind: type) -> Any:
@@ -131,6 +134,10 @@ class Component:
     def defaults(self) -> dict[str, Any]:
         """``{key: default}`` for every key that has one."""
         return {k: p.default for k, p in self.params.items() if p.default is not REQUIRED}
+
+    def accepts(self, argument: str) -> bool:
+        """Whether the factory takes ``argument`` (e.g. a ``seed`` the caller supplies)."""
+        return argument in _signature_defaults(self.factory)
 
 
 def _signature_defaults(factory: Callable[..., Any]) -> dict[str, Any]:
@@ -224,39 +231,48 @@ class Registry:
         return self.get(name).defaults()
 
     def check(self, name: str, config: dict[str, Any] | None = None, *,
-              where: str | None = None) -> dict[str, Any]:
+              where: str | None = None, prefix: str = "") -> dict[str, Any]:
         """``config`` validated and completed with defaults (a new dict, without ``name``).
+
+        Keys are named ``"{where} '{prefix}{key}'"`` in errors (default ``"loss key 'beta'"``;
+        a recipe uses ``where="recipe key", prefix="loss."``).
 
         Raises:
             ConfigError: naming the unknown key or out-of-range value and what is allowed.
         """
         comp = self.get(name)
-        where = where or self.kind
+        where = where or f"{self.kind} key"
         config = dict(config or {})
         config.pop("name", None)
         unknown = sorted(set(config) - set(comp.params))
         if unknown:
             allowed = ", ".join(sorted(comp.params)) or "none"
-            raise ConfigError(f"unknown {where} key '{unknown[0]}' for {self.kind} "
+            raise ConfigError(f"unknown {where} '{prefix}{unknown[0]}' for {self.kind} "
                               f"'{comp.name}'; allowed: {allowed}.")
         out = {}
         for key, param in comp.params.items():
             if key in config:
-                out[key] = param.validate(config[key], f"{where} key '{key}'")
+                out[key] = param.validate(config[key], f"{where} '{prefix}{key}'")
             elif param.default is REQUIRED:
-                raise ConfigError(f"{where} key '{key}' is required for {self.kind} "
+                raise ConfigError(f"{where} '{prefix}{key}' is required for {self.kind} "
                                   f"'{comp.name}'.")
             else:
                 out[key] = param.default
         problem = comp.check(out) if comp.check is not None else None
         if problem:
-            raise ConfigError(f"{where} keys of {self.kind} '{comp.name}': {problem}.")
+            section = f" (recipe section '{prefix.rstrip('.')}')" if prefix else ""
+            raise ConfigError(f"{self.kind} '{comp.name}'{section}: {problem}.")
         return out
 
     def build(self, name: str, *args: Any, **config: Any) -> Any:
         """Calls ``name``'s factory with ``*args`` and the checked ``config``."""
-        comp = self.get(name)
-        return comp.factory(*args, **self.check(name, config))
+        return self.make(name, config, *args)
+
+    def make(self, name: str, config: dict[str, Any] | None, *args: Any, **context: Any) -> Any:
+        """Calls ``name``'s factory with ``*args``, ``context`` (arguments the caller
+        supplies, e.g. an encoder's ``input_shape``; not config keys) and the checked
+        ``config``."""
+        return self.get(name).factory(*args, **context, **self.check(name, config))
 
     def __repr__(self) -> str:
         return f"Registry({self.kind!r}: {', '.join(self.names())})"

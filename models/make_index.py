@@ -18,7 +18,7 @@ def describe(recipe):
     where = data.get("dataset") or "CIFAR-10 JPEG"
     if data.get("limit_per_class"):
         where += f" ({data['limit_per_class']}/class)"
-    return (f"{recipe['framework']}", f"{loss['name']} ({params})",
+    return (recipe["framework"]["name"], f"{loss['name']} ({params})",
             f"{enc['name']} w{enc.get('width', 64)}", recipe["sampler"]["name"], where,
             recipe["epochs"])
 
@@ -58,7 +58,7 @@ def main():
                     "", "That writes the exported encoder and its measured model card into "
                     f"models/{name}/encoder/."]
             if recipe["data"]["name"] == "tfds" and recipe["data"].get("dataset") == "imagenet2012":
-                card += ["", "Note: `training.load_data` materialises tfds data as arrays; that "
+                card += ["", "Note: `keras_hardneg.run.load_data` materialises tfds data as arrays; that "
                          "fits CIFAR/STL-sized data but not ImageNet, whose streaming input path "
                          "is not implemented yet."]
             with open(os.path.join(HERE, name, "model_card.md"), "w") as f:

@@ -3,10 +3,15 @@
 Run from the repository root: ``python models/make_recipes.py``. Each entry is then
 trained with ``keras-hardneg train --recipe models/<entry>/recipe.json --output models/<entry>``
 wherever its data exists; the entries marked "trained here" in models/README.md were.
+
+Each entry states only what the papers set; :func:`keras_hardneg.run.load_recipe` checks it
+against the registries and completes it with the components' defaults, so every written
+recipe is complete and explicit (and a name or key the library does not know fails here).
 """
 
-import json
 import os
+
+from keras_hardneg.run import load_recipe, save_recipe
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CIFAR10 = "../../../shared/data/cifar10-jpg"  # relative to models/<entry>/
@@ -39,7 +44,7 @@ def full_recipe(name, framework, loss, dataset, sampler=None, tau_plus=None):
         loss["tau_plus"] = tau_plus
     recipe = {
         "name": name,
-        "framework": framework,
+        "framework": {"name": framework},
         "encoder": {"name": "resnet18_cifar", "width": 64} if size == 32 else
                    {"name": "resnet50", "width": 64},
         "projection_dims": [512, 128],
@@ -47,7 +52,8 @@ def full_recipe(name, framework, loss, dataset, sampler=None, tau_plus=None):
         "sampler": sampler or {"name": "uniform"},
         "optimizer": HCL_OPT,
         "schedule": {"name": "warmup_cosine", "warmup_epochs": 10},
-        "augmentation": {"version": "v1", "strength": 0.5, "crop_scale": [0.08, 1.0]},
+        "augmentation": {"name": "simclr", "version": "v1", "strength": 0.5,
+                         "crop_scale": [0.08, 1.0]},
         "data": data,
         "batch_size": 256,
         "epochs": 400,
@@ -55,11 +61,12 @@ def full_recipe(name, framework, loss, dataset, sampler=None, tau_plus=None):
         "precision": "mixed_bfloat16",
     }
     if framework.startswith("moco"):
-        # MoCo v2 (Chen et al. 2020): SGD 0.03 (batch 256), m = 0.999, K = 65536, t = 0.2;
+        # MoCo v2 (Chen et al. 2020): SGD 0.03 (batch 256), weight decay 1e-4, m = 0.999,
+        # K = 65536, t = 0.2;
         # Ring's released MoCo setting: t = 0.07, band 1-10, upper annealed 100 -> 10.
-        recipe["optimizer"] = {"name": "sgd", "learning_rate": 0.06, "momentum": 0.9}
-        recipe["moco"] = {"queue_size": 4096 if dataset != "imagenet" else 65536,
-                          "momentum": 0.99}
+        recipe["optimizer"] = {"name": "sgd", "learning_rate": 0.06, "momentum": 0.9,
+                               "weight_decay": 1e-4}
+        recipe["framework"].update(queue_size=4096, momentum=0.99)
         recipe["projection_dims"] = [2048, 128]
         if loss["name"] == "ring":
             recipe["loss"] = {"name": "ring", "temperature": 0.07, "lower_percentile": 1.0,
@@ -91,15 +98,19 @@ def entries():
         r.update(encoder={"name": "resnet50", "width": 64}, epochs=200,
                  data={"name": "tfds", "dataset": "imagenet2012", "image_size": 224,
                        "train_split": "train", "test_split": "validation"},
-                 moco={"queue_size": 65536, "momentum": 0.999},
-                 augmentation={"version": "v2", "strength": 1.0, "crop_scale": [0.2, 1.0]})
-        r["optimizer"] = {"name": "sgd", "learning_rate": 0.03, "momentum": 0.9}
+                 framework={"name": "moco_v2", "queue_size": 65536, "momentum": 0.999},
+                 augmentation={"name": "simclr", "version": "v2", "strength": 1.0,
+                               "crop_scale": [0.2, 1.0]})
+        r["optimizer"] = {"name": "sgd", "learning_rate": 0.03, "momentum": 0.9,
+                          "weight_decay": 1e-4}
         out[name] = r
-    # Trained here on CIFAR-10 JPEG with a CPU budget (see models/README.md).
+    # Trained here on CIFAR-10 JPEG with a CPU budget (see models/README.md), in wave 1,
+    # when Adam's weight_decay was silently ignored: their recipes say what was trained.
     for key in ("ntxent", "hard"):
         name = f"simclr-{key}-cifar10-r18w8-cpu"
         r = full_recipe(name, "simclr", LOSSES[key], "cifar10")
         r.update(encoder={"name": "resnet18_cifar", "width": 8}, projection_dims=[128, 64],
+                 optimizer={"name": "adam", "learning_rate": 1e-3},
                  epochs=12, precision="float32",
                  schedule={"name": "warmup_cosine", "warmup_epochs": 1},
                  data={**DATASETS["cifar10"][0], "limit_per_class": 1000})
@@ -107,10 +118,14 @@ def entries():
     return out
 
 
+def complete_entries():
+    """``{entry: complete recipe}``: each entry checked and completed by the registries."""
+    return {name: load_recipe(recipe) for name, recipe in entries().items()}
+
+
 if __name__ == "__main__":
-    for name, recipe in entries().items():
+    recipes = complete_entries()
+    for name, recipe in recipes.items():
         os.makedirs(os.path.join(HERE, name), exist_ok=True)
-        with open(os.path.join(HERE, name, "recipe.json"), "w") as f:
-            json.dump(recipe, f, indent=2)
-            f.write("\n")
-    print(f"wrote {len(entries())} recipes")
+        save_recipe(recipe, os.path.join(HERE, name, "recipe.json"))
+    print(f"wrote {len(recipes)} recipes")

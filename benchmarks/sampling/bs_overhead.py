@@ -37,8 +37,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_hardneg import training
-from keras_hardneg.recipes import load_recipe
+from keras_hardneg import run as runlib
+from keras_hardneg.run import load_recipe
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 VARIANTS = ("uniform", "uniform+bank", "sampler+bank", "sampler+bank+refresh")
@@ -67,14 +67,14 @@ def _feed(variant, recipe, sampler_recipe, train):
     n, b = len(x), recipe["batch_size"]
     if variant.startswith("uniform"):
         if variant == "uniform":
-            ds, steps, cbs, _ = training.make_train_dataset(recipe, x, y)
+            ds, steps, cbs, _ = runlib.make_train_feed(recipe, x, y)
             return ds, steps, cbs, None
         feats = {"images": x.astype("float32"), "index": np.arange(n, dtype="int64")}
         ds = tf.data.Dataset.from_tensor_slices((feats, y))
         ds = ds.shuffle(n, seed=recipe["seed"], reshuffle_each_iteration=True)
         ds = ds.batch(b, drop_remainder=True).prefetch(tf.data.AUTOTUNE).repeat()
         return ds, n // b, [], n
-    ds, steps, cbs, _ = training.make_train_dataset(sampler_recipe, x, y)
+    ds, steps, cbs, _ = runlib.make_train_feed(sampler_recipe, x, y)
     return ds, steps, (cbs if variant.endswith("refresh") else []), n
 
 
@@ -108,7 +108,7 @@ def main():
     uniform = {**base, "sampler": {"name": "uniform"}}
     keras.config.set_dtype_policy(base["precision"])
     recipe = load_recipe(uniform)
-    train, _, desc = training.load_data(recipe)
+    train, _, desc = runlib.load_data(recipe)
     sampler_recipe = load_recipe(base)
 
     out = {"command": "python benchmarks/sampling/bs_overhead.py " + " ".join(
@@ -128,7 +128,7 @@ def main():
         ds, steps, cbs, bank = _feed(variant, recipe, sampler_recipe, train)
         # build_model seeds itself: every variant starts from the same weights; the
         # BatchSampler recipe gives the model its [N, d] embedding bank.
-        model = training.build_model(load_recipe(base) if bank else recipe,
+        model = runlib.build_model(load_recipe(base) if bank else recipe,
                                      train[0].shape[1:], num_examples=len(train[0]))
         clock = StepClock()
         model.fit(ds, epochs=args.epochs, steps_per_epoch=steps, callbacks=cbs + [clock],

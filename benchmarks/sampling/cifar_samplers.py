@@ -29,8 +29,8 @@ import time
 import keras
 import numpy as np
 
-from keras_hardneg import training
-from keras_hardneg.recipes import load_recipe
+from keras_hardneg import run as runlib
+from keras_hardneg.run import load_recipe
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.normpath(os.path.join(HERE, "..", "..", "..", "shared", "data", "cifar10-jpg"))
@@ -80,13 +80,13 @@ def main():
     samplers = {k: v for k, v in samplers.items() if k in wanted}
     keras.config.set_dtype_policy(args.precision)  # build_model leaves the policy to the caller
     recipe0 = load_recipe(base)
-    train, test, desc = training.load_data(recipe0)
+    train, test, desc = runlib.load_data(recipe0)
     runs = {}
     for name, spec in samplers.items():
         recipe = load_recipe({**base, "sampler": spec})
         keras.utils.set_random_seed(0)
-        ds, steps, cbs, sampler = training.make_train_dataset(recipe, *train)
-        model = training.build_model(recipe, train[0].shape[1:], num_examples=len(train[0]))
+        ds, steps, cbs, sampler = runlib.make_train_feed(recipe, *train)
+        model = runlib.build_model(recipe, train[0].shape[1:], num_examples=len(train[0]))
         runs[name] = {"model": model, "ds": ds, "steps": steps, "cbs": cbs, "seconds": [],
                       "fn": [], "cos": [], "sampler": sampler}
     steps = runs["uniform"]["steps"]
@@ -108,7 +108,7 @@ def main():
         "data": desc, "steps_per_epoch": steps, "samplers": {}}
     for name, r in runs.items():
         timed = r["seconds"][1:] or r["seconds"]
-        acc = training.evaluate_encoder(r["model"].encoder, train, test, linear_probe=False)
+        acc = runlib.evaluate_encoder(r["model"].encoder, train, test, linear_probe=False)
         # The sampler's own costs, from the run: graph rebuilds timed by the refresh callback
         # (reading the embedding bank + build + hand-over), and one epoch of batches drawn
         # after training (the walks; uniform: a permutation slice).

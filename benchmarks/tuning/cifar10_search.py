@@ -42,9 +42,9 @@ def main(argv=None):
 
     import keras_tuner
 
-    from keras_hardneg import training, tuning
+    from keras_hardneg import run as runlib, tuning
     from keras_hardneg._io import atomic_write_json
-    from keras_hardneg.recipes import load_recipe
+    from keras_hardneg.run import load_recipe
 
     recipe = {"encoder": {"name": "small_convnet", "width": args.width},
               "projection_dims": [128, 64],
@@ -63,7 +63,7 @@ def main(argv=None):
     # ---------------------------------------------------------- noise check
     with open(os.path.join(args.output, "search.json")) as f:
         base = load_recipe(json.load(f)["recipe"])
-    train, _, _ = training.load_data(base)
+    train, _, _ = runlib.load_data(base)
     out_path = os.path.join(args.output, "reseed.json")
     rows = json.load(open(out_path)) if os.path.isfile(out_path) else []
     have = {(r["trial_id"], r["seed"]) for r in rows}

@@ -61,8 +61,9 @@ class GraphRefreshCallback(keras.callbacks.Callback):
         sampler: a ``BatchSampler`` (anything with ``update_graph`` / ``set_restart_prob``).
         every_n_steps: rebuild interval ``t`` in training batches (paper: 100).
         restart_prob_schedule: ``(start, end)`` for a linear decay over
-            ``epochs * steps_per_epoch`` steps (from ``self.params``), or None to leave
-            ``restart_prob`` alone.
+            ``epochs * steps_per_epoch`` steps (from ``self.params``); ``"sampler"`` (default)
+            for the sampler's own ``restart_prob_schedule`` (BatchSampler's), none if it has
+            none; or None to leave ``restart_prob`` alone.
         reencode: None (use ``model.embedding_bank``), a callable ``model -> [N, d]`` or a
             tuple ``(encoder_model, dataset)``.
         num_candidates, num_neighbors, backend: graph settings (default: the sampler's).
@@ -82,7 +83,7 @@ class GraphRefreshCallback(keras.callbacks.Callback):
         refreshes: list of dicts ``{"step", "seconds"}``, one per rebuild.
     """
 
-    def __init__(self, sampler=None, every_n_steps=100, restart_prob_schedule=(0.2, 0.05),
+    def __init__(self, sampler=None, every_n_steps=100, restart_prob_schedule="sampler",
                  reencode=None, num_candidates=None, num_neighbors=None, backend="auto",
                  seed=0, rebuild_on_train_begin=False, keep_unseen_rows=True,
                  asynchronous=False):
@@ -90,8 +91,8 @@ class GraphRefreshCallback(keras.callbacks.Callback):
         if isinstance(every_n_steps, bool) or not isinstance(every_n_steps, (int, np.integer)) \
                 or every_n_steps < 1:
             raise ValueError(f"`every_n_steps` must be an integer >= 1, got {every_n_steps!r}.")
-        if restart_prob_schedule is not None:
-            if len(restart_prob_schedule) != 2 or not all(
+        if restart_prob_schedule is not None and restart_prob_schedule != "sampler":
+            if isinstance(restart_prob_schedule, str) or len(restart_prob_schedule) != 2 or not all(
                     0.0 <= float(a) < 1.0 for a in restart_prob_schedule):
                 raise ValueError("`restart_prob_schedule` must be (start, end) with both in "
                                  f"[0, 1), got {restart_prob_schedule!r}.")
@@ -205,9 +206,12 @@ class GraphRefreshCallback(keras.callbacks.Callback):
                              "applied_at_step": self._step}
 
     def _set_alpha(self):
-        if self.restart_prob_schedule is None:
+        schedule = self.restart_prob_schedule
+        if schedule == "sampler":
+            schedule = getattr(self.sampler, "restart_prob_schedule", None)
+        if schedule is None:
             return
-        a0, a1 = self.restart_prob_schedule
+        a0, a1 = schedule
         self.sampler.set_restart_prob(
             linear_restart_prob(self._step, self._total or 1, a0, a1))
 

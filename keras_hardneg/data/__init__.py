@@ -4,6 +4,7 @@ and labels int64 ``[B]``.
 * :func:`load_digits`: the embedded default dataset (scikit-learn digits, no download).
 * :func:`image_folder` / :func:`load_image_folder_arrays`: ``root/<class>/<image>`` folders.
 * :func:`tfds_dataset`: a prepared TensorFlow Datasets dataset.
+* :mod:`sources`: the datasets a recipe can name; :func:`dataset_spec` parses ``--dataset``.
 """
 
 from keras_hardneg.data.digits import load_digits
@@ -15,9 +16,11 @@ from keras_hardneg.data.image_folder import (
     load_image_folder_arrays,
     scan_image_folder,
 )
+from keras_hardneg.data.sources import dataset_spec
 from keras_hardneg.data.tfds_loader import tfds_dataset, to_rgb_float
 
 __all__ = [
+    "dataset_spec",
     "IMAGE_EXTENSIONS",
     "ImageFolderReport",
     "image_folder",

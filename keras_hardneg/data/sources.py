@@ -31,7 +31,6 @@ _IMAGE_SIZE = Param(int, low=8, help="resize images to this side (>= 8)")
 _TEST_FRACTION = Param(float, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False,
                        help="fraction held out as the test split when there is none, in (0, 1)")
 _LIMIT = Param(int, low=1, help="use at most this many images per class")
-_PATH = Param(str, help="a folder")
 
 
 @DATASETS.register("digits", modality="image", params={"image_size": _IMAGE_SIZE,
@@ -48,8 +47,8 @@ def digits(seed: int, image_size: int | None = None, test_fraction: float = 0.2)
 
 @DATASETS.register(
     "image_folder", modality="image",
-    params={"train": Param(str, help="folder of class subfolders (required)"),
-            "test": Param(str, help="test folder (default: split off train)"),
+    params={"train": Param("path", help="folder of class subfolders (required)"),
+            "test": Param("path", help="test folder (default: split off train)"),
             "image_size": _IMAGE_SIZE, "limit_per_class": _LIMIT,
             "test_limit_per_class": _LIMIT, "test_fraction": _TEST_FRACTION,
             "on_error": Param(str, choices=("skip", "raise"),
@@ -82,7 +81,7 @@ def image_folder(seed: int, train: str | None = None, test: str | None = None,
 @DATASETS.register(
     "tfds", modality="image",
     params={"dataset": Param(str, help="a TensorFlow Datasets name (required)"),
-            "data_dir": Param(str, help="tfds data directory"),
+            "data_dir": Param("path", help="tfds data directory"),
             "image_size": _IMAGE_SIZE,
             "train_split": Param(str, help="split used for training"),
             "test_split": Param(str, help="split used for evaluation")},

@@ -18,10 +18,10 @@ MOMENTUM = Param(float, low=0.0, high=1.0, help="momentum in [0, 1]")
 WEIGHT_DECAY = Param(float, low=0.0, help="decoupled weight decay >= 0")
 
 
-@OPTIMIZERS.register("adam", params={"learning_rate": LEARNING_RATE})
-def adam(learning_rate=1e-3) -> keras.optimizers.Optimizer:
-    """Adam (Kingma & Ba 2015)."""
-    return keras.optimizers.Adam(learning_rate)
+@OPTIMIZERS.register("adam", params={"learning_rate": LEARNING_RATE, "weight_decay": WEIGHT_DECAY})
+def adam(learning_rate=1e-3, weight_decay=None) -> keras.optimizers.Optimizer:
+    """Adam (Kingma & Ba 2015), with optional decoupled weight decay."""
+    return keras.optimizers.Adam(learning_rate, weight_decay=weight_decay)
 
 
 @OPTIMIZERS.register("adamw", params={"learning_rate": LEARNING_RATE, "weight_decay": WEIGHT_DECAY})
@@ -30,10 +30,11 @@ def adamw(learning_rate=1e-3, weight_decay=1e-4) -> keras.optimizers.Optimizer:
     return keras.optimizers.AdamW(learning_rate, weight_decay=weight_decay)
 
 
-@OPTIMIZERS.register("sgd", params={"learning_rate": LEARNING_RATE, "momentum": MOMENTUM})
-def sgd(learning_rate=0.03, momentum=0.9) -> keras.optimizers.Optimizer:
-    """SGD with momentum (MoCo's optimizer)."""
-    return keras.optimizers.SGD(learning_rate, momentum=momentum)
+@OPTIMIZERS.register("sgd", params={"learning_rate": LEARNING_RATE, "momentum": MOMENTUM,
+                                    "weight_decay": WEIGHT_DECAY})
+def sgd(learning_rate=0.03, momentum=0.9, weight_decay=None) -> keras.optimizers.Optimizer:
+    """SGD with momentum (MoCo's optimizer), with optional decoupled weight decay."""
+    return keras.optimizers.SGD(learning_rate, momentum=momentum, weight_decay=weight_decay)
 
 
 @OPTIMIZERS.register("lamb", params={"learning_rate": LEARNING_RATE})

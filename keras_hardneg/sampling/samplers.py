@@ -370,8 +370,9 @@ class BatchSampler(_GraphSampler):
             ``[N, d]`` (then the graph is built with ``num_candidates``, ``num_neighbors``,
             ``backend``).
         batch_size: ``B``, distinct nodes per batch.
-        restart_prob: ``alpha`` in ``[0, 1)`` (paper: 0.2 decaying to 0.05 for vision; see
-            ``GraphRefreshCallback``).
+        restart_prob: ``alpha`` in ``[0, 1)``, or ``(start, end)``: the walks start with
+            ``start``, and a ``GraphRefreshCallback`` anneals it linearly to ``end`` over the
+            run (default ``(0.2, 0.05)``, the paper's schedule for vision).
         num_candidates, num_neighbors, backend: graph settings when ``graph`` is embeddings
             (paper defaults ``M = 1000``, ``K = 100``); kept for refreshes.
         seed: rng seed (seeds, walks and the graph's candidate draw).
@@ -388,13 +389,20 @@ class BatchSampler(_GraphSampler):
         (64,)
     """
 
-    def __init__(self, graph, batch_size, restart_prob=0.2, *, num_candidates=1000,
+    def __init__(self, graph, batch_size, restart_prob=(0.2, 0.05), *, num_candidates=1000,
                  num_neighbors=100, backend="auto", seed=0, tail="fill", fill_threshold=None):
         self.num_candidates = num_candidates
         self.num_neighbors = num_neighbors
         self.backend = backend
         nb = _as_neighbors(graph, num_candidates, num_neighbors, backend, seed)
-        self._restart_prob = _check_alpha(restart_prob)
+        schedule = (tuple(restart_prob) if isinstance(restart_prob, (tuple, list))
+                    else (restart_prob, restart_prob))
+        if len(schedule) != 2:
+            raise ValueError("`restart_prob` must be a float in [0, 1) or (start, end); got "
+                             f"{restart_prob!r}.")
+        #: ``(start, end)`` of the restart probability over a run.
+        self.restart_prob_schedule = tuple(_check_alpha(a) for a in schedule)
+        self._restart_prob = self.restart_prob_schedule[0]
         super().__init__(nb, batch_size, seed, tail, fill_threshold)
 
     @property
@@ -476,24 +484,26 @@ _BACKEND = Param(str, choices=("auto", "scann", "brute"),
                  help="graph search: exact (brute), ScaNN, or auto (exact up to 50k nodes)")
 
 
-def _neighbors_below_candidates(config):
+def _check_batchsampler(config):
     if config["num_neighbors"] >= config["num_candidates"]:
         return (f"'num_neighbors' ({config['num_neighbors']}) must be < 'num_candidates' "
                 f"({config['num_candidates']})")
+    if isinstance(config["restart_prob"], list) and len(config["restart_prob"]) != 2:
+        return f"'restart_prob' must be a number or [start, end]; got {config['restart_prob']}"
     return None
 
 
 SAMPLERS.register("uniform", UniformSampler, graph=False,
                   help="uniformly shuffled batches, a new order every epoch")
 SAMPLERS.register(
-    "batchsampler", BatchSampler, graph=True, check=_neighbors_below_candidates,
+    "batchsampler", BatchSampler, graph=True, check=_check_batchsampler,
     help="BatchSampler (Yang et al., KDD 2023): random walks with restart on a proximity graph",
     params={
         "num_candidates": Param(int, low=2, tunable=True,
                                 help="M: candidates drawn per node to build the graph"),
         "num_neighbors": Param(int, low=1, help="K: neighbours kept per node"),
         "restart_prob": Param("number_or_list", low=0.0, high=1.0, high_inclusive=False,
-                              default=[0.2, 0.05], tunable=True,
+                              tunable=True,
                               help="restart probability alpha, or [start, end] annealed "
                                    "linearly over the run (paper: 0.2 -> 0.05)"),
         "backend": _BACKEND,

@@ -1,6 +1,6 @@
 """A Keras Tuner ``HyperModel`` for contrastive pre-training.
 
-:class:`ContrastiveHyperModel` turns a base recipe (see :mod:`keras_hardneg.recipes`)
+:class:`ContrastiveHyperModel` turns a base recipe (see :func:`keras_hardneg.run.load_recipe`)
 and labelled training arrays into something any Keras Tuner tuner can search:
 ``build(hp)`` makes the recipe's SimCLR or MoCo model with the loss (and sampler)
 knobs drawn from ``hp``; ``fit(hp, model)`` pre-trains it and returns the
@@ -38,9 +38,9 @@ import keras
 import keras_tuner
 import numpy as np
 
-from keras_hardneg import evaluation, training
-from keras_hardneg.callbacks import NonFiniteError, NonFiniteGuard
-from keras_hardneg.recipes import load_recipe
+from keras_hardneg import evaluation, run
+from keras_hardneg.callbacks import NonFiniteError
+from keras_hardneg.run import load_recipe
 from keras_hardneg.tuning import space as space_lib
 
 __all__ = ["ContrastiveHyperModel", "OBJECTIVES", "trial_seed"]
@@ -156,12 +156,12 @@ class ContrastiveHyperModel(keras_tuner.HyperModel):
         space_lib.define_hyperparameters(hp, self.search_space)
 
     def build(self, hp):
-        """A compiled SimCLR / MoCo model for the trial (via :func:`training.build_model`)."""
+        """A compiled SimCLR / MoCo model for the trial (via :func:`keras_hardneg.run.build_model`)."""
         recipe = self.trial_recipe(hp)
         keras.backend.clear_session()
         self.build_count += 1
-        return training.build_model(recipe, self.fit_data[0].shape[1:],
-                                    num_examples=len(self.fit_data[0]))
+        return run.build_model(recipe, self.fit_data[0].shape[1:],
+                               num_examples=len(self.fit_data[0]))
 
     def fit(self, hp, model, *args, **kwargs):
         """Pre-trains ``model`` and returns ``{objective_name: value, ...}`` (higher is better).
@@ -181,8 +181,9 @@ class ContrastiveHyperModel(keras_tuner.HyperModel):
         self.last_trial_info = info
         keras.utils.set_random_seed(recipe["seed"])
         x_fit, y_fit = self.fit_data
-        dataset, steps, sampler_callbacks, _ = training.make_train_dataset(recipe, x_fit, y_fit)
-        callbacks = [NonFiniteGuard()] + list(sampler_callbacks) + list(kwargs.get("callbacks") or [])
+        dataset, steps, sampler_callbacks, _ = run.make_train_feed(recipe, x_fit, y_fit)
+        # The model's fit puts its NonFiniteGuard first.
+        callbacks = list(sampler_callbacks) + list(kwargs.get("callbacks") or [])
         start = time.perf_counter()
         try:
             history = model.fit(dataset, epochs=epochs, initial_epoch=initial_epoch,

@@ -30,9 +30,9 @@ import os
 import keras
 import keras_tuner
 
-from keras_hardneg import training
+from keras_hardneg import run
 from keras_hardneg._io import atomic_write_json
-from keras_hardneg.recipes import load_recipe
+from keras_hardneg.data import dataset_spec
 from keras_hardneg.tuning import records as records_lib
 from keras_hardneg.tuning.hypermodel import OBJECTIVES, ContrastiveHyperModel
 from keras_hardneg.tuning.plot import plot_objective
@@ -42,9 +42,6 @@ __all__ = ["run_search", "TUNERS", "collect_records", "PROJECT_NAME"]
 
 TUNERS = ("random", "bayesian", "hyperband")
 PROJECT_NAME = "keras_tuner"
-_FRAMEWORKS = {"simclr": "simclr", "moco": "moco_v2", "moco_v2": "moco_v2",
-               "moco_v3": "moco_v3"}
-_LOSSES = ("nt_xent", "debiased", "hard", "ring", "unremix")
 
 
 def _recording(tuner_cls):
@@ -92,7 +89,7 @@ def collect_records(tuner, hypermodel):
             with open(info_path) as f:
                 info = json.load(f)
         recipe = hypermodel.recipe_for_values(values)
-        loss = training.build_loss(recipe)
+        loss = run.build_loss(recipe)
         rec = {
             "trial_id": trial_id,
             "status": status,
@@ -121,26 +118,6 @@ def collect_records(tuner, hypermodel):
         rec["error"] = error
         out.append(rec)
     return out
-
-
-def _dataset_spec(dataset, options):
-    if not isinstance(dataset, str) or not dataset:
-        raise ValueError(f"`dataset` must be 'digits', an image-folder path or 'tfds:NAME'; "
-                         f"got {dataset!r}.")
-    if dataset == "digits":
-        spec = {"name": "digits"}
-    elif dataset.startswith("tfds:"):
-        name = dataset[len("tfds:"):]
-        if not name:
-            raise ValueError("`dataset` 'tfds:' needs a dataset name, e.g. 'tfds:cifar10'.")
-        spec = {"name": "tfds", "dataset": name}
-    elif os.path.isdir(dataset):
-        spec = {"name": "image_folder", "train": os.path.abspath(dataset)}
-    else:
-        raise ValueError(f"`dataset` {dataset!r} is not 'digits', 'tfds:NAME' or an existing "
-                         "image folder (one subfolder per class).")
-    spec.update(options)
-    return spec
 
 
 def run_search(dataset="digits", trials=2, epochs=1, tuner="random", output="tune-out",
@@ -193,11 +170,10 @@ def run_search(dataset="digits", trials=2, epochs=1, tuner="random", output="tun
         raise ValueError(f"`tuner` must be one of {', '.join(TUNERS)}; got {tuner!r}.")
     if objective not in OBJECTIVES:
         raise ValueError(f"`objective` must be one of {', '.join(OBJECTIVES)}; got {objective!r}.")
-    if loss is not None and loss not in _LOSSES:
-        raise ValueError(f"`loss` must be one of {', '.join(_LOSSES)}; got {loss!r}.")
-    if framework is not None and framework not in _FRAMEWORKS:
-        raise ValueError(f"`framework` must be one of {', '.join(_FRAMEWORKS)}; "
-                         f"got {framework!r}.")
+    for what, value in (("loss", loss), ("framework", framework)):
+        if value is not None and value not in run.SECTIONS[what]:
+            raise ValueError(f"`{what}` must be one of {', '.join(run.section_choices(what))}; "
+                             f"got {value!r}.")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError(f"`seed` must be an integer >= 0; got {seed!r}.")
     if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int)
@@ -211,22 +187,15 @@ def run_search(dataset="digits", trials=2, epochs=1, tuner="random", output="tun
     if not isinstance(output, (str, os.PathLike)) or not os.fspath(output):
         raise ValueError(f"`output` must be a folder path; got {output!r}.")
 
-    base = load_recipe(recipe if recipe is not None else {})
-    given = {}
-    if loss is not None and loss != base["loss"]["name"]:
+    given = {"epochs": epochs, "seed": seed,
+             "data": dataset_spec(dataset, **dataset_options)}
+    if loss is not None:
         given["loss"] = {"name": loss}
     if framework is not None:
-        given["framework"] = _FRAMEWORKS[framework]
+        given["framework"] = {"name": framework}
     if batch_size is not None:
         given["batch_size"] = batch_size
-    given["data"] = _dataset_spec(os.fspath(dataset) if isinstance(dataset, os.PathLike)
-                                  else dataset, dataset_options)
-    given.update(epochs=epochs, seed=seed)
-    merged = {**base, **{k: v for k, v in given.items() if k not in ("loss", "data")}}
-    merged["data"] = given["data"]
-    if "loss" in given:
-        merged["loss"] = given["loss"]
-    base = load_recipe(merged)
+    base = run.load_recipe(recipe, overrides=given)
     space = normalize_search_space(search_space, base["loss"]["name"])
 
     output = os.fspath(output)
@@ -252,7 +221,7 @@ def run_search(dataset="digits", trials=2, epochs=1, tuner="random", output="tun
     # ------------------------------------------------------------------ data
     keras.config.set_dtype_policy(base["precision"])
     try:
-        train, _test, description = training.load_data(base)  # the test split is not used
+        train, _test, description = run.load_data(base)  # the test split is not used
         hypermodel = ContrastiveHyperModel(
             base, train, search_space=space, objective=objective, epochs=epochs,
             validation_fraction=validation_fraction, seed=seed, trial_seeds=trial_seeds,
@@ -288,7 +257,7 @@ def run_search(dataset="digits", trials=2, epochs=1, tuner="random", output="tun
             failure = e
         recs = record(t)
         plot_objective(recs, plot_path, objective_name=hypermodel.objective_name,
-                       title=f"{hypermodel.objective_name}: {base['framework']}, "
+                       title=f"{hypermodel.objective_name}: {base['framework']['name']}, "
                              f"{base['loss']['name']} loss, {dataset}")
         if verbose:
             print(records_lib.format_table(recs, hypermodel.objective_name))

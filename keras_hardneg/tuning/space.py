@@ -46,51 +46,48 @@ import math
 import numbers
 
 from keras_hardneg._validation import describe_interval, outside_interval
+from keras_hardneg.run import SECTIONS
 
 __all__ = ["KNOBS", "default_search_space", "normalize_search_space", "define_hyperparameters",
            "apply_to_recipe"]
 
-# knob -> (recipe section, recipe key, kind, default spec, bounds, applicable losses / sampler)
-#   bounds: (low, high, low_inclusive, high_inclusive)
-KNOBS = {
-    "beta": dict(section="loss", key="beta", kind=float,
-                 default={"min": 0.0, "max": 2.0, "sampling": "linear"},
-                 bounds=(0.0, None, True, True), losses=("hard", "unremix")),
-    "tau_plus": dict(section="loss", key="tau_plus", kind=float,
-                     default={"min": 0.0, "max": 0.2, "sampling": "linear"},
-                     bounds=(0.0, 1.0, True, False), losses=("debiased", "hard", "unremix")),
-    "temperature": dict(section="loss", key="temperature", kind=float,
-                        default={"min": 0.1, "max": 1.0, "sampling": "log"},
-                        bounds=(0.0, None, False, True),
-                        losses=("nt_xent", "debiased", "hard", "ring", "unremix")),
-    "ring_lower": dict(section="loss", key="lower_percentile", kind=float,
-                       default={"min": 0.0, "max": 40.0, "sampling": "linear"},
-                       bounds=(0.0, 100.0, True, False), losses=("ring",)),
-    "ring_upper": dict(section="loss", key="upper_percentile", kind=float,
-                       default={"min": 60.0, "max": 100.0, "sampling": "linear"},
-                       bounds=(0.0, 100.0, False, True), losses=("ring",)),
-    "num_candidates": dict(section="sampler", key="num_candidates", kind=int,
-                           default={"min": 128, "max": 1024, "sampling": "log"},
-                           bounds=(2, None, True, True), losses=None),
-    "restart_prob": dict(section="sampler", key="restart_prob", kind=float,
-                         default={"min": 0.05, "max": 0.5, "sampling": "linear"},
-                         bounds=(0.0, 1.0, True, True), losses=None),
+# knob -> (recipe section, recipe key, default search range). The range is the tuner's
+# choice; the type, the allowed bounds and the components that take the key are read
+# from the registries.
+_KNOB_KEYS = {
+    "beta": ("loss", "beta", {"min": 0.0, "max": 2.0, "sampling": "linear"}),
+    "tau_plus": ("loss", "tau_plus", {"min": 0.0, "max": 0.2, "sampling": "linear"}),
+    "temperature": ("loss", "temperature", {"min": 0.1, "max": 1.0, "sampling": "log"}),
+    "ring_lower": ("loss", "lower_percentile", {"min": 0.0, "max": 40.0, "sampling": "linear"}),
+    "ring_upper": ("loss", "upper_percentile", {"min": 60.0, "max": 100.0, "sampling": "linear"}),
+    "num_candidates": ("sampler", "num_candidates", {"min": 128, "max": 1024, "sampling": "log"}),
+    "restart_prob": ("sampler", "restart_prob", {"min": 0.05, "max": 0.5, "sampling": "linear"}),
 }
 
-_DEFAULTS_BY_LOSS = {
-    "hard": ["beta", "tau_plus"],
-    "unremix": ["beta", "tau_plus"],
-    "debiased": ["tau_plus"],
-    "ring": ["ring_lower", "ring_upper"],
-    "nt_xent": ["temperature"],
-}
+
+def _knob(section, key, default):
+    registry = SECTIONS[section]
+    users = tuple(n for n in registry.names()
+                  if key in registry.get(n).params and registry.get(n).params[key].tunable)
+    param = registry.get(users[0]).params[key]
+    return dict(section=section, key=key, kind=int if param.kind is int else float,
+                default=default, losses=users if section == "loss" else None,
+                bounds=(param.low, param.high, param.low_inclusive, param.high_inclusive))
+
+
+#: knob -> section, key, kind, default range, bounds and (for loss knobs) the losses.
+KNOBS = {knob: _knob(*spec) for knob, spec in _KNOB_KEYS.items()}
 
 
 def default_search_space(loss="hard"):
-    """The knobs searched by default for ``loss`` (each over its default range)."""
-    if loss not in _DEFAULTS_BY_LOSS:
-        raise ValueError(f"`loss` must be one of {', '.join(_DEFAULTS_BY_LOSS)}; got {loss!r}.")
-    return list(_DEFAULTS_BY_LOSS[loss])
+    """The knobs searched by default for ``loss``: its tunable hyper-parameters other
+    than the temperature (the temperature alone for NT-Xent)."""
+    if loss not in SECTIONS["loss"]:
+        raise ValueError(f"`loss` must be one of {', '.join(SECTIONS['loss'].names())}; "
+                         f"got {loss!r}.")
+    loss = SECTIONS["loss"].canonical(loss)
+    knobs = [k for k, info in KNOBS.items() if info["losses"] and loss in info["losses"]]
+    return [k for k in knobs if k != "temperature"] or knobs
 
 
 def _is_number(v):
@@ -238,9 +235,8 @@ def apply_to_recipe(recipe, values):
         if info["section"] == "sampler" and recipe["sampler"]["name"] == "uniform":
             recipe["sampler"] = {"name": "batchsampler"}
         recipe[info["section"]][info["key"]] = value
-    sampler = recipe["sampler"]
-    if sampler["name"] != "uniform":
-        m = sampler.get("num_candidates", 1000)
-        if sampler.get("num_neighbors", 100) >= m:
-            sampler["num_neighbors"] = max(1, m // 2)
+    name = recipe["sampler"]["name"]
+    sampler = recipe["sampler"] = {**SECTIONS["sampler"].defaults(name), **recipe["sampler"]}
+    if "num_candidates" in sampler and sampler["num_neighbors"] >= sampler["num_candidates"]:
+        sampler["num_neighbors"] = max(1, sampler["num_candidates"] // 2)
     return recipe

@@ -3,7 +3,7 @@
     python -m tests.reliability._child RECIPE.json OUTPUT_DIR PROBE.json [--pause-at E B]
         [--pause-in-save N]
 
-Runs ``keras_hardneg.training.run(RECIPE, OUTPUT_DIR)`` with a probe callback that writes what
+Runs ``keras_hardneg.run.train(RECIPE, OUTPUT_DIR)`` with a probe callback that writes what
 the run looked like (state at train begin, digests after every committed backup, loss
 hyper-parameters per epoch) to PROBE.json. ``--pause-at E B``: after batch B of epoch E write
 ``OUTPUT_DIR/marker`` and sleep (the parent SIGKILLs). ``--pause-in-save N``: in the N-th
@@ -17,11 +17,11 @@ import time
 
 import keras
 
-from keras_hardneg import training
+from keras_hardneg import run as runlib
 from tests.reliability._common import digest_state, model_digests, read_json, write_json
 
 _captured = {}
-_make = training.make_train_dataset
+_make = runlib.make_train_feed
 
 
 def _capture(*args, **kwargs):
@@ -30,7 +30,7 @@ def _capture(*args, **kwargs):
     return out
 
 
-training.make_train_dataset = _capture
+runlib.make_train_feed = _capture
 
 
 class Probe(keras.callbacks.Callback):
@@ -108,7 +108,7 @@ def main(argv=None):
     if a.pause_in_save:
         _pause_in_save(a.pause_in_save, a.output_dir)
     probe = Probe(a.probe, a.output_dir, a.pause_at)
-    result = training.run(a.recipe, a.output_dir, verbose=0, export=False,
+    result = runlib.train(a.recipe, a.output_dir, verbose=0, export=False,
                           extra_callbacks=[probe])
     probe.info["history"] = result["history"]
     probe.info["epochs_run"] = result["epochs_run"]

@@ -8,9 +8,10 @@ import pytest
 import tensorflow as tf
 
 import keras_hardneg as khn
-from keras_hardneg import cli, sampling, training
+from keras_hardneg import cli, sampling
+from keras_hardneg import run as runlib
 from keras_hardneg.callbacks import GraphRefreshCallback, KNNMonitor
-from keras_hardneg.recipes import RecipeError, load_recipe
+from keras_hardneg.run import RecipeError, load_recipe
 
 
 def _enc():
@@ -203,7 +204,7 @@ def test_cli_value_refused_by_recipe_check(argv, key, tmp_path, capsys):
 def test_batch_larger_than_dataset_is_refused_by_training():
     recipe = load_recipe({"batch_size": 64})
     with pytest.raises(RecipeError, match=r"'batch_size' = 64 is larger than the dataset \(20"):
-        training.make_train_dataset(recipe, X, Y)
+        runlib.make_train_feed(recipe, X, Y)
 
 
 def test_num_candidates_larger_than_dataset_is_clipped():
@@ -212,7 +213,7 @@ def test_num_candidates_larger_than_dataset_is_clipped():
     recipe = load_recipe({"batch_size": 4, "sampler": {"name": "batchsampler",
                                                       "num_candidates": 500,
                                                       "num_neighbors": 100}})
-    _, steps, _, sampler = training.make_train_dataset(recipe, X, Y)
+    _, steps, _, sampler = runlib.make_train_feed(recipe, X, Y)
     assert sampler.neighbors.shape == (20, 18)  # M = N - 1 = 19, K = M - 1
     assert steps == sampler.steps_per_epoch
 
@@ -266,15 +267,15 @@ def test_unreadable_images_refused_on_request(tmp_path):
     with pytest.raises(ValueError, match=r"truncated\.png|garbage\.jpg"):
         khn.data.load_image_folder_arrays(str(root), image_size=(8, 8), on_error="raise")
     # ... and from a recipe (the CLI's way in): data.on_error reaches the loader
-    recipe = training.load_recipe({"data": {"name": "image_folder", "train": str(root),
+    recipe = runlib.load_recipe({"data": {"name": "image_folder", "train": str(root),
                                             "image_size": 8, "on_error": "raise"}})
     with pytest.raises(ValueError, match=r"truncated\.png|garbage\.jpg"):
-        training.load_data(recipe)
+        runlib.load_data(recipe)
     recipe["data"]["on_error"] = "skip"
-    (x, _), _, _ = training.load_data(recipe)
+    (x, _), _, _ = runlib.load_data(recipe)
     assert len(x) > 0
     with pytest.raises(RecipeError, match="data.on_error"):
-        training.load_recipe({"data": {"name": "image_folder", "train": str(root),
+        runlib.load_recipe({"data": {"name": "image_folder", "train": str(root),
                                        "on_error": "ignore"}})
 
 

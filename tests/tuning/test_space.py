@@ -28,7 +28,7 @@ def test_spec_forms():
 
 
 def test_apply_to_recipe_switches_sampler():
-    from keras_hardneg.recipes import load_recipe
+    from keras_hardneg.run import load_recipe
 
     r = space.apply_to_recipe(load_recipe({}), {"beta": 1.5, "num_candidates": 64,
                                                 "restart_prob": 0.3})

@@ -1,0 +1,23 @@
+"""The run layer: recipes, builders and :func:`train`, the one path every entry point takes.
+
+``keras-hardneg train``, the tuner, the zoo and the benchmarks all call :func:`train`,
+which only composes the public builders below. Imports flow one way: this package uses
+the component packages (data, encoders, augment, losses, sampling, models, callbacks,
+evaluation, export); only ``tuning`` and ``cli`` use it.
+"""
+
+from keras_hardneg.run.artifacts import RunDirectoryError, export_trained_encoder, restore_run
+from keras_hardneg.run.build import (TrainFeed, build_encoder, build_loss, build_model,
+                                     build_optimizer, build_view_maker, load_data,
+                                     make_train_feed)
+from keras_hardneg.run.evaluate import evaluate_encoder
+from keras_hardneg.run.recipe import (DEFAULT_RECIPE, RUN_PARAMS, SECTIONS, RecipeError,
+                                      load_recipe, save_recipe, section_choices)
+from keras_hardneg.run.train import train
+
+__all__ = [
+    "DEFAULT_RECIPE", "RUN_PARAMS", "SECTIONS", "RecipeError", "RunDirectoryError", "TrainFeed",
+    "build_encoder", "build_loss", "build_model", "build_optimizer", "build_view_maker",
+    "evaluate_encoder", "export_trained_encoder", "load_data", "load_recipe",
+    "make_train_feed", "restore_run", "save_recipe", "section_choices", "train",
+]

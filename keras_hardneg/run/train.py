@@ -1,0 +1,151 @@
+"""``train``: one recipe end to end. It only composes: load data, build, fit (resumable),
+evaluate, export. Each step is a public function of :mod:`keras_hardneg.run`."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from typing import Any, Iterable
+
+import keras
+import numpy as np
+
+from keras_hardneg import callbacks
+from keras_hardneg._io import atomic_write_json
+from keras_hardneg.run.artifacts import export_trained_encoder
+from keras_hardneg.run.build import build_model, load_data, make_train_feed
+from keras_hardneg.run.evaluate import evaluate_encoder
+from keras_hardneg.run.recipe import load_recipe, save_recipe
+
+__all__ = ["train", "MONITOR_TRAIN_LIMIT", "MONITOR_TEST_LIMIT"]
+
+#: The kNN monitor scores at most this many train / test examples per epoch.
+MONITOR_TRAIN_LIMIT = 10000
+MONITOR_TEST_LIMIT = 2000
+
+
+def _subset(arrays, limit, seed):
+    x, y = arrays
+    if len(x) <= limit:
+        return x, y
+    idx = np.random.default_rng(seed).permutation(len(x))[:limit]
+    return x[idx], y[idx]
+
+
+class _EpochTimer(keras.callbacks.Callback):
+    def on_epoch_begin(self, epoch, logs=None):
+        self._start = time.perf_counter()
+
+    def on_epoch_end(self, epoch, logs=None):
+        if logs is not None:
+            logs["epoch_seconds"] = time.perf_counter() - self._start
+
+
+def _recipe_callbacks(recipe, train, test):
+    ev, ann = recipe["evaluation"], recipe["annealing"]
+    out = [_EpochTimer()]
+    if ev["monitor_every"]:
+        out.append(callbacks.KNNMonitor(
+            _subset(train, MONITOR_TRAIN_LIMIT, recipe["seed"]),
+            _subset(test, MONITOR_TEST_LIMIT, recipe["seed"]),
+            k=ev["knn_k"], temperature=ev["knn_temperature"], every_n_epochs=ev["monitor_every"]))
+    if "beta_changes" in ann:
+        out.append(callbacks.BetaAnnealing(recipe["epochs"], ann["beta_changes"]))
+    if "ring_start" in ann or "ring_end" in ann:
+        ring = {k: ann[f"ring_{k}"] for k in ("start", "end") if f"ring_{k}" in ann}
+        out.append(callbacks.RingAnnealing(recipe["epochs"], **ring))
+    return out
+
+
+def train(recipe: Any, output_dir: str, *, resume: bool = True, verbose: int = 1,
+          export: bool = True, extra_callbacks: Iterable[keras.callbacks.Callback] = (),
+          data: tuple | None = None) -> dict[str, Any]:
+    """Trains, evaluates and exports what ``recipe`` describes, into ``output_dir``.
+
+    ``output_dir`` receives ``recipe.json``, ``backup/`` (resume state: a killed run
+    continues from its last finished epoch when run again), ``history.json``,
+    ``results.json`` and ``encoder/`` (the exported SavedModel with its model card).
+
+    Args:
+        recipe: path or dict (see :func:`~keras_hardneg.run.load_recipe`).
+        output_dir: where everything goes (created).
+        resume: continue from ``output_dir/backup`` if present.
+        verbose: Keras progress bars (1), one line per epoch (2) or silent (0).
+        export: write the SavedModel.
+        extra_callbacks: more Keras callbacks.
+        data: optional ``((x_train, y_train), (x_test, y_test), description)`` to skip
+            :func:`~keras_hardneg.run.load_data` (the tuner reuses loaded data).
+
+    Returns:
+        dict with ``knn_accuracy``, ``linear_probe_accuracy``, ``history`` (all epochs,
+        restored ones included), ``epochs_run``, ``epochs_trained_now`` (the epochs this
+        call trained; ``seconds`` and ``images_per_second`` cover only those),
+        ``steps_per_epoch``, ``seconds``, ``images_per_second``, ``data``, ``export_dir``
+        and ``output_dir``.
+
+    Example:
+    >>> from keras_hardneg import run
+    >>> result = run.train({"epochs": 1}, "/tmp/khn-doc-run", verbose=0)  # doctest: +SKIP
+    >>> sorted(result)[:3]  # doctest: +SKIP
+    ['data', 'epochs_run', 'epochs_trained_now']
+    """
+    recipe = load_recipe(recipe)
+    os.makedirs(output_dir, exist_ok=True)
+    save_recipe(recipe, os.path.join(output_dir, "recipe.json"))
+    keras.config.set_dtype_policy(recipe["precision"])
+    try:
+        train_split, test_split, description = data if data is not None else load_data(recipe)
+        x_train, y_train = train_split
+        keras.utils.set_random_seed(recipe["seed"])
+        feed = make_train_feed(recipe, x_train, y_train)
+        model = build_model(recipe, x_train.shape[1:], num_examples=len(x_train))
+
+        cbs = _recipe_callbacks(recipe, train_split, test_split) + list(feed.callbacks)
+        backup = os.path.join(output_dir, "backup")
+        if not resume and os.path.isdir(backup):
+            shutil.rmtree(backup)
+        # After the sampler's callbacks: their on_train_begin resets what the backup restores.
+        state = {}
+        if feed.sampler is not None:
+            state["sampler"] = feed.sampler
+            state.update({f"refresh{i}": cb for i, cb in enumerate(feed.callbacks)})
+        backup_cb = callbacks.AtomicBackupAndRestore(backup, delete_checkpoint=False, state=state)
+        cbs += [backup_cb, *extra_callbacks]
+
+        start = time.perf_counter()
+        history = model.fit(feed.dataset, epochs=recipe["epochs"],
+                            steps_per_epoch=feed.steps_per_epoch, shuffle=False, callbacks=cbs,
+                            verbose=verbose)
+        seconds = time.perf_counter() - start
+        # Epochs restored from the backup first, then this call's.
+        hist = {}
+        for logs in backup_cb.history:
+            for k, v in logs.items():
+                hist.setdefault(k, []).append(float(v))
+        if not hist:
+            hist = {k: [float(v) for v in vals] for k, vals in history.history.items()}
+        with open(os.path.join(output_dir, "history.json"), "w") as f:
+            json.dump(hist, f, indent=1)
+
+        ev = recipe["evaluation"]
+        results = evaluate_encoder(model.encoder, train_split, test_split, k=ev["knn_k"],
+                                   temperature=ev["knn_temperature"],
+                                   linear_probe=ev["linear_probe"])
+        trained_now = len(history.history.get("loss", []))
+        results.update(
+            history=hist, seconds=seconds, epochs_run=len(hist.get("loss", [])),
+            epochs_trained_now=trained_now, steps_per_epoch=feed.steps_per_epoch,
+            images_per_second=(trained_now * feed.steps_per_epoch * recipe["batch_size"] / seconds
+                               if seconds > 0 and trained_now else None),
+            data=description, output_dir=output_dir)
+        if export:
+            results["export_dir"] = export_trained_encoder(
+                model, recipe, results, description, os.path.join(output_dir, "encoder"))
+        atomic_write_json(os.path.join(output_dir, "results.json"),
+                          {k: v for k, v in results.items() if k != "history"}, indent=1,
+                          default=str)
+        return results
+    finally:
+        keras.config.set_dtype_policy("float32")

@@ -1,0 +1,136 @@
+"""Recipes: completed from the registries, every bad key named, wave-1 recipes upgraded to
+mean what they meant, relative paths resolved once, every zoo recipe valid."""
+
+import glob
+import json
+import os
+import shutil
+
+import pytest
+
+from keras_hardneg.registry import LOSSES, OPTIMIZERS, SAMPLERS
+from keras_hardneg.run import DEFAULT_RECIPE, RecipeError, load_recipe
+from keras_hardneg.run.recipe import upgrade_v1
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+WAVE1 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "wave1_run")
+
+
+def test_defaults_fill_missing_keys_from_the_components():
+    r = load_recipe({"epochs": 3, "loss": {"beta": 0.5}})
+    assert r["epochs"] == 3 and r["loss"]["beta"] == 0.5
+    assert r["loss"]["name"] == DEFAULT_RECIPE["loss"]["name"]
+    assert r["loss"]["tau_plus"] == LOSSES.defaults("hard")["tau_plus"]
+    assert r["optimizer"] == {"name": "adam", **OPTIMIZERS.defaults("adam")}
+
+
+def test_changing_a_section_name_starts_it_from_that_components_defaults():
+    r = load_recipe({"loss": {"name": "ring", "lower_percentile": 1, "upper_percentile": 10}})
+    assert "beta" not in r["loss"]
+    assert r["loss"]["temperature"] == LOSSES.defaults("ring")["temperature"]
+    # a string is shorthand for {"name": ...}; aliases resolve to the registered name
+    assert load_recipe({"loss": "infonce"})["loss"] == {"name": "nt_xent",
+                                                        **LOSSES.defaults("nt_xent")}
+
+
+@pytest.mark.parametrize("given,match", [
+    ({"epoch": 3}, "unknown recipe key 'epoch'"),
+    ({"loss": {"betta": 1}}, "unknown recipe key 'loss.betta' for loss 'hard'; allowed: beta"),
+    ({"loss": {"tau_plus": 1.0}}, r"'loss.tau_plus' = 1.0 is out of range"),
+    ({"loss": {"temperature": 0}}, "loss.temperature"),
+    ({"loss": {"name": "nt_xent", "beta": 1.0}}, "'loss.beta' for loss 'nt_xent'; allowed: "
+                                                 "temperature"),
+    ({"batch_size": 1}, "batch_size"),
+    ({"epochs": 2.5}, "epochs"),
+    ({"framework": "byol"}, "unknown framework 'byol'; allowed: moco_v2, moco_v3, simclr"),
+    ({"optimizer": {"name": "adam", "momentum": 0.9}}, "'optimizer.momentum'"),
+    ({"loss": {"name": "ring", "lower_percentile": 50, "upper_percentile": 10}},
+     "lower_percentile"),
+    ({"sampler": {"name": "batchsampler", "num_candidates": 10, "num_neighbors": 10}},
+     "num_neighbors"),
+    ({"sampler": {"name": "batchsampler", "restart_prob": [0.2, 0.1, 0.05]}}, "restart_prob"),
+    ({"data": {"name": "image_folder"}}, r"data.*'train'.*required"),
+    ({"data": 5}, "'data' must be a mapping"),
+    ({"precision": "float64"}, "precision"),
+])
+def test_bad_recipes_name_the_key(given, match):
+    with pytest.raises(RecipeError, match=match):
+        load_recipe(given)
+
+
+def test_file_errors(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        load_recipe(str(tmp_path / "missing.json"))
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(RecipeError, match="not valid JSON"):
+        load_recipe(str(bad))
+
+
+def test_relative_data_paths_resolve_against_the_recipe_file(tmp_path):
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps({"data": {"name": "image_folder", "train": "imgs/train"}}))
+    assert load_recipe(str(path))["data"]["train"] == str(tmp_path / "imgs" / "train")
+    # overrides are applied on top, and an absolute path stays as it is
+    r = load_recipe(str(path), overrides={"data": {"test": str(tmp_path / "t")}, "epochs": 1})
+    assert r["data"]["test"] == str(tmp_path / "t") and r["epochs"] == 1
+
+
+def test_a_loaded_recipe_loads_to_itself():
+    r = load_recipe({"framework": "moco_v2", "sampler": {"name": "batchsampler"}})
+    assert load_recipe(r) == r
+
+
+def test_every_zoo_recipe_is_valid_and_complete():
+    paths = sorted(glob.glob(os.path.join(ROOT, "models", "*", "recipe.json")))
+    assert len(paths) >= 20
+    for path in paths:
+        with open(path) as f:
+            given = json.load(f)
+        assert given.get("recipe_version") == 2, path
+        loaded = load_recipe(path)
+        # complete: loading adds nothing but resolved paths
+        for section in ("loss", "optimizer", "sampler", "framework"):
+            assert loaded[section] == given[section], (path, section)
+
+
+def test_wave1_recipe_is_upgraded_to_what_it_meant():
+    with open(os.path.join(WAVE1, "recipe.json")) as f:
+        v1 = json.load(f)
+    r = load_recipe(v1)
+    # the MoCo section moved into the framework
+    assert r["framework"] == {"name": "moco_v2", "queue_size": 256, "momentum": 0.99}
+    # wave 1 ignored Adam's weight_decay
+    assert r["optimizer"] == {"name": "adam", "learning_rate": 1e-3, "weight_decay": None}
+    # wave 1's own sampler fallback (500 candidates), not today's default
+    assert r["sampler"]["num_candidates"] == 500 and r["sampler"]["num_neighbors"] == 20
+    assert SAMPLERS.defaults("batchsampler")["num_candidates"] != 500
+    assert r["augmentation"]["name"] == "simclr"
+
+
+def test_upgrade_v1_keeps_what_each_optimizer_used():
+    up = upgrade_v1({"optimizer": {"name": "lars", "weight_decay": 1e-6}})
+    assert up["optimizer"] == {"name": "lars", "weight_decay": 1e-6, "learning_rate": 1e-3,
+                               "momentum": 0.9}
+    up = upgrade_v1({"optimizer": {"name": "sgd", "weight_decay": 1e-4}, "framework": "simclr",
+                     "moco": {"queue_size": 10, "momentum": 0.5}})
+    assert up["optimizer"] == {"name": "sgd", "learning_rate": 1e-3, "momentum": 0.9}
+    assert up["framework"] == {"name": "simclr"}
+
+
+def test_wave1_run_directory_resumes_with_the_wave1_loss_and_exports(tmp_path):
+    """The wave-1 code trained this run for one epoch and was killed; resumed by the wave-1
+    code it trained epoch 2 to the loss in EXPECTED.json. Today's code resumes it to the
+    same loss, then exports it from the run directory."""
+    from keras_hardneg import cli, run
+
+    work = tmp_path / "wave1"
+    shutil.copytree(WAVE1, work)
+    with open(work / "EXPECTED.json") as f:
+        expected = json.load(f)
+    result = run.train(str(work / "recipe.json"), str(work), verbose=0, export=False)
+    assert result["epochs_trained_now"] == 1
+    assert result["history"]["loss"] == pytest.approx(expected["resumed_loss"], rel=1e-5)
+    assert result["knn_accuracy"] == pytest.approx(expected["resumed_knn_accuracy"], abs=0.02)
+    assert cli.main(["export", str(work), "--output", str(tmp_path / "enc")]) == 0
+    assert (tmp_path / "enc" / "saved_model.pb").exists()
