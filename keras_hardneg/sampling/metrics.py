@@ -16,8 +16,8 @@ Example
 >>> from keras_hardneg.sampling.metrics import mean_in_batch_cosine, false_negative_fraction
 >>> float(mean_in_batch_cosine(np.eye(3)))
 0.0
->>> float(false_negative_fraction(np.array([0, 0, 1, 1])))   # 4 of the 12 ordered pairs
-0.3333333333333333
+>>> round(false_negative_fraction(np.array([0, 0, 1, 1])), 6)   # 4 of the 12 ordered pairs
+0.333333
 """
 
 from __future__ import annotations
