@@ -1,7 +1,16 @@
-"""Contrastive frameworks as ``keras.Model`` subclasses trained with ``fit()``."""
+"""Contrastive frameworks as ``keras.Model`` subclasses trained with ``fit()``.
+
+* :class:`SimCLR`; :class:`MoCoV2` and :class:`MoCoV3` (``MoCo(..., version=...)`` builds
+  either), on :class:`ContrastiveModel` / :class:`MomentumContrast`.
+* :mod:`.health` (the step record, :class:`NonFiniteGuard`), :mod:`.memory_bank`,
+  :mod:`.metrics`: what every framework keeps besides its step.
+"""
 
 from keras_hardneg.models.base import ContrastiveModel
-from keras_hardneg.models.moco import MoCo
+from keras_hardneg.models.health import HEALTH_FIELDS, NonFiniteError, NonFiniteGuard
+from keras_hardneg.models.moco import MoCo, MoCoV2, MoCoV3
+from keras_hardneg.models.momentum import MomentumContrast
 from keras_hardneg.models.simclr import SimCLR
 
-__all__ = ["ContrastiveModel", "MoCo", "SimCLR"]
+__all__ = ["ContrastiveModel", "HEALTH_FIELDS", "MoCo", "MoCoV2", "MoCoV3", "MomentumContrast",
+           "NonFiniteError", "NonFiniteGuard", "SimCLR"]

@@ -1,20 +1,39 @@
-"""What SimCLR and MoCo share: inputs, views, heads, metrics, the update step."""
+"""What the contrastive frameworks share: inputs and views, heads, the update step.
+
+The frameworks (SimCLR, Chen et al. 2020, "A Simple Framework for Contrastive Learning
+of Visual Representations"; MoCo, He et al. 2020 and its v2/v3) differ only in how a
+step turns two views into a loss. Everything around that lives here or in the
+concern's own module:
+
+* views: :mod:`keras_hardneg.augment.views` (a view maker per modality);
+* the embedding bank: :mod:`keras_hardneg.models.memory_bank`;
+* the metrics: :mod:`keras_hardneg.models.metrics`;
+* health, guarded state and :class:`~keras_hardneg.models.health.NonFiniteGuard`:
+  :mod:`keras_hardneg.models.health`;
+* cross-replica gathering: :mod:`keras_hardneg.distribute`.
+
+Subclasses implement ``_step(data, training)`` (their whole train/test step, in one
+place) and say which networks they have through :meth:`ContrastiveModel.query_layers`
+and :meth:`ContrastiveModel.guarded_layers`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
 
 import keras
 import tensorflow as tf
 
 from keras_hardneg import distribute
 from keras_hardneg import losses as losses_lib
+from keras_hardneg.augment.views import ViewMaker, as_view_maker
 from keras_hardneg.encoders import projection_head
-from keras_hardneg.losses import core
+from keras_hardneg.encoders.heads import HEAD_VERSIONS
+from keras_hardneg.models.health import HEALTH_FIELDS, GuardedState, NonFiniteGuard, health_values
+from keras_hardneg.models.memory_bank import EmbeddingBank, check_bank_size
+from keras_hardneg.models.metrics import ContrastiveMetrics
 
 __all__ = ["ContrastiveModel", "HEALTH_FIELDS"]
-
-#: Entries of ``model.health``, written every training step.
-HEALTH_FIELDS = (
-    "loss_finite", "positive_term_finite", "negative_term_finite", "gradients_finite",
-    "input_min", "input_max", "input_nonfinite_values", "projection_nonfinite_values",
-)
 
 
 def _feature_dim(encoder):
@@ -46,19 +65,28 @@ def _check_projection_dims(projection_dims):
 
 
 class ContrastiveModel(keras.Model):
-    """Base of :class:`SimCLR` and :class:`MoCo` (not used directly).
+    """Base of :class:`SimCLR`, :class:`MoCoV2` and :class:`MoCoV3` (not used directly).
 
-    Dataset elements for ``fit``: ``x`` or ``(x, labels)`` where ``x`` is a
-    batch of images ``[B, H, W, 3]`` in ``[0, 1]`` (two views are drawn with
-    ``augmentation``), or a dict with ``"view1"`` and ``"view2"`` (views made
-    elsewhere, no augmentation) or ``"images"``, optionally with ``"index"``
+    Dataset elements for ``fit``: ``x`` or ``(x, labels)`` where ``x`` is a raw
+    batch (images ``[B, H, W, 3]`` in ``[0, 1]`` for the image view maker; two views
+    are drawn by ``view_maker``), or a dict with ``"view1"`` and ``"view2"`` (views
+    made elsewhere, no augmentation) or ``"images"``, optionally with ``"index"``
     (``[B]`` dataset positions, from :mod:`keras_hardneg.sampling`). Labels never
     enter the loss; they feed the ``false_negative_rate`` metric.
+
+    Attributes:
+        augmentation: the ``augmentation`` argument as given (a layer, a
+            :class:`~keras_hardneg.augment.ViewMaker`, or None).
+        view_maker: the :class:`~keras_hardneg.augment.ViewMaker` that draws the views
+            (an augmentation layer is wrapped in :class:`~keras_hardneg.augment.ImageViews`).
+        embedding_bank: ``[memory_bank_size, d]`` projections (None without a bank).
+        health: ``[len(HEALTH_FIELDS)]`` record of the last training step.
     """
 
-    def __init__(self, encoder, projection_dims=(512, 128), head_version="simclr_v1",
-                 augmentation=None, gather_across_replicas=True, memory_bank_size=None,
-                 sync_batchnorm=None, **kwargs):
+    def __init__(self, encoder: keras.Model, projection_dims: Sequence[int] = (512, 128),
+                 head_version: str = "simclr_v1", augmentation: Any = None,
+                 gather_across_replicas: bool = True, memory_bank_size: int | None = None,
+                 sync_batchnorm: bool | None = None, **kwargs: Any):
         super().__init__(**kwargs)
         if not isinstance(encoder, keras.Model):
             raise ValueError(f"`encoder` must be a keras.Model; got {type(encoder).__name__}.")
@@ -68,8 +96,6 @@ class ContrastiveModel(keras.Model):
         if sync_batchnorm is None:
             sync_batchnorm = distribute.num_replicas() > 1
         self.sync_batchnorm = bool(sync_batchnorm)
-        from keras_hardneg.encoders.heads import HEAD_VERSIONS
-
         if head_version not in HEAD_VERSIONS:
             raise ValueError(f"`head_version` must be one of {list(HEAD_VERSIONS)}; "
                              f"got {head_version!r}.")
@@ -79,32 +105,43 @@ class ContrastiveModel(keras.Model):
             version=head_version, sync_batchnorm=self.sync_batchnorm,
         )
         self.augmentation = augmentation
+        self.view_maker: ViewMaker | None = as_view_maker(augmentation)
         self.gather_across_replicas = bool(gather_across_replicas)
-        if memory_bank_size is not None and (
-                isinstance(memory_bank_size, bool) or int(memory_bank_size) < 2):
-            raise ValueError(
-                f"`memory_bank_size` must be an int >= 2 (the dataset size); got {memory_bank_size!r}."
-            )
-        self.memory_bank_size = None if memory_bank_size is None else int(memory_bank_size)
-        self.embedding_bank = None
-        if self.memory_bank_size is not None:
-            self.embedding_bank = self.add_weight(
-                shape=(self.memory_bank_size, self.projection_dims[-1]), initializer="zeros",
-                trainable=False, name="embedding_bank", aggregation="only_first_replica",
-            )
-        self.loss_tracker = keras.metrics.Mean(name="loss")
-        self.positive_cosine_tracker = keras.metrics.Mean(name="positive_cosine")
-        self.negative_cosine_tracker = keras.metrics.Mean(name="negative_cosine")
-        self.clamp_tracker = keras.metrics.Mean(name="clamp_fraction")
-        self.false_negative_tracker = keras.metrics.Mean(name="false_negative_rate")
-        self.nonfinite_tracker = keras.metrics.Sum(name="nonfinite_steps")
+        # Weights are created in this order (bank, health, then the subclass's): the
+        # order of a saved file's own variables.
+        self.memory_bank_size = check_bank_size(memory_bank_size)
+        self._bank = None if self.memory_bank_size is None else EmbeddingBank(
+            self, self.memory_bank_size, self.projection_dims[-1])
+        self._metrics_record = ContrastiveMetrics()
         # What the last step looked like, for NonFiniteGuard's report (HEALTH_FIELDS).
         self.health = self.add_weight(shape=(len(HEALTH_FIELDS),), initializer="zeros",
                                       trainable=False, name="step_health",
                                       aggregation="only_first_replica")
+        self.contrastive_loss = None
+
+    # ------------------------------------------------------------------- hooks
+    def query_layers(self) -> list:
+        """The networks trained by gradient, in order (subclasses add theirs)."""
+        return [self.encoder, self.projector]
+
+    def guarded_layers(self) -> list:
+        """The networks whose state (batch-norm moving statistics) a training step's
+        forward pass changes; it is put back when the step is not finite."""
+        return self.query_layers()
+
+    @property
+    def embedding_bank(self):
+        """``[memory_bank_size, d]`` unit-norm projections by dataset position, or None."""
+        return None if self._bank is None else self._bank.variable
+
+    @property
+    def uses_features(self) -> bool:
+        """Whether the compiled loss needs the heads' features too (UnReMix)."""
+        return self.contrastive_loss is not None and self.contrastive_loss.needs_features
 
     # ------------------------------------------------------------------ compile
-    def compile(self, optimizer="adam", loss=None, jit_compile=False, **kwargs):
+    def compile(self, optimizer: Any = "adam", loss: Any = None, jit_compile: bool = False,
+                **kwargs: Any) -> None:
         """Like :meth:`keras.Model.compile`; ``loss`` is any contrastive loss of the
         family (instance or short name, default NT-Xent). ``jit_compile`` defaults
         to False: XLA made ResNet steps ~3x slower on the CPUs we measured.
@@ -112,7 +149,8 @@ class ContrastiveModel(keras.Model):
         resized crop, ``CropAndResize``, has no XLA kernel): map
         :func:`keras_hardneg.augment.two_views` over the ``tf.data`` pipeline and feed
         ``{"view1", "view2"}``, with ``augmentation=None``."""
-        if jit_compile is True and self.augmentation is not None:
+        if jit_compile is True and self.view_maker is not None and \
+                not self.view_maker.jit_compatible:
             raise ValueError(
                 "`jit_compile=True` cannot compile this model's in-model `augmentation` "
                 "(its random resized crop uses CropAndResize, which has no XLA kernel). "
@@ -133,15 +171,17 @@ class ContrastiveModel(keras.Model):
         self.optimizer.build(self.trainable_variables)
 
     @property
-    def metrics(self):
-        tracked = [self.loss_tracker, self.positive_cosine_tracker, self.negative_cosine_tracker]
-        if getattr(self, "contrastive_loss", None) is not None and self.contrastive_loss.has_clamp:
-            tracked.append(self.clamp_tracker)
-        return tracked + [self.false_negative_tracker, self.nonfinite_tracker]
+    def metrics(self) -> list:
+        has_clamp = self.contrastive_loss is not None and self.contrastive_loss.has_clamp
+        return self._metrics_record.metrics(has_clamp)
+
+    def metric_results(self) -> dict:
+        """``{name: value}`` of :attr:`metrics` (what a step returns)."""
+        return {m.name: m.result() for m in self.metrics}
 
     # ------------------------------------------------------------------ inputs
     @staticmethod
-    def unpack(data):
+    def unpack(data: Any) -> tuple:
         """``(x, labels or None)`` from a dataset element."""
         if isinstance(data, (tuple, list)):
             if len(data) == 1:
@@ -149,7 +189,7 @@ class ContrastiveModel(keras.Model):
             return data[0], data[1]
         return data, None
 
-    def make_views(self, x, training):
+    def make_views(self, x: Any, training: bool | None) -> tuple:
         """``(view1, view2, index or None)`` from ``x`` (see the class docstring)."""
         index = None
         if isinstance(x, dict):
@@ -162,23 +202,16 @@ class ContrastiveModel(keras.Model):
                     f"{sorted(x)}."
                 )
             x = x["images"]
-        if x.shape.rank is not None and (x.shape.rank != 4 or x.shape[-1] not in (None, 3)):
-            raise ValueError(
-                f"Images must have shape [batch, height, width, 3]; got {x.shape}."
-            )
-        if self.augmentation is None:
+        if self.view_maker is None:
             raise ValueError(
                 "This model got a batch of images but has no `augmentation` to make two "
                 "views: pass augmentation=khn.augment.simclr_augmentation(image_size=...) "
                 "or feed {'view1': ..., 'view2': ...}."
             )
-        from keras_hardneg.augment import two_views
-
-        # two_views honours asymmetric recipes (SimCLR v3 solarizes only view 2).
-        view1, view2 = two_views(self.augmentation)(tf.cast(x, "float32"), training=training)
+        view1, view2 = self.view_maker(x, training=training)
         return view1, view2, index
 
-    def call(self, x, training=False):
+    def call(self, x: Any, training: bool = False):
         """Encoder features ``[B, F]`` of images (the representation downstream
         tasks use). Accepts the training input formats too (a dict with
         ``"images"`` or ``"view1"``)."""
@@ -186,102 +219,52 @@ class ContrastiveModel(keras.Model):
             x = x["images"] if "images" in x else x["view1"]
         return self.encoder(x, training=training)
 
-    # ------------------------------------------------------------- bookkeeping
-    def gathered(self, x):
+    # ------------------------------------------------------------ distribution
+    def gathered(self, x: Any) -> Any:
         """``x`` from every replica when gathering is on (identity on one device)."""
         return distribute.gather(x) if self.gather_across_replicas else x
 
-    def replica_offset(self, local_batch):
+    def replica_offset(self, local_batch: Any) -> Any:
         """Global row index of this replica's first row (0 without gathering)."""
         if not self.gather_across_replicas:
             return 0
         _, replica_id = distribute.replica_info()
         return tf.cast(replica_id, tf.int32) * local_batch
 
-    def update_bank(self, index, z):
+    # ------------------------------------------------------------- bookkeeping
+    def update_bank(self, index: Any, z: Any) -> None:
         """Writes unit-norm projections ``z`` at dataset positions ``index``."""
-        if self.embedding_bank is None or index is None:
+        if self._bank is None or index is None:
             return
-        index = self.gathered(tf.cast(index, tf.int32))
-        z = self.gathered(tf.stop_gradient(core.l2_normalize(z)))
-        self.embedding_bank.assign(
-            tf.tensor_scatter_nd_update(self.embedding_bank.value, index[:, None], z))
+        self._bank.write(index, z, gather=self.gathered)
 
-    def record(self, terms, loss_value, pairs=None, anchor_labels=None, pool_labels=None):
-        """Updates the metrics from the loss's terms."""
-        self.loss_tracker.update_state(loss_value)
-        self.positive_cosine_tracker.update_state(terms["positive_cosine"])
-        self.negative_cosine_tracker.update_state(terms["negative_cosine"])
-        if "clamp_fraction" in terms:
-            self.clamp_tracker.update_state(terms["clamp_fraction"])
-        if pairs is not None and anchor_labels is not None and pool_labels is not None:
-            fraction, count = core.false_negative_fraction(
-                pairs, anchor_labels, pool_labels, return_count=True)
-            # Batches with no known pool label (an empty MoCo queue) do not count.
-            self.false_negative_tracker.update_state(
-                fraction, sample_weight=tf.cast(count > 0, "float32"))
+    def record(self, terms: dict, loss_value: Any, pairs: Any = None,
+               anchor_labels: Any = None, pool_labels: Any = None) -> None:
+        """Updates the metrics from the loss's terms (see :mod:`.metrics`)."""
+        self._metrics_record.record(terms, loss_value, pairs, anchor_labels, pool_labels)
 
-    def objective(self, loss_value):
+    def record_health(self, views: Sequence[Any], projections: Sequence[Any], terms: dict,
+                      loss_value: Any, grads_finite: Any) -> None:
+        """Writes :data:`HEALTH_FIELDS` for the step just taken."""
+        self.health.assign(health_values(views, projections, terms, loss_value, grads_finite))
+
+    def guarded_state(self) -> GuardedState:
+        """The state of :meth:`guarded_layers`, to snapshot before a training step's
+        forward pass and restore when it was not finite."""
+        return GuardedState(self.guarded_layers())
+
+    # ------------------------------------------------------------------ update
+    def objective(self, loss_value: Any) -> Any:
         """What is differentiated (call inside the tape): the loss divided by
         the number of replicas (their gradients are summed) and, under
         ``mixed_float16``, multiplied by the loss scale."""
         scaled = loss_value / tf.cast(distribute.num_replicas(), loss_value.dtype)
         return self.optimizer.scale_loss(scaled)
 
-    def guarded_state(self):
-        """Non-trainable float weights a forward pass changes (batch-norm moving
-        statistics of the encoders and heads)."""
-        seen, out = set(), []
-        for layer in (self.encoder, self.projector, getattr(self, "predictor", None),
-                      getattr(self, "key_encoder", None), getattr(self, "key_projector", None)):
-            if layer is None:
-                continue
-            for v in layer.non_trainable_variables:
-                if id(v) not in seen and "float" in str(v.dtype):
-                    seen.add(id(v))
-                    out.append(v)
-        return out
-
-    def snapshot_state(self):
-        """Values of :meth:`guarded_state` before a step's forward pass."""
-        return [tf.identity(v.value) for v in self.guarded_state()]
-
-    def restore_state_unless(self, finite, snapshot):
-        """Puts the snapshot back when the step was not finite (a NaN batch must
-        not poison the moving statistics either)."""
-        for v, old in zip(self.guarded_state(), snapshot):
-            v.assign(tf.where(finite, v.value, old))
-
-    def record_health(self, views, projections, terms, loss_value, grads_finite):
-        """Writes :data:`HEALTH_FIELDS` for the step just taken."""
-        def nonfinite(t):
-            return tf.reduce_sum(tf.cast(tf.logical_not(tf.math.is_finite(t)), "float32"))
-
-        views = [tf.cast(v, "float32") for v in views]
-        projections = [tf.cast(p["embeddings"] if isinstance(p, dict) else p, "float32")
-                       for p in projections]
-        def finite_min(t):
-            return tf.reduce_min(tf.where(tf.math.is_finite(t), t, float("inf")))
-
-        def finite_max(t):
-            return tf.reduce_max(tf.where(tf.math.is_finite(t), t, float("-inf")))
-
-        values = [
-            tf.cast(tf.math.is_finite(loss_value), "float32"),
-            tf.cast(tf.math.is_finite(terms["positive_cosine"]), "float32"),
-            tf.cast(tf.math.is_finite(terms["negative_cosine"]), "float32"),
-            tf.cast(grads_finite, "float32"),
-            tf.reduce_min([finite_min(v) for v in views]),
-            tf.reduce_max([finite_max(v) for v in views]),
-            tf.add_n([nonfinite(v) for v in views]),
-            tf.add_n([nonfinite(p) for p in projections]),
-        ]
-        self.health.assign(tf.stack(values))
-
-    def apply_update(self, tape, objective, loss_value):
+    def apply_update(self, tape: tf.GradientTape, objective: Any, loss_value: Any) -> Any:
         """Gradient step on :meth:`objective`; skipped (and counted in
         ``nonfinite_steps``) when the loss or a gradient is not finite, so the
-        weights are never corrupted."""
+        weights are never corrupted. Returns whether the step was finite."""
         variables = self.trainable_variables
         grads = tape.gradient(objective, variables)
         if isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer):
@@ -289,7 +272,7 @@ class ContrastiveModel(keras.Model):
             # non-finite *scaled* gradient is its normal way to lower the scale.
             self.optimizer.apply(grads, variables)
             finite = tf.math.is_finite(loss_value)
-            self.nonfinite_tracker.update_state(1.0 - tf.cast(finite, "float32"))
+            self._metrics_record.count_step(finite)
             return finite
         finite = tf.math.is_finite(loss_value)
         for g in grads:
@@ -302,26 +285,36 @@ class ContrastiveModel(keras.Model):
             self.optimizer.apply(grads, variables)
         else:
             tf.cond(finite, lambda: self._apply(grads, variables), lambda: tf.no_op())
-        self.nonfinite_tracker.update_state(1.0 - tf.cast(finite, "float32"))
+        self._metrics_record.count_step(finite)
         return finite
 
     def _apply(self, grads, variables):
         self.optimizer.apply(grads, variables)
         return tf.no_op()
 
-    def fit(self, *args, callbacks=None, **kwargs):
-        """:meth:`keras.Model.fit`, with a :class:`~keras_hardneg.callbacks.NonFiniteGuard`
+    # -------------------------------------------------------------------- steps
+    def _step(self, data: Any, training: bool) -> dict:
+        """One train (``training=True``) or test step; returns :meth:`metric_results`."""
+        raise NotImplementedError(f"{type(self).__name__} must implement _step.")
+
+    def train_step(self, data: Any) -> dict:
+        return self._step(data, training=True)
+
+    def test_step(self, data: Any) -> dict:
+        return self._step(data, training=False)
+
+    def fit(self, *args: Any, callbacks: Any = None, **kwargs: Any):
+        """:meth:`keras.Model.fit`, with a :class:`~keras_hardneg.models.health.NonFiniteGuard`
         put first among the callbacks unless one is given: a non-finite loss or
         gradient stops the run with a report, before any later callback (e.g. a
         checkpoint) runs for that batch."""
-        from keras_hardneg.callbacks import NonFiniteGuard
-
         callbacks = list(callbacks or [])
         if not any(isinstance(c, NonFiniteGuard) for c in callbacks):
             callbacks.insert(0, NonFiniteGuard())
         return super().fit(*args, callbacks=callbacks, **kwargs)
 
-    def get_config(self):
+    # ----------------------------------------------------------- serialization
+    def get_config(self) -> dict:
         config = super().get_config()
         config.update(
             encoder=keras.saving.serialize_keras_object(self.encoder),
@@ -336,7 +329,7 @@ class ContrastiveModel(keras.Model):
         return config
 
     @classmethod
-    def from_config(cls, config):
+    def from_config(cls, config: dict) -> "ContrastiveModel":
         config = dict(config)
         config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
         if config.get("augmentation") is not None:

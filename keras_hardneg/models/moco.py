@@ -1,17 +1,32 @@
-"""MoCo v2 (Chen et al. 2020, "Improved Baselines with Momentum Contrastive
-Learning") and MoCo v3 (Chen, Xie & He, ICCV 2021) as a Keras model."""
+"""MoCo v2 (Chen, Fan, Girshick & He 2020, "Improved Baselines with Momentum Contrastive
+Learning") and MoCo v3 (Chen, Xie & He, "An Empirical Study of Training Self-Supervised
+Vision Transformers", ICCV 2021) as Keras models.
+
+Two algorithms on one momentum encoder (:class:`~keras_hardneg.models.momentum.MomentumContrast`):
+
+* :class:`MoCoV2` -- query ``q = head(enc(view1))``, key ``k = key_head(key_enc(view2))``;
+  the negatives are a first-in first-out queue of past keys (``model.queue``).
+* :class:`MoCoV3` -- symmetric, no queue: a predictor on the query branch, and each
+  query's negatives are the other examples' keys of the (global) batch.
+* :class:`MoCo` -- ``MoCo(..., version="v2" | "v3")`` builds the one or the other
+  (the public constructor, and what configs saved before the split deserialize through).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
 
 import keras
 import tensorflow as tf
 
 from keras_hardneg.encoders import prediction_head
-from keras_hardneg.encoders.heads import ProjectionHead
 from keras_hardneg.losses import core
-from keras_hardneg.models.base import ContrastiveModel
+from keras_hardneg.models.momentum import MomentumContrast, check_momentum
+from keras_hardneg.registry import FRAMEWORKS, Param
 
-__all__ = ["MoCo"]
+__all__ = ["MoCo", "MoCoV2", "MoCoV3"]
 
-_HEADS = {"v2": "moco_v2", "v3": "moco_v3"}
+_MOMENTUM = Param(float, low=0, high=1, help="EMA coefficient of the key encoder")
 
 
 def _unit_rows_initializer(seed):
@@ -23,123 +38,79 @@ def _unit_rows_initializer(seed):
     return init
 
 
+def _check_queue_size(queue_size):
+    if isinstance(queue_size, bool) or not isinstance(queue_size, int) or queue_size < 1:
+        raise ValueError(f"`queue_size` must be an int >= 1; got {queue_size!r}.")
+    return int(queue_size)
+
+
+# seeded: the seed of the initial queue is the run's seed, not a config key.
+@FRAMEWORKS.register("moco_v2", seeded=True, params={
+    "queue_size": Param(int, low=1, help="number K of queued keys (the negatives)"),
+    "momentum": _MOMENTUM,
+})
 @keras.saving.register_keras_serializable(package="keras_hardneg")
-class MoCo(ContrastiveModel):
-    """Momentum contrast: a query encoder trained by gradient, a key encoder that
-    is its exponential moving average, and (v2) a queue of past keys as negatives.
+class MoCoV2(MomentumContrast):
+    """MoCo v2: a momentum key encoder and a queue of past keys as negatives.
 
-    * ``version="v2"``: query ``q = head(enc(view1))``, key ``k = key_head(key_enc(view2))``;
-      the loss is ``loss.call_with_negatives(q, k, queue)`` (any loss of the family);
-      then the keys of all replicas are enqueued (first-in first-out).
-    * ``version="v3"``: symmetric, no queue: a predictor on the query branch, and
-      each query's negatives are the other examples' keys of the (global) batch;
-      the loss is the mean of ``ctr(q1, k2)`` and ``ctr(q2, k1)``.
-
-    Before each step the key encoder and head take
-    ``key = momentum * key + (1 - momentum) * query`` for every trainable weight
-    (in the same order as ``encoder.weights``); the key branch runs batch norm
-    in training mode (batch statistics, its own moving averages), as in MoCo.
-    Shuffle-BN (MoCo's multi-GPU trick) is not implemented; v3 uses
-    synchronized BN in the heads when there are several replicas.
+    Each step: the key branch takes the momentum update, then query
+    ``q = head(enc(view1))`` and key ``k = key_head(key_enc(view2))``; the loss is
+    ``loss.call_with_negatives(q, k, queue)`` (any loss of the family); then the keys
+    of all replicas are enqueued (first-in first-out). Shuffle-BN (MoCo's multi-GPU
+    trick) is not implemented.
 
     Attributes:
-        queue: ``[queue_size, d]`` non-trainable variable of unit-norm keys (v2).
+        queue: ``[queue_size, d]`` non-trainable variable of unit-norm keys.
         queue_labels: ``[queue_size]`` labels of the queued keys, ``-1`` if unknown,
             used only for the ``false_negative_rate`` metric.
+        queue_pointer: the next slot to write.
         key_encoder, key_projector: the momentum copies.
 
     Args:
         encoder: keras.Model, images ``[B, H, W, 3]`` in ``[0, 1]`` -> ``[B, F]``.
         projection_dims: ``(hidden..., output)``, e.g. ``(2048, 128)``.
-        queue_size: ``K`` (v2), default 65536.
-        momentum: EMA coefficient in ``[0, 1]``, default 0.999.
-        version: ``"v2"`` or ``"v3"``.
-        predictor_dims: ``(hidden, output)`` of the v3 predictor (default
-            ``(4 * d, d)`` with ``d = projection_dims[-1]``).
+        queue_size: ``K``.
+        momentum: EMA coefficient in ``[0, 1]``.
+        head_version: projection head (default ``"moco_v2"``).
+        seed: seed of the initial (random unit-norm) queue.
         augmentation, gather_across_replicas, memory_bank_size, sync_batchnorm:
             as in :class:`SimCLR`.
 
     Example:
     >>> import numpy as np, keras_hardneg as khn
     >>> enc = khn.encoders.small_convnet(input_shape=(8, 8, 3), width=4)
-    >>> model = MoCo(enc, projection_dims=(16, 8), queue_size=32, momentum=0.99)
+    >>> model = MoCoV2(enc, projection_dims=(16, 8), queue_size=32, momentum=0.99)
     >>> model.compile(optimizer="sgd", loss=khn.losses.NTXentLoss(temperature=0.2))
     >>> x = np.random.default_rng(0).uniform(size=(8, 8, 8, 3)).astype("float32")
     >>> h = model.fit({"view1": x, "view2": x[:, ::-1]}, batch_size=8, epochs=1, verbose=0)
     """
 
-    def __init__(self, encoder, projection_dims=(2048, 128), queue_size=65536, momentum=0.999,
-                 version="v2", predictor_dims=None, augmentation=None, head_version=None,
-                 seed=0, **kwargs):
-        if version not in _HEADS:
-            raise ValueError(f"`version` must be 'v2' (queue) or 'v3' (in-batch); got {version!r}.")
-        if isinstance(momentum, bool) or not isinstance(momentum, (int, float)) or \
-                not 0.0 <= float(momentum) <= 1.0:
-            raise ValueError(f"`momentum` must be a number in [0, 1]; got {momentum!r}.")
-        if isinstance(queue_size, bool) or not isinstance(queue_size, int) or queue_size < 1:
-            raise ValueError(f"`queue_size` must be an int >= 1; got {queue_size!r}.")
-        super().__init__(encoder, projection_dims=projection_dims,
-                         head_version=head_version or _HEADS[version],
-                         augmentation=augmentation, **kwargs)
-        self.version = version
-        self.momentum = float(momentum)
-        self.queue_size = int(queue_size)
+    version = "v2"
+
+    def __init__(self, encoder: keras.Model, projection_dims: Sequence[int] = (2048, 128),
+                 queue_size: int = 65536, momentum: float = 0.999, augmentation: Any = None,
+                 head_version: str | None = None, seed: int = 0, **kwargs: Any):
+        check_momentum(momentum)
+        queue_size = _check_queue_size(queue_size)
+        super().__init__(encoder, projection_dims=projection_dims, momentum=momentum,
+                         head_version=head_version or "moco_v2", augmentation=augmentation,
+                         **kwargs)
+        self.queue_size = queue_size
         self.seed = seed
         dim = self.projection_dims[-1]
-
-        self.key_encoder = keras.models.clone_model(encoder)
-        self.key_encoder.set_weights(encoder.get_weights())
-        self.key_projector = ProjectionHead.from_config(
-            {**self.projector.get_config(), "name": "key_projection_head"})
-        self.key_projector.set_weights(self.projector.get_weights())
-
-        self.predictor = None
-        self.predictor_dims = None
-        if version == "v3":
-            self.predictor_dims = tuple(predictor_dims or (4 * dim, dim))
-            self.predictor = prediction_head(dim, self.predictor_dims[0], self.predictor_dims[1],
-                                             sync_batchnorm=self.sync_batchnorm)
-            if self.predictor_dims[1] != dim:
-                raise ValueError(
-                    f"`predictor_dims[-1]` must equal the projection size {dim}; got "
-                    f"{self.predictor_dims}."
-                )
-        self.queue = None
-        self.queue_labels = None
-        if version == "v2":
-            self.queue = self.add_weight(
-                shape=(self.queue_size, dim), initializer=_unit_rows_initializer(seed),
-                trainable=False, name="queue", aggregation="only_first_replica")
-            self.queue_labels = self.add_weight(
-                shape=(self.queue_size,), initializer=keras.initializers.Constant(-1),
-                dtype="int64", trainable=False, name="queue_labels",
-                aggregation="only_first_replica")
-            self.queue_pointer = self.add_weight(
-                shape=(), initializer="zeros", dtype="int64", trainable=False,
-                name="queue_pointer", aggregation="only_first_replica")
+        self.queue = self.add_weight(
+            shape=(self.queue_size, dim), initializer=_unit_rows_initializer(seed),
+            trainable=False, name="queue", aggregation="only_first_replica")
+        self.queue_labels = self.add_weight(
+            shape=(self.queue_size,), initializer=keras.initializers.Constant(-1),
+            dtype="int64", trainable=False, name="queue_labels",
+            aggregation="only_first_replica")
+        self.queue_pointer = self.add_weight(
+            shape=(), initializer="zeros", dtype="int64", trainable=False,
+            name="queue_pointer", aggregation="only_first_replica")
         self.built = True  # every sub-model is built: weights can be saved before fit
 
-    # ----------------------------------------------------------------- weights
-    def query_variables(self):
-        """The weights trained by gradient (encoder, head, predictor)."""
-        out = self.encoder.trainable_variables + self.projector.trainable_variables
-        if self.predictor is not None:
-            out += self.predictor.trainable_variables
-        return out
-
-    @property
-    def trainable_variables(self):
-        # The key branch is updated by momentum, never by the optimizer.
-        return self.query_variables()
-
-    def momentum_update(self):
-        """``key = m * key + (1 - m) * query`` over encoder and head weights."""
-        m = self.momentum
-        for query, key in ((self.encoder, self.key_encoder), (self.projector, self.key_projector)):
-            for q, k in zip(query.trainable_variables, key.trainable_variables):
-                k.assign(m * k + (1.0 - m) * tf.cast(q, k.dtype))
-
-    def enqueue(self, keys, labels=None, step_finite=True):
+    def enqueue(self, keys: Any, labels: Any = None, step_finite: Any = True) -> None:
         """Writes unit-norm ``keys [B, d]`` (all replicas') at the queue pointer, FIFO.
         Nothing is written when ``step_finite`` is False or a key is not finite."""
         keys = self.gathered(tf.stop_gradient(core.l2_normalize(keys)))
@@ -164,25 +135,11 @@ class MoCo(ContrastiveModel):
             ok, (self.queue_pointer.value + tf.cast(n, tf.int64)) % self.queue_size,
             self.queue_pointer.value))
 
-    # -------------------------------------------------------------------- steps
-    def _query(self, images, training):
-        h = self.encoder(images, training=training)
-        z, feats = self.projector(h, training=training, return_features=True)
-        if self.predictor is not None:
-            z, feats = self.predictor(z, training=training, return_features=True)
-        if self.contrastive_loss.needs_features:
-            return {"embeddings": z, "features": feats}
-        return z
-
-    def _keys(self, images):
-        h = self.key_encoder(images, training=True)
-        return tf.stop_gradient(self.key_projector(h, training=True))
-
-    def _step_v2(self, view1, view2, labels, training):
-        k = self._keys(view2)
+    def contrastive_step(self, view1: Any, view2: Any, labels: Any, training: bool) -> tuple:
+        k = self.keys(view2)
         negatives = tf.stop_gradient(self.queue.value)
         with tf.GradientTape() as tape:
-            q = self._query(view1, training)
+            q = self.query(view1, training)
             pairs = core.queue_pairs(q, k, negatives)
             terms = self.contrastive_loss.compute_terms(pairs)
             loss_value = tf.reduce_mean(terms["loss"])
@@ -198,10 +155,75 @@ class MoCo(ContrastiveModel):
             return q, finite
         return q, None
 
-    def _step_v3(self, view1, view2, labels, training):
-        k1, k2 = tf.split(self._keys(tf.concat([view1, view2], 0)), 2, axis=0)
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config.update(queue_size=self.queue_size, seed=self.seed)
+        return config
+
+
+@FRAMEWORKS.register("moco_v3", params={"momentum": _MOMENTUM})
+@keras.saving.register_keras_serializable(package="keras_hardneg")
+class MoCoV3(MomentumContrast):
+    """MoCo v3: a momentum key encoder, a predictor, and in-batch negatives.
+
+    Symmetric and without a queue: both views go through the query branch (encoder,
+    head, predictor) and the key branch; each query's negatives are the other
+    examples' keys of the (global, under a strategy) batch, and the loss is the mean
+    of ``ctr(q1, k2)`` and ``ctr(q2, k1)``. The heads use synchronized BN when there
+    are several replicas.
+
+    Attributes:
+        key_encoder, key_projector: the momentum copies.
+        predictor: the prediction head on the query branch.
+
+    Args:
+        encoder: keras.Model, images ``[B, H, W, 3]`` in ``[0, 1]`` -> ``[B, F]``.
+        projection_dims: ``(hidden..., output)``, e.g. ``(2048, 128)``.
+        momentum: EMA coefficient in ``[0, 1]``.
+        predictor_dims: ``(hidden, output)`` of the predictor (default ``(4 * d, d)``
+            with ``d = projection_dims[-1]``).
+        head_version: projection head (default ``"moco_v3"``).
+        augmentation, gather_across_replicas, memory_bank_size, sync_batchnorm:
+            as in :class:`SimCLR`.
+
+    Example:
+    >>> import numpy as np, keras_hardneg as khn
+    >>> enc = khn.encoders.small_convnet(input_shape=(8, 8, 3), width=4)
+    >>> model = MoCoV3(enc, projection_dims=(16, 8), momentum=0.99)
+    >>> model.compile(optimizer="sgd", loss=khn.losses.NTXentLoss(temperature=0.2))
+    >>> x = np.random.default_rng(0).uniform(size=(8, 8, 8, 3)).astype("float32")
+    >>> h = model.fit({"view1": x, "view2": x[:, ::-1]}, batch_size=8, epochs=1, verbose=0)
+    """
+
+    version = "v3"
+
+    def __init__(self, encoder: keras.Model, projection_dims: Sequence[int] = (2048, 128),
+                 momentum: float = 0.999, predictor_dims: Sequence[int] | None = None,
+                 augmentation: Any = None, head_version: str | None = None, **kwargs: Any):
+        super().__init__(encoder, projection_dims=projection_dims, momentum=momentum,
+                         head_version=head_version or "moco_v3", augmentation=augmentation,
+                         **kwargs)
+        dim = self.projection_dims[-1]
+        self.predictor_dims = tuple(predictor_dims or (4 * dim, dim))
+        self.predictor = prediction_head(dim, self.predictor_dims[0], self.predictor_dims[1],
+                                         sync_batchnorm=self.sync_batchnorm)
+        if self.predictor_dims[1] != dim:
+            raise ValueError(
+                f"`predictor_dims[-1]` must equal the projection size {dim}; got "
+                f"{self.predictor_dims}."
+            )
+        self.built = True  # every sub-model is built: weights can be saved before fit
+
+    def query_layers(self) -> list:
+        return super().query_layers() + [self.predictor]
+
+    def query_head(self, z: Any, feats: Any, training: bool) -> tuple:
+        return self.predictor(z, training=training, return_features=True)
+
+    def contrastive_step(self, view1: Any, view2: Any, labels: Any, training: bool) -> tuple:
+        k1, k2 = tf.split(self.keys(tf.concat([view1, view2], 0)), 2, axis=0)
         with tf.GradientTape() as tape:
-            q = self._query(tf.concat([view1, view2], 0), training)
+            q = self.query(tf.concat([view1, view2], 0), training)
             if isinstance(q, dict):
                 q1 = {key: v[: tf.shape(v)[0] // 2] for key, v in q.items()}
                 q2 = {key: v[tf.shape(v)[0] // 2:] for key, v in q.items()}
@@ -226,32 +248,97 @@ class MoCo(ContrastiveModel):
             return q1, finite
         return q1, None
 
-    def _step(self, data, training):
-        x, labels = self.unpack(data)
-        view1, view2, index = self.make_views(x, training=training)
-        if labels is not None:
-            labels = tf.cast(tf.reshape(labels, [-1]), tf.int64)
-        if training:
-            snapshot = self.snapshot_state()
-            self.momentum_update()
-        step = self._step_v2 if self.version == "v2" else self._step_v3
-        q, finite = step(view1, view2, labels, training)
-        if training:
-            self.restore_state_unless(finite, snapshot)
-        if training:
-            self.update_bank(index, q["embeddings"] if isinstance(q, dict) else q)
-        return {m.name: m.result() for m in self.metrics}
-
-    def train_step(self, data):
-        return self._step(data, training=True)
-
-    def test_step(self, data):
-        return self._step(data, training=False)
-
-
-    def get_config(self):
+    def get_config(self) -> dict:
         config = super().get_config()
-        config.update(queue_size=self.queue_size, momentum=self.momentum, version=self.version,
-                      predictor_dims=None if self.predictor_dims is None else list(self.predictor_dims),
-                      seed=self.seed)
+        config.update(predictor_dims=list(self.predictor_dims))
         return config
+
+
+_CLASSES = {"v2": MoCoV2, "v3": MoCoV3}
+
+
+class _MoCoFamily(type):
+    # isinstance(model, MoCo) / issubclass(MoCoV2, MoCo) hold, as before the split.
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, tuple(_CLASSES.values()))
+
+    def __subclasscheck__(cls, sub):
+        return isinstance(sub, type) and issubclass(sub, tuple(_CLASSES.values()))
+
+
+class MoCo(metaclass=_MoCoFamily):
+    """Momentum contrast: ``MoCo(..., version="v2")`` is a :class:`MoCoV2` (queue of
+    past keys), ``version="v3"`` a :class:`MoCoV3` (predictor, in-batch negatives).
+
+    A query encoder trained by gradient, a key encoder that is its exponential moving
+    average: before each step the key encoder and head take
+    ``key = momentum * key + (1 - momentum) * query`` for every trainable weight (in
+    the same order as ``encoder.weights``); the key branch runs batch norm in training
+    mode (batch statistics, its own moving averages), as in MoCo.
+
+    * ``version="v2"``: the loss is ``loss.call_with_negatives(q, k, queue)``, then the
+      keys of all replicas are enqueued (first-in first-out).
+    * ``version="v3"``: the loss is the mean of ``ctr(q1, k2)`` and ``ctr(q2, k1)``,
+      each query against the other examples' keys of the (global) batch.
+
+    Args:
+        encoder: keras.Model, images ``[B, H, W, 3]`` in ``[0, 1]`` -> ``[B, F]``.
+        projection_dims: ``(hidden..., output)``, e.g. ``(2048, 128)``.
+        queue_size: ``K`` (v2), default 65536 (checked, and unused, for v3).
+        seed: seed of the v2 initial queue (unused for v3).
+        momentum: EMA coefficient in ``[0, 1]``, default 0.999.
+        version: ``"v2"`` or ``"v3"``.
+        predictor_dims: ``(hidden, output)`` of the v3 predictor (default
+            ``(4 * d, d)`` with ``d = projection_dims[-1]``).
+        augmentation, gather_across_replicas, memory_bank_size, sync_batchnorm:
+            as in :class:`SimCLR`.
+
+    Returns:
+        a :class:`MoCoV2` or :class:`MoCoV3` (both count as instances of ``MoCo``).
+
+    Example:
+    >>> import numpy as np, keras_hardneg as khn
+    >>> enc = khn.encoders.small_convnet(input_shape=(8, 8, 3), width=4)
+    >>> model = MoCo(enc, projection_dims=(16, 8), queue_size=32, momentum=0.99)
+    >>> model.compile(optimizer="sgd", loss=khn.losses.NTXentLoss(temperature=0.2))
+    >>> x = np.random.default_rng(0).uniform(size=(8, 8, 8, 3)).astype("float32")
+    >>> h = model.fit({"view1": x, "view2": x[:, ::-1]}, batch_size=8, epochs=1, verbose=0)
+    >>> type(model).__name__, isinstance(model, MoCo)
+    ('MoCoV2', True)
+    """
+
+    def __new__(cls, encoder: keras.Model, projection_dims: Sequence[int] = (2048, 128),
+                queue_size: int = 65536, momentum: float = 0.999, version: str = "v2",
+                predictor_dims: Sequence[int] | None = None, augmentation: Any = None,
+                head_version: str | None = None, seed: int = 0,
+                **kwargs: Any) -> MomentumContrast:
+        if version not in _CLASSES:
+            raise ValueError(f"`version` must be 'v2' (queue) or 'v3' (in-batch); got {version!r}.")
+        check_momentum(momentum)
+        _check_queue_size(queue_size)
+        common = dict(projection_dims=projection_dims, momentum=momentum,
+                      augmentation=augmentation, head_version=head_version, **kwargs)
+        if version == "v2":
+            return MoCoV2(encoder, queue_size=queue_size, seed=seed, **common)
+        # v3 has no queue: its size and seed (of the initial queue) do not apply.
+        return MoCoV3(encoder, predictor_dims=predictor_dims, **common)
+
+    @classmethod
+    def from_config(cls, config: dict) -> MomentumContrast:
+        """A model from a config of either class, or of ``MoCo`` before the split
+        (which holds ``version``)."""
+        config = dict(config)
+        version = config.pop("version", "v2")
+        if version not in _CLASSES:
+            raise ValueError(f"`version` must be 'v2' (queue) or 'v3' (in-batch); got {version!r}.")
+        if version == "v2":
+            config.pop("predictor_dims", None)
+        else:
+            config.pop("queue_size", None)
+            config.pop("seed", None)
+        return _CLASSES[version].from_config(config)
+
+
+# Configs saved before the split name "keras_hardneg>MoCo": they deserialize through
+# MoCo.from_config (MoCo itself is never serialized: it builds MoCoV2 / MoCoV3).
+keras.saving.get_custom_objects()["keras_hardneg>MoCo"] = MoCo

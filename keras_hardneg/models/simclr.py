@@ -1,15 +1,24 @@
 """SimCLR (Chen et al., "A Simple Framework for Contrastive Learning of Visual
 Representations", ICML 2020) as a Keras model trained with ``fit()``."""
 
+from __future__ import annotations
+
+from typing import Any, Sequence
+
 import keras
 import tensorflow as tf
 
+from keras_hardneg.encoders.heads import HEAD_VERSIONS
 from keras_hardneg.losses import core
 from keras_hardneg.models.base import ContrastiveModel
+from keras_hardneg.registry import FRAMEWORKS, Param
 
 __all__ = ["SimCLR"]
 
 
+@FRAMEWORKS.register("simclr", params={
+    "head_version": Param(str, choices=HEAD_VERSIONS, help="projection head architecture"),
+})
 @keras.saving.register_keras_serializable(package="keras_hardneg")
 class SimCLR(ContrastiveModel):
     """SimCLR: two augmented views, a projection head, in-batch negatives.
@@ -28,7 +37,9 @@ class SimCLR(ContrastiveModel):
         encoder: keras.Model, images ``[B, H, W, 3]`` in ``[0, 1]`` -> ``[B, F]``.
         projection_dims: ``(hidden..., output)`` widths of the head, e.g. ``(512, 128)``.
         augmentation: a layer drawing one random view of a batch of images
-            (e.g. :func:`keras_hardneg.augment.simclr_augmentation`), or None when the
+            (e.g. :func:`keras_hardneg.augment.simclr_augmentation`; it is wrapped in
+            :class:`keras_hardneg.augment.ImageViews`), a
+            :class:`keras_hardneg.augment.ViewMaker` for any modality, or None when the
             data already holds ``{"view1", "view2"}``.
         head_version: ``"simclr_v1"`` (default) or ``"simclr_v2"``.
         gather_across_replicas: gather negatives from all replicas (default True).
@@ -49,24 +60,23 @@ class SimCLR(ContrastiveModel):
     >>> h = model.fit({"view1": x, "view2": x[:, ::-1]}, batch_size=8, epochs=1, verbose=0)
     """
 
-    def __init__(self, encoder, projection_dims=(512, 128), augmentation=None,
-                 head_version="simclr_v1", **kwargs):
+    def __init__(self, encoder: keras.Model, projection_dims: Sequence[int] = (512, 128),
+                 augmentation: Any = None, head_version: str = "simclr_v1", **kwargs: Any):
         super().__init__(encoder, projection_dims=projection_dims, head_version=head_version,
                          augmentation=augmentation, **kwargs)
         self.built = True  # every sub-model is built: weights can be saved before fit
 
-    def project(self, view1, view2, training):
+    def project(self, view1: Any, view2: Any, training: bool) -> tuple:
         """``(z1, z2)``: projections of both views (dicts with ``features`` for UnReMix)."""
         h = self.encoder(tf.concat([view1, view2], axis=0), training=training)
         z, feats = self.projector(h, training=training, return_features=True)
         z1, z2 = tf.split(z, 2, axis=0)
-        if getattr(self, "contrastive_loss", None) is not None and \
-                self.contrastive_loss.needs_features:
+        if self.uses_features:
             f1, f2 = tf.split(feats, 2, axis=0)
             return {"embeddings": z1, "features": f1}, {"embeddings": z2, "features": f2}
         return z1, z2
 
-    def pairs(self, z1, z2):
+    def pairs(self, z1: Any, z2: Any) -> Any:
         """The in-batch pairs, against the global batch when gathering."""
         if self.gather_across_replicas and self.distribute_strategy.num_replicas_in_sync > 1:
             batch = tf.shape(z1["embeddings"] if isinstance(z1, dict) else z1)[0]
@@ -77,7 +87,8 @@ class SimCLR(ContrastiveModel):
     def _step(self, data, training):
         x, labels = self.unpack(data)
         view1, view2, index = self.make_views(x, training=training)
-        snapshot = self.snapshot_state() if training else None
+        guard = self.guarded_state() if training else None
+        snapshot = guard.snapshot() if training else None
         with tf.GradientTape() as tape:
             z1, z2 = self.project(view1, view2, training=training)
             pairs = self.pairs(z1, z2)
@@ -86,7 +97,7 @@ class SimCLR(ContrastiveModel):
             objective = self.objective(loss_value)
         if training:
             finite = self.apply_update(tape, objective, loss_value)
-            self.restore_state_unless(finite, snapshot)
+            guard.restore_unless(finite, snapshot)
             self.record_health((view1, view2), (z1, z2), terms, loss_value, finite)
             self.update_bank(index, z1["embeddings"] if isinstance(z1, dict) else z1)
         if labels is not None:
@@ -96,10 +107,4 @@ class SimCLR(ContrastiveModel):
                         tf.concat([pool, pool], 0))
         else:
             self.record(terms, loss_value)
-        return {m.name: m.result() for m in self.metrics}
-
-    def train_step(self, data):
-        return self._step(data, training=True)
-
-    def test_step(self, data):
-        return self._step(data, training=False)
+        return self.metric_results()

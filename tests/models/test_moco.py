@@ -1,3 +1,4 @@
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -83,3 +84,78 @@ def test_queue_false_negative_rate_uses_queued_labels():
 def test_bad_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
         moco(**kwargs)
+
+
+# ------------------------------------------------------------ MoCo -> MoCoV2 / MoCoV3
+def _built(factory, seed=3, **kwargs):
+    keras.utils.set_random_seed(seed)
+    return factory(tiny_encoder(), projection_dims=(16, 8), momentum=0.9, **kwargs)
+
+
+@pytest.mark.parametrize("version,cls,kwargs", [
+    ("v2", khn.models.MoCoV2, {"queue_size": 24}),
+    ("v3", khn.models.MoCoV3, {}),
+])
+def test_moco_version_builds_the_same_model_as_the_class(version, cls, kwargs):
+    via_moco = _built(khn.models.MoCo, version=version, queue_size=24)
+    direct = _built(cls, **kwargs)
+    assert type(via_moco) is cls
+    assert isinstance(via_moco, khn.models.MoCo) and isinstance(direct, khn.models.MoCo)
+    assert issubclass(cls, khn.models.MoCo)
+    assert [(w.path.split("/", 1)[1], tuple(w.shape)) for w in via_moco.weights] == \
+        [(w.path.split("/", 1)[1], tuple(w.shape)) for w in direct.weights]
+    for a, b in zip(via_moco.weights, direct.weights):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b), err_msg=a.path)
+    # the key encoder is the encoder's copy, same weights in the same order
+    assert [w.shape for w in direct.key_encoder.weights] == [w.shape for w in direct.encoder.weights]
+    for k, q in zip(direct.key_encoder.weights, direct.encoder.weights):
+        np.testing.assert_array_equal(np.asarray(k), np.asarray(q))
+    assert direct.version == version
+
+
+def test_v2_has_a_queue_and_v3_a_predictor():
+    v2, v3 = moco("v2"), moco("v3")
+    assert tuple(v2.queue.shape) == (24, 8) and not hasattr(v3, "queue")
+    assert v3.predictor is not None and not hasattr(v2, "predictor")
+    assert v3.query_layers()[-1] is v3.predictor
+
+
+def _plain_encoder():
+    inputs = keras.Input((8, 8, 3))
+    x = keras.layers.GlobalAveragePooling2D()(keras.layers.Conv2D(4, 3)(inputs))
+    return keras.Model(inputs, keras.layers.Dense(16)(x))
+
+
+@pytest.mark.parametrize("version", ["v2", "v3"])
+def test_config_round_trip_and_legacy_moco_config(version):
+    aug = khn.augment.simclr_augmentation(image_size=8, seed=0)
+    model = khn.models.MoCo(_plain_encoder(), projection_dims=(16, 8), queue_size=24,
+                            version=version, augmentation=aug)
+    config = model.get_config()
+    assert "version" not in config
+    again = type(model).from_config(config)
+    assert type(again) is type(model)
+    assert isinstance(again.view_maker, khn.augment.ImageViews)
+    assert again.augmentation.get_config() == aug.get_config()
+    assert [tuple(w.shape) for w in again.weights] == [tuple(w.shape) for w in model.weights]
+    # A config written before the split (class MoCo, with version and both keys) still builds.
+    legacy = {**model.get_config(), "version": version, "queue_size": 24, "predictor_dims": None, "seed": 0}
+    old = keras.saving.deserialize_keras_object(
+        {"module": "keras_hardneg.models.moco", "class_name": "MoCo", "config": legacy,
+         "registered_name": "keras_hardneg>MoCo"})
+    assert type(old) is type(model)
+
+
+def test_frameworks_registry_builds_the_classes():
+    from keras_hardneg.registry import FRAMEWORKS, ConfigError
+
+    assert FRAMEWORKS.defaults("moco_v2") == {"queue_size": 65536, "momentum": 0.999}
+    assert FRAMEWORKS.defaults("moco_v3") == {"momentum": 0.999}
+    assert FRAMEWORKS.get("simclr").factory is khn.models.SimCLR
+    model = FRAMEWORKS.build("moco_v2", tiny_encoder(), queue_size=16, momentum=0.5)
+    assert type(model) is khn.models.MoCoV2 and model.queue_size == 16 and model.momentum == 0.5
+    assert type(FRAMEWORKS.build("moco_v3", tiny_encoder())) is khn.models.MoCoV3
+    with pytest.raises(ConfigError, match="momentum"):
+        FRAMEWORKS.check("moco_v3", {"momentum": 2.0})
+    with pytest.raises(ConfigError, match="queue_size"):
+        FRAMEWORKS.check("moco_v2", {"queue_size": 0})

@@ -1,0 +1,64 @@
+"""The metrics ``fit`` shows for the contrastive frameworks.
+
+``loss``, ``positive_cosine`` and ``negative_cosine`` (mean cosine similarity of positive
+and negative pairs, the alignment/uniformity view of Wang & Isola 2020, "Understanding
+Contrastive Representation Learning through Alignment and Uniformity"),
+``clamp_fraction`` (losses with a clamp: debiased, hard, UnReMix), ``false_negative_rate``
+(share of negatives with the anchor's label, when labels are given) and
+``nonfinite_steps`` (updates skipped because the step was not finite).
+
+Example:
+>>> tracked = ContrastiveMetrics()
+>>> [m.name for m in tracked.metrics(has_clamp=False)]
+['loss', 'positive_cosine', 'negative_cosine', 'false_negative_rate', 'nonfinite_steps']
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import keras
+import tensorflow as tf
+
+from keras_hardneg.losses import core
+
+__all__ = ["ContrastiveMetrics"]
+
+
+class ContrastiveMetrics:
+    """The trackers, and how one step's loss terms update them."""
+
+    def __init__(self):
+        self.loss = keras.metrics.Mean(name="loss")
+        self.positive_cosine = keras.metrics.Mean(name="positive_cosine")
+        self.negative_cosine = keras.metrics.Mean(name="negative_cosine")
+        self.clamp = keras.metrics.Mean(name="clamp_fraction")
+        self.false_negative = keras.metrics.Mean(name="false_negative_rate")
+        self.nonfinite = keras.metrics.Sum(name="nonfinite_steps")
+
+    def metrics(self, has_clamp: bool) -> list:
+        """The trackers shown, in order (``clamp_fraction`` only for a loss with a clamp)."""
+        tracked = [self.loss, self.positive_cosine, self.negative_cosine]
+        if has_clamp:
+            tracked.append(self.clamp)
+        return tracked + [self.false_negative, self.nonfinite]
+
+    def record(self, terms: dict, loss_value: Any, pairs: Any = None,
+               anchor_labels: Any = None, pool_labels: Any = None) -> None:
+        """Updates the trackers from the loss's ``terms`` (and the false-negative rate
+        of ``pairs`` when both label sets are given)."""
+        self.loss.update_state(loss_value)
+        self.positive_cosine.update_state(terms["positive_cosine"])
+        self.negative_cosine.update_state(terms["negative_cosine"])
+        if "clamp_fraction" in terms:
+            self.clamp.update_state(terms["clamp_fraction"])
+        if pairs is not None and anchor_labels is not None and pool_labels is not None:
+            fraction, count = core.false_negative_fraction(
+                pairs, anchor_labels, pool_labels, return_count=True)
+            # Batches with no known pool label (an empty MoCo queue) do not count.
+            self.false_negative.update_state(
+                fraction, sample_weight=tf.cast(count > 0, "float32"))
+
+    def count_step(self, finite: Any) -> None:
+        """Counts a skipped (non-finite) update."""
+        self.nonfinite.update_state(1.0 - tf.cast(finite, "float32"))

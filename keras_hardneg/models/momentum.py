@@ -1,0 +1,128 @@
+"""The momentum encoder shared by MoCo v2 and v3 (He et al. 2020, "Momentum Contrast for
+Unsupervised Visual Representation Learning", CVPR).
+
+A query branch (encoder, projection head) trained by gradient, and a key branch
+(``key_encoder``, ``key_projector``) that is its exponential moving average:
+``key = momentum * key + (1 - momentum) * query`` for every trainable weight, in the same
+order as ``encoder.weights``. The key branch runs batch norm in training mode (batch
+statistics, its own moving averages), as in MoCo, and is never touched by the optimizer.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import keras
+import tensorflow as tf
+
+from keras_hardneg.encoders.heads import ProjectionHead
+from keras_hardneg.models.base import ContrastiveModel
+
+__all__ = ["MomentumContrast"]
+
+
+def check_momentum(momentum: Any) -> float:
+    """``momentum`` as a float in ``[0, 1]``."""
+    if isinstance(momentum, bool) or not isinstance(momentum, (int, float)) or \
+            not 0.0 <= float(momentum) <= 1.0:
+        raise ValueError(f"`momentum` must be a number in [0, 1]; got {momentum!r}.")
+    return float(momentum)
+
+
+class MomentumContrast(ContrastiveModel):
+    """Base of :class:`MoCoV2` and :class:`MoCoV3` (not used directly).
+
+    Subclasses implement ``contrastive_step(view1, view2, labels, training) ->
+    (query projections of view 1, finite or None)``: the loss, the update and what
+    it writes (queue, health); the momentum update, the guarded state and the
+    embedding bank are done around it here.
+
+    Attributes:
+        key_encoder: momentum copy of ``encoder`` (same weights, same order).
+        key_projector: momentum copy of ``projector``.
+
+    Args:
+        encoder, projection_dims, augmentation, head_version: as in :class:`ContrastiveModel`.
+        momentum: EMA coefficient in ``[0, 1]``.
+    """
+
+    def __init__(self, encoder: keras.Model, projection_dims: Sequence[int],
+                 momentum: float, head_version: str, augmentation: Any = None, **kwargs: Any):
+        momentum = check_momentum(momentum)
+        super().__init__(encoder, projection_dims=projection_dims, head_version=head_version,
+                         augmentation=augmentation, **kwargs)
+        self.momentum = momentum
+        self.key_encoder = keras.models.clone_model(encoder)
+        self.key_encoder.set_weights(encoder.get_weights())
+        self.key_projector = ProjectionHead.from_config(
+            {**self.projector.get_config(), "name": "key_projection_head"})
+        self.key_projector.set_weights(self.projector.get_weights())
+
+    # ----------------------------------------------------------------- weights
+    def guarded_layers(self) -> list:
+        return self.query_layers() + [self.key_encoder, self.key_projector]
+
+    def query_variables(self) -> list:
+        """The weights trained by gradient (:meth:`query_layers`)."""
+        out = []
+        for layer in self.query_layers():
+            out += layer.trainable_variables
+        return out
+
+    @property
+    def trainable_variables(self) -> list:
+        # The key branch is updated by momentum, never by the optimizer.
+        return self.query_variables()
+
+    def momentum_update(self) -> None:
+        """``key = m * key + (1 - m) * query`` over encoder and head weights."""
+        m = self.momentum
+        for query, key in ((self.encoder, self.key_encoder), (self.projector, self.key_projector)):
+            for q, k in zip(query.trainable_variables, key.trainable_variables):
+                k.assign(m * k + (1.0 - m) * tf.cast(q, k.dtype))
+
+    # -------------------------------------------------------------- branches
+    def keys(self, images: Any) -> Any:
+        """Key projections of ``images`` (no gradient; batch norm in training mode)."""
+        h = self.key_encoder(images, training=True)
+        return tf.stop_gradient(self.key_projector(h, training=True))
+
+    _keys = keys
+
+    def query_head(self, z: Any, feats: Any, training: bool) -> tuple:
+        """``(z, feats)`` after the projection head (identity; MoCo v3 adds a predictor)."""
+        return z, feats
+
+    def query(self, images: Any, training: bool) -> Any:
+        """Query projections of ``images`` (dicts with ``features`` for UnReMix)."""
+        h = self.encoder(images, training=training)
+        z, feats = self.projector(h, training=training, return_features=True)
+        z, feats = self.query_head(z, feats, training)
+        if self.uses_features:
+            return {"embeddings": z, "features": feats}
+        return z
+
+    # -------------------------------------------------------------------- steps
+    def contrastive_step(self, view1: Any, view2: Any, labels: Any, training: bool) -> tuple:
+        """The framework's step proper; returns ``(q, finite or None)``."""
+        raise NotImplementedError(f"{type(self).__name__} must implement contrastive_step.")
+
+    def _step(self, data: Any, training: bool) -> dict:
+        x, labels = self.unpack(data)
+        view1, view2, index = self.make_views(x, training=training)
+        if labels is not None:
+            labels = tf.cast(tf.reshape(labels, [-1]), tf.int64)
+        if training:
+            guard = self.guarded_state()
+            snapshot = guard.snapshot()
+            self.momentum_update()
+        q, finite = self.contrastive_step(view1, view2, labels, training)
+        if training:
+            guard.restore_unless(finite, snapshot)
+            self.update_bank(index, q["embeddings"] if isinstance(q, dict) else q)
+        return self.metric_results()
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config.update(momentum=self.momentum)
+        return config
