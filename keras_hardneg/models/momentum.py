@@ -87,7 +87,6 @@ class MomentumContrast(ContrastiveModel):
         h = self.key_encoder(images, training=True)
         return tf.stop_gradient(self.key_projector(h, training=True))
 
-    _keys = keys
 
     def query_head(self, z: Any, feats: Any, training: bool) -> tuple:
         """``(z, feats)`` after the projection head (identity; MoCo v3 adds a predictor)."""

@@ -35,7 +35,7 @@ def test_queue_is_fifo_with_unit_norm_rows():
     keys = []
     for step in range(4):  # 4 batches of 4 keys into 12 slots: wraps around once
         x = views(n=4, seed=step)
-        k = model._keys(tf.constant(x["view2"]))  # the keys this step will enqueue
+        k = model.keys(tf.constant(x["view2"]))  # the keys this step will enqueue
         model.train_on_batch(x)
         keys.append(k.numpy() / np.linalg.norm(k.numpy(), axis=1, keepdims=True))
     queue = model.queue.numpy()
