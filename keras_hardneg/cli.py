@@ -123,6 +123,8 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
             given["data"] = dataset_spec(args.dataset, image_size=args.image_size,
                                          limit_per_class=args.limit_per_class)
         except ValueError as e:
+            if "'data." in str(e):  # a key of the dataset: named by its own flag
+                raise
             raise CliError(f"--dataset {args.dataset!r}: {e}") from None
     else:
         data = {k: v for k, v in (("image_size", args.image_size),
@@ -191,7 +193,14 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from keras_hardneg import export as export_lib
     from keras_hardneg import run
     from keras_hardneg.data import dataset_spec
+    from keras_hardneg.registry import EVALUATIONS
 
+    knn = {k: v for k, v in (("k", args.k), ("temperature", args.temperature)) if v is not None}
+    try:
+        EVALUATIONS.check("knn", knn)
+    except ValueError as e:
+        flag = "--temperature" if "'temperature'" in str(e) else "--k"
+        raise CliError(f"{flag}: {e}") from None
     path = os.path.abspath(args.encoder)
     if os.path.isfile(os.path.join(path, "recipe.json")) and \
             os.path.isdir(os.path.join(path, "encoder")):
@@ -221,11 +230,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                        "encoder).")
     start = time.perf_counter()
     train, test, description = run.load_data(recipe)
-    result = run.evaluate_encoder(encoder, train, test, k=args.k, temperature=args.temperature,
-                                  linear_probe=not args.no_linear_probe)
     ev = recipe["evaluation"]
-    k = args.k or ev["knn_k"]
-    t = args.temperature or ev["knn_temperature"]
+    k = args.k if args.k is not None else ev["knn_k"]
+    t = args.temperature if args.temperature is not None else ev["knn_temperature"]
+    result = run.evaluate_encoder(encoder, train, test, k=k, temperature=t,
+                                  linear_probe=not args.no_linear_probe)
     rows = [("encoder", path), ("data", description),
             ("kNN accuracy", f"{result['knn_accuracy']:.4f} (weighted, k={k}, t={t})")]
     if card.knn_accuracy is not None:

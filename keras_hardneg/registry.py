@@ -260,8 +260,9 @@ class Registry:
                 out[key] = param.default
         problem = comp.check(out) if comp.check is not None else None
         if problem:
-            section = f" (recipe section '{prefix.rstrip('.')}')" if prefix else ""
-            raise ConfigError(f"{self.kind} '{comp.name}'{section}: {problem}.")
+            for key in comp.params:  # name the keys as the caller does (e.g. 'sampler.x')
+                problem = problem.replace(f"'{key}'", f"'{prefix}{key}'")
+            raise ConfigError(f"{where}s of {self.kind} '{comp.name}': {problem}.")
         return out
 
     def build(self, name: str, *args: Any, **config: Any) -> Any:

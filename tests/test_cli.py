@@ -103,3 +103,20 @@ def test_rerunning_a_finished_run_resumes_without_training(trained_run, capsys):
     out = capsys.readouterr().out
     assert "nothing left to train" in out, out
     assert re.search(r"epochs run\s+1\n", out), out
+
+
+def test_a_cli_run_prints_no_error_level_lines(tmp_path):
+    """On a machine without a GPU, TensorFlow's start-up `E ... failed call to cuInit` line
+    reads like a failure; the CLI keeps stderr free of error-level lines."""
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "keras_hardneg.cli", "train", "--epochs", "1", "--width", "4",
+         "--batch-size", "256", "--no-export", "--verbose", "0", "--output",
+         str(tmp_path / "run")], capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    error_lines = [line for line in proc.stderr.splitlines()
+                   if re.search(r"(^|\s)E\d{4} |\d: E |\bERROR\b|\bF\d{4} ", line)]
+    assert error_lines == [], proc.stderr

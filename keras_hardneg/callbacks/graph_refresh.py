@@ -16,8 +16,8 @@ until it is seen.  The elements must therefore carry
 ``reencode(model) -> [N, d]`` or a tuple ``(encoder_model, dataset)`` whose
 ``encoder_model.predict(dataset)`` returns ``[N, d]`` in index order.
 
-A rebuild costs ``2 N M d`` flops plus a top-k (ImageNet, M = 1000: a few seconds on 2 cores; see
-``docs/notes/sampling.md``) and by default runs synchronously between two batches;
+A rebuild costs ``2 N M d`` flops plus a top-k (timings in ``docs/notes/sampling.md``) and by
+default runs synchronously between two batches;
 ``asynchronous=True`` builds in a background thread while training continues.  Because tf.data
 prefetches, a new graph / restart probability is used from a few batches later.
 

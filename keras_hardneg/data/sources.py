@@ -134,5 +134,5 @@ def dataset_spec(text: str, **overrides: Any) -> dict[str, Any]:
     else:
         raise ConfigError(f"dataset {text!r} is not 'digits', 'tfds:NAME' or an existing folder.")
     spec.update({k: v for k, v in overrides.items() if v is not None})
-    DATASETS.check(spec["name"], spec, where="data")
+    DATASETS.check(spec["name"], spec, where="recipe key", prefix="data.")
     return spec

@@ -4,7 +4,7 @@
 * :func:`resnet50` -- ImageNet ResNet-50 (He et al. 2016), ``F = 32 * width``.
 * :func:`small_convnet` -- tiny conv-BN-ReLU encoder for quick runs, ``F = 4 * width``.
 * :class:`FusedBatchNormalization` -- Keras batch norm computed by one fused TensorFlow
-  kernel (used by the ResNets and the small convnet; ~2x faster steps on CPU).
+  kernel (used by the ResNets and the small convnet; faster on CPU, see docs/benchmarks.md).
 * :func:`projection_head`, :func:`prediction_head`, :class:`ProjectionHead` -- MLP heads
   (SimCLR v1/v2, MoCo v2/v3) exposing the input of their last Dense layer.
 

@@ -4,7 +4,8 @@ Every loss in :mod:`keras_hardneg.losses` and both frameworks build on the two
 functions here, so that there is exactly one place where "which rows are an
 anchor's positive and negatives" is decided.
 
-Conventions (see ``spec/losses-and-sampler.md``):
+Conventions (those of the papers: Chen et al. 2020 for in-batch pairs, He et al. 2020 for
+the queue):
 
 * **In-batch** (SimCLR): ``z1``, ``z2`` are ``[B, d]`` projections of two views,
   row ``i`` of each is example ``i``. The ``2B`` rows of ``[z1; z2]`` are all

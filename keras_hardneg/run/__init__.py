@@ -13,7 +13,7 @@ from keras_hardneg.run.build import (TrainFeed, build_encoder, build_loss, build
 from keras_hardneg.run.evaluate import evaluate_encoder
 from keras_hardneg.run.recipe import (DEFAULT_RECIPE, RUN_PARAMS, SECTIONS, RecipeError,
                                       load_recipe, save_recipe, section_choices)
-from keras_hardneg.run.train import train
+from keras_hardneg.run.training import train
 
 __all__ = [
     "DEFAULT_RECIPE", "RUN_PARAMS", "SECTIONS", "RecipeError", "RunDirectoryError", "TrainFeed",

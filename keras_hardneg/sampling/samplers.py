@@ -486,8 +486,8 @@ _BACKEND = Param(str, choices=("auto", "scann", "brute"),
 
 def _check_batchsampler(config):
     if config["num_neighbors"] >= config["num_candidates"]:
-        return (f"'num_neighbors' ({config['num_neighbors']}) must be < 'num_candidates' "
-                f"({config['num_candidates']})")
+        return (f"'num_neighbors' must be < 'num_candidates'; got {config['num_neighbors']} "
+                f"and {config['num_candidates']}")
     if isinstance(config["restart_prob"], list) and len(config["restart_prob"]) != 2:
         return f"'restart_prob' must be a number or [start, end]; got {config['restart_prob']}"
     return None

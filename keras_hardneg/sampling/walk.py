@@ -22,8 +22,8 @@ Compiled walk (the default when numba is installed)
 uniform draws made beforehand by the caller's ``np.random.Generator`` (one uniform ``x`` per
 move: restart if ``x < alpha``, else neighbour slot ``floor((x - alpha) / (1 - alpha) * K)``,
 which is uniform on ``0..K-1`` given no restart).  First visits are marked in a per-thread
-``[N]`` stamp array, so no per-walk clearing.  0.10 ms for a 512-node walk on a 1.28M-node
-graph against 0.41 ms for the vectorised excursions below (docs/benchmarks.md); ``engine="numpy"`` keeps the
+``[N]`` stamp array, so no per-walk clearing; it is about 4x faster than the vectorised
+excursions below (timings in docs/benchmarks.md). ``engine="numpy"`` keeps the
 dependency-free path, and ``"auto"`` picks the compiled one when numba imports.
 
 Termination: if a round ends short of ``B`` nodes, a bounded BFS from the seed checks that at

@@ -187,8 +187,11 @@ def run_search(dataset="digits", trials=2, epochs=1, tuner="random", output="tun
     if not isinstance(output, (str, os.PathLike)) or not os.fspath(output):
         raise ValueError(f"`output` must be a folder path; got {output!r}.")
 
-    given = {"epochs": epochs, "seed": seed,
-             "data": dataset_spec(dataset, **dataset_options)}
+    try:
+        data = dataset_spec(dataset, **dataset_options)
+    except ValueError as e:
+        raise ValueError(f"`dataset`: {e}") from None
+    given = {"epochs": epochs, "seed": seed, "data": data}
     if loss is not None:
         given["loss"] = {"name": loss}
     if framework is not None:

@@ -1,5 +1,7 @@
-"""Independent NumPy (float64, per-anchor loops) transcriptions of the loss formulas in
-``spec/losses-and-sampler.md``. Written from the formulas, not from the library code."""
+"""Independent NumPy (float64, per-anchor loops) transcriptions of the loss formulas of the
+papers (Chen et al. 2020; Chuang et al. 2020; Robinson et al. 2021; Wu et al. 2021;
+Tabassum et al. 2022), in the project's conventions (the anchor/positive/negative sets stated
+in :mod:`keras_hardneg.losses.core`). Written from the formulas, not from the library code."""
 
 import math
 

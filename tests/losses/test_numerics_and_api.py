@@ -156,5 +156,5 @@ def test_bad_shapes_raise_not_nan(make):
 
 def test_get_by_name():
     assert isinstance(L.get("hard", beta=0.5), L.HardNegativeContrastiveLoss)
-    with pytest.raises(ValueError, match="Unknown loss"):
+    with pytest.raises(ValueError, match="unknown loss .*; allowed: debiased, hard, nt_xent"):
         L.get("triplet")

@@ -18,10 +18,11 @@ import time
 import keras
 
 from keras_hardneg import run as runlib
+from keras_hardneg.run import training as training_module
 from tests.reliability._common import digest_state, model_digests, read_json, write_json
 
 _captured = {}
-_make = runlib.make_train_feed
+_make = training_module.make_train_feed
 
 
 def _capture(*args, **kwargs):
@@ -30,7 +31,7 @@ def _capture(*args, **kwargs):
     return out
 
 
-runlib.make_train_feed = _capture
+training_module.make_train_feed = _capture  # what run.train calls
 
 
 class Probe(keras.callbacks.Callback):

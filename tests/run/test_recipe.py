@@ -49,7 +49,7 @@ def test_changing_a_section_name_starts_it_from_that_components_defaults():
     ({"sampler": {"name": "batchsampler", "num_candidates": 10, "num_neighbors": 10}},
      "num_neighbors"),
     ({"sampler": {"name": "batchsampler", "restart_prob": [0.2, 0.1, 0.05]}}, "restart_prob"),
-    ({"data": {"name": "image_folder"}}, r"data.*'train'.*required"),
+    ({"data": {"name": "image_folder"}}, r"'data.train' \(an image folder\) is required"),
     ({"data": 5}, "'data' must be a mapping"),
     ({"precision": "float64"}, "precision"),
 ])

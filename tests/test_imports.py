@@ -1,0 +1,132 @@
+"""Imports flow one way: no import cycle among keras_hardneg's modules (function-level imports
+included), each layer imports only the layers below it, and the CLI imports no private name."""
+
+import ast
+import os
+
+import pytest
+
+PACKAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                       "keras_hardneg")
+
+# Lowest first; a module may import its own layer's packages and those of lower layers.
+LAYERS = [
+    {"_io", "_validation", "registry"},
+    {"data", "encoders", "augment", "optimizers", "distribute"},
+    {"losses", "sampling", "evaluation"},
+    {"models"},
+    {"callbacks", "export"},
+    {"run"},
+    {"tuning"},
+    {"cli"},
+]
+
+
+def _modules():
+    out = {}
+    for folder, _, files in os.walk(PACKAGE):
+        for name in files:
+            if name.endswith(".py"):
+                path = os.path.join(folder, name)
+                rel = os.path.relpath(path, os.path.dirname(PACKAGE))[:-3].replace(os.sep, ".")
+                out[rel[: -len(".__init__")] if rel.endswith(".__init__") else rel] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def _resolve(name):
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _imports(module):
+    """Every keras_hardneg module ``module`` imports, at any depth of its code."""
+    path = MODULES[module]
+    package = module if path.endswith("__init__.py") else module.rpartition(".")[0]
+    with open(path) as f:
+        tree = ast.parse(f.read())
+    found = set()
+    for node in ast.walk(tree):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(parts + ([base] if base else []))
+            names = [base] + [f"{base}.{a.name}" for a in node.names]
+        for name in names:
+            target = _resolve(name)
+            if target and target != module and target.startswith("keras_hardneg"):
+                # a package's own __init__ imported from inside the package is not an edge
+                if module.startswith(target + ".") and MODULES[target].endswith("__init__.py"):
+                    continue
+                found.add(target)
+    return found
+
+
+EDGES = {m: _imports(m) for m in MODULES}
+
+
+def test_no_import_cycle():
+    index, low, stack, on_stack, cycles = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in EDGES[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for module in MODULES:
+        if module not in index:
+            visit(module)
+    assert cycles == []
+
+
+def _layer(module):
+    top = module.split(".")[1] if "." in module else ""
+    for i, names in enumerate(LAYERS):
+        if top in names:
+            return i
+    raise AssertionError(f"{module}: its top-level name {top!r} is in no layer")
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m != "keras_hardneg"))
+def test_imports_flow_down_the_layers(module):
+    upward = sorted(t for t in EDGES[module] if t != "keras_hardneg" and _layer(t) > _layer(module))
+    assert upward == [], f"{module} (layer {_layer(module)}) imports a higher layer"
+
+
+def test_the_cli_imports_no_private_name():
+    with open(MODULES["keras_hardneg.cli"]) as f:
+        tree = ast.parse(f.read())
+    private = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and "keras_hardneg" in node.module:
+            private += [f"{node.module}.{a.name}" for a in node.names if a.name.startswith("_")]
+            private += [node.module] if any(p.startswith("_") for p in node.module.split(".")) \
+                else []
+        elif isinstance(node, ast.Attribute) and node.attr.startswith("_") and \
+                not node.attr.startswith("__") and isinstance(node.value, ast.Name) and \
+                node.value.id in {"run", "export_lib", "tuning", "data", "registry"}:
+            private.append(f"{node.value.id}.{node.attr}")
+    assert private == []
