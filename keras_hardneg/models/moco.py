@@ -44,8 +44,8 @@ def _check_queue_size(queue_size):
     return int(queue_size)
 
 
-# seeded: the seed of the initial queue is the run's seed, not a config key.
-@FRAMEWORKS.register("moco_v2", seeded=True, params={
+# `seed` (of the initial queue) is not a config key: the run layer passes the run's seed.
+@FRAMEWORKS.register("moco_v2", params={
     "queue_size": Param(int, low=1, help="number K of queued keys (the negatives)"),
     "momentum": _MOMENTUM,
 })
