@@ -1,9 +1,13 @@
-"""The base class of every contrastive loss, and the debiasing step they share."""
+"""The base class of every contrastive loss, and the debiasing step they share.
+
+Written with ``keras.ops`` only: every loss runs on every Keras backend.
+"""
 
 import math
+from typing import Any, Dict, Optional, Tuple
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 from keras_hardneg._validation import describe_interval, outside_interval
 from keras_hardneg.losses import core
@@ -11,7 +15,8 @@ from keras_hardneg.losses import core
 __all__ = ["ContrastiveLoss", "debiased_log_negatives", "check_float"]
 
 
-def check_float(name, value, low=None, high=None, low_inclusive=True, high_inclusive=True):
+def check_float(name: str, value, low=None, high=None, low_inclusive=True,
+                high_inclusive=True) -> float:
     """Validates a float hyper-parameter; raises ``ValueError`` naming it."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ValueError(f"`{name}` must be a number; got {value!r}.")
@@ -24,7 +29,15 @@ def check_float(name, value, low=None, high=None, low_inclusive=True, high_inclu
     return value
 
 
-def debiased_log_negatives(log_r, pos_logit, num_negatives, tau_plus, temperature):
+def _log_count(num_negatives):
+    """``log N`` for an int (a Python float) or a scalar tensor (a float32 tensor)."""
+    if isinstance(num_negatives, int):
+        return math.log(num_negatives) if num_negatives > 0 else float("-inf")
+    return ops.log(ops.cast(num_negatives, "float32"))
+
+
+def debiased_log_negatives(log_r, pos_logit, num_negatives, tau_plus: float,
+                           temperature: float) -> Tuple[Any, Any]:
     """The debiased negative term of Chuang et al. (2020), in log space.
 
     Computes ``log Ng`` with
@@ -41,19 +54,26 @@ def debiased_log_negatives(log_r, pos_logit, num_negatives, tau_plus, temperatur
     Returns:
         ``(log_ng [A], clamped [A] bool)``; ``clamped`` marks anchors where the
         lower bound ``N e^{-1/t}`` is active (they get no gradient from negatives).
+
+    Example:
+    >>> import numpy as np
+    >>> log_ng, clamped = debiased_log_negatives(np.log([10.0], dtype="float32"),
+    ...                                          np.zeros(1, "float32"), 4, 0.0, 0.5)
+    >>> round(float(log_ng[0]), 4), bool(clamped[0])
+    (2.3026, False)
     """
-    n = tf.cast(num_negatives, tf.float32)
-    log_clamp = tf.math.log(n) - 1.0 / temperature
+    log_n = _log_count(num_negatives)
+    log_clamp = log_n - 1.0 / temperature
     if tau_plus == 0.0:
         candidate = log_r
     else:
         # c = log(tau N e^pos / R); the difference R - tau N e^pos is positive iff c < 0.
-        c = math.log(tau_plus) + tf.math.log(n) + pos_logit - log_r
+        c = math.log(tau_plus) + log_n + pos_logit - log_r
         valid = c < 0.0
-        c_safe = tf.where(valid, c, -1.0)
-        candidate = log_r + tf.math.log(-tf.math.expm1(c_safe)) - math.log1p(-tau_plus)
-        candidate = tf.where(valid, candidate, float("-inf"))
-    log_ng = tf.maximum(candidate, log_clamp)
+        c_safe = ops.where(valid, c, -1.0)
+        candidate = log_r + ops.log(-ops.expm1(c_safe)) - math.log1p(-tau_plus)
+        candidate = ops.where(valid, candidate, float("-inf"))
+    log_ng = ops.maximum(candidate, log_clamp)
     clamped = candidate <= log_clamp
     return log_ng, clamped
 
@@ -70,19 +90,20 @@ class ContrastiveLoss(keras.losses.Loss):
       ``[B, d]``, ``[B, d]``, ``[K, d]``; mean over ``B`` anchors.
 
     and :meth:`compute_terms`, which frameworks use to log diagnostics.
-    All arithmetic is float32 whatever the input precision.
+    All arithmetic is float32 whatever the input precision, in ``keras.ops`` (any backend).
     """
 
     has_clamp = False
     #: True when the loss uses the head's last-layer input (UnReMix's uncertainty).
     needs_features = False
 
-    def __init__(self, temperature=0.5, name=None, reduction="sum_over_batch_size", dtype=None):
+    def __init__(self, temperature: float = 0.5, name: Optional[str] = None,
+                 reduction: Optional[str] = "sum_over_batch_size", dtype=None):
         super().__init__(name=name, reduction=reduction, dtype=dtype)
         self.temperature = check_float("temperature", temperature, low=0.0, low_inclusive=False)
 
     # --- subclass hook ------------------------------------------------------
-    def anchor_terms(self, pairs):
+    def anchor_terms(self, pairs: core.ContrastivePairs) -> Dict[str, Any]:
         """Returns ``{"loss": [A]}`` plus optional ``"clamped": [A] bool``."""
         raise NotImplementedError
 
@@ -99,16 +120,16 @@ class ContrastiveLoss(keras.losses.Loss):
     def reduce(self, per_anchor, sample_weight=None):
         """Applies this loss's reduction (``"sum_over_batch_size"``/``"mean"``,
         ``"sum"`` or ``None``/``"none"``) to per-anchor losses."""
-        values = tf.cast(per_anchor, tf.float32)
+        values = ops.cast(per_anchor, "float32")
         if sample_weight is not None:
-            values = values * tf.cast(sample_weight, tf.float32)
+            values = values * ops.cast(sample_weight, "float32")
         if self.reduction in (None, "none"):
             return values
         if self.reduction == "sum":
-            return tf.reduce_sum(values)
-        return tf.reduce_mean(values)
+            return ops.sum(values)
+        return ops.mean(values)
 
-    def compute_terms(self, pairs):
+    def compute_terms(self, pairs: core.ContrastivePairs) -> Dict[str, Any]:
         """Per-anchor losses and diagnostics for a :class:`ContrastivePairs`.
 
         Returns a dict with ``"loss"`` (``[A]``), ``"positive_cosine"`` and
@@ -118,23 +139,23 @@ class ContrastiveLoss(keras.losses.Loss):
         terms = self.anchor_terms(pairs)
         out = {
             "loss": terms["loss"],
-            "positive_cosine": tf.reduce_mean(pairs.positive_cos),
-            "negative_cosine": tf.reduce_mean(
+            "positive_cosine": ops.mean(pairs.positive_cos),
+            "negative_cosine": ops.mean(
                 core.masked_mean(pairs.negative_cos, pairs.negative_mask)
             ),
         }
         if self.has_clamp:
-            out["clamp_fraction"] = tf.reduce_mean(tf.cast(terms["clamped"], tf.float32))
+            out["clamp_fraction"] = ops.mean(ops.cast(terms["clamped"], "float32"))
         return out
 
-    def diagnostics(self, z1, z2):
+    def diagnostics(self, z1, z2) -> Dict[str, Any]:
         """In-batch diagnostics of two views (see :meth:`compute_terms`), without the loss."""
         terms = self.compute_terms(core.in_batch_pairs(z1, z2))
         terms.pop("loss")
         return terms
 
     # --- helpers for subclasses --------------------------------------------
-    def logits(self, pairs):
+    def logits(self, pairs: core.ContrastivePairs):
         """``(pos [A], neg [A, M])``: cosines divided by the temperature."""
         t = self.temperature
         return pairs.positive_cos / t, pairs.negative_cos / t

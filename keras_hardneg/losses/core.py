@@ -19,12 +19,18 @@ the queue):
 
 All similarities are cosines in float32, whatever the input dtype; losses
 divide them by the temperature themselves.
+
+Written with ``keras.ops`` only: one implementation for every Keras backend (TensorFlow,
+JAX), eager or compiled. Shape checks use static shapes (always known under JAX); under
+TensorFlow with unknown batch sizes, views of different sizes fail at run time in a reshape
+instead of giving the static check's message.
 """
 
 import dataclasses
-from typing import Optional
+from typing import Any, Optional
 
-import tensorflow as tf
+import keras
+from keras import ops
 
 from keras_hardneg.losses.false_negatives import false_negative_rate_of_pairs
 
@@ -37,6 +43,7 @@ __all__ = [
     "in_batch_pairs",
     "cross_view_pairs",
     "queue_pairs",
+    "mask_logits",
     "masked_logsumexp",
     "masked_mean",
     "false_negative_fraction",
@@ -44,6 +51,10 @@ __all__ = [
 ]
 
 _NEG_INF = float("-inf")
+_EPS = 1e-12
+
+#: A backend tensor (``tf.Tensor``, ``jax.Array``, ...).
+Tensor = Any
 
 
 @dataclasses.dataclass
@@ -71,30 +82,42 @@ class ContrastivePairs:
             before normalisation (UnReMix needs them for exact gradients).
     """
 
-    anchors: tf.Tensor
-    positives: tf.Tensor
-    negatives: tf.Tensor
-    positive_cos: tf.Tensor
-    negative_cos: tf.Tensor
-    negative_mask: Optional[tf.Tensor]
+    anchors: Tensor
+    positives: Tensor
+    negatives: Tensor
+    positive_cos: Tensor
+    negative_cos: Tensor
+    negative_mask: Optional[Tensor]
     num_negatives: int
-    anchor_index: Optional[tf.Tensor] = None
-    partner_index: Optional[tf.Tensor] = None
-    anchor_features: Optional[tf.Tensor] = None
-    negative_features: Optional[tf.Tensor] = None
-    anchor_norms: Optional[tf.Tensor] = None
-    negative_norms: Optional[tf.Tensor] = None
+    anchor_index: Optional[Tensor] = None
+    partner_index: Optional[Tensor] = None
+    anchor_features: Optional[Tensor] = None
+    negative_features: Optional[Tensor] = None
+    anchor_norms: Optional[Tensor] = None
+    negative_norms: Optional[Tensor] = None
 
     @property
-    def in_batch(self):
+    def in_batch(self) -> bool:
         """True when the negatives come from the batch itself (masked pool)."""
         return self.negative_mask is not None
 
 
-def l2_normalize(x, axis=-1):
-    """Unit-normalises rows in float32 (safe at zero: returns zeros, no NaN)."""
-    x = tf.cast(x, tf.float32)
-    return tf.math.l2_normalize(x, axis=axis, epsilon=1e-12)
+def _sum_sq(x, axis=-1, keepdims=False):
+    return ops.sum(ops.square(x), axis=axis, keepdims=keepdims)
+
+
+def l2_normalize(x, axis: int = -1) -> Tensor:
+    """Unit-normalises rows in float32 (safe at zero: returns zeros, no NaN).
+
+    ``x / sqrt(max(sum(x^2), 1e-12))``, as ``tf.math.l2_normalize``.
+
+    Example:
+    >>> import numpy as np
+    >>> [round(float(v), 6) for v in l2_normalize(np.array([[3.0, 4.0]]))[0]]
+    [0.6, 0.8]
+    """
+    x = ops.cast(x, "float32")
+    return x * ops.rsqrt(ops.maximum(_sum_sq(x, axis, keepdims=True), _EPS))
 
 
 def _split_input(z, name):
@@ -108,37 +131,69 @@ def _split_input(z, name):
             )
         feats = z.get("features")
         if feats is not None:
-            feats = tf.cast(feats, tf.float32)
+            feats = ops.cast(feats, "float32")
         return z["embeddings"], feats
     return z, None
 
 
-def validate_embeddings(z, name, min_rows=1):
-    """Checks that ``z`` is a rank-2 float tensor; returns it as float32.
+def _static_shape(z):
+    """``tuple`` of ints/None, or ``None`` when even the rank is unknown."""
+    try:
+        return tuple(z.shape)
+    except (TypeError, ValueError):  # a TensorFlow tensor of unknown rank
+        return None
+
+
+def _fully_defined(shape):
+    return shape is not None and all(s is not None for s in shape)
+
+
+def validate_embeddings(z, name: str, min_rows: int = 1) -> Tensor:
+    """Checks that ``z`` is a rank-2 float tensor; returns it as a backend tensor.
 
     Raises:
-        ValueError: naming ``name`` when the rank is not 2, or when the static
-            number of rows is below ``min_rows``.
+        ValueError: naming ``name`` when the dtype is not floating, the rank is not 2, or
+            the static number of rows is below ``min_rows``.
     """
-    z = tf.convert_to_tensor(z)
-    if not (z.dtype.is_floating):
-        raise ValueError(f"`{name}` must be a float tensor; got dtype {z.dtype.name}.")
-    if z.shape.rank is not None and z.shape.rank != 2:
+    z = ops.convert_to_tensor(z)
+    dtype = keras.backend.standardize_dtype(z.dtype)
+    if "float" not in dtype:
+        raise ValueError(f"`{name}` must be a float tensor; got dtype {dtype}.")
+    shape = _static_shape(z)
+    if shape is not None and len(shape) != 2:
         raise ValueError(
-            f"`{name}` must have rank 2 (shape [batch, dim]); got shape {z.shape}."
+            f"`{name}` must have rank 2 (shape [batch, dim]); got shape {shape}."
         )
-    rows = z.shape[0]
+    rows = None if shape is None else shape[0]
     if rows is not None and rows < min_rows:
         raise ValueError(
-            f"`{name}` needs at least {min_rows} rows; got shape {z.shape}."
+            f"`{name}` needs at least {min_rows} rows; got shape {shape}."
         )
     return z
 
 
+def _check_same_shape(a, b, name_a, name_b, what="shape [batch, dim]"):
+    """Static check with a clear error; with unknown dimensions (TensorFlow only) returns
+    ``b`` reshaped to ``a``'s shape, which fails at run time if they differ."""
+    sa, sb = _static_shape(a), _static_shape(b)
+    if _fully_defined(sa) and _fully_defined(sb):
+        if sa != sb:
+            raise ValueError(
+                f"`{name_a}` and `{name_b}` must have the same {what}; got {sa} and {sb}."
+            )
+        return b
+    return ops.reshape(b, ops.shape(a))
+
+
 def _norms_and_unit(z):
-    z = tf.cast(z, tf.float32)
-    norms = tf.norm(z, axis=-1)
-    return norms, l2_normalize(z)
+    z = ops.cast(z, "float32")
+    sq = _sum_sq(z, keepdims=True)
+    return ops.sqrt(sq[:, 0]), z * ops.rsqrt(ops.maximum(sq, _EPS))
+
+
+def _dot_rows(a, b):
+    """``[A, M]``: ``a @ b^T``."""
+    return ops.matmul(a, ops.transpose(b))
 
 
 def _assemble(anchors, positives, negatives, mask, num_negatives, anchor_norms,
@@ -150,8 +205,8 @@ def _assemble(anchors, positives, negatives, mask, num_negatives, anchor_norms,
         anchors=anchors,
         positives=positives,
         negatives=negatives,
-        positive_cos=tf.reduce_sum(anchors * positives, axis=-1),
-        negative_cos=tf.matmul(anchors, negatives, transpose_b=True),
+        positive_cos=ops.sum(anchors * positives, axis=-1),
+        negative_cos=_dot_rows(anchors, negatives),
         negative_mask=mask,
         num_negatives=num_negatives,
         anchor_index=anchor_index,
@@ -163,7 +218,20 @@ def _assemble(anchors, positives, negatives, mask, num_negatives, anchor_norms,
     )
 
 
-def in_batch_pairs(z1, z2, pool=None):
+def _rows(z):
+    """The number of rows: a Python int when static, else a scalar tensor."""
+    shape = _static_shape(z)
+    if shape is not None and shape[0] is not None:
+        return shape[0]
+    return ops.shape(z)[0]
+
+
+def _one_hot_mask(index, m):
+    """``[len(index), m]`` bool, True at ``[i, index[i]]``."""
+    return ops.equal(index[:, None], ops.arange(m, dtype="int32")[None, :])
+
+
+def in_batch_pairs(z1, z2, pool=None) -> ContrastivePairs:
     """Builds the SimCLR pairs of two views.
 
     Args:
@@ -190,49 +258,41 @@ def in_batch_pairs(z1, z2, pool=None):
     z2, f2 = _split_input(z2, "z2")
     z1 = validate_embeddings(z1, "z1", min_rows=2 if pool is None else 1)
     z2 = validate_embeddings(z2, "z2", min_rows=2 if pool is None else 1)
-    if z1.shape.is_fully_defined() and z2.shape.is_fully_defined():
-        if z1.shape != z2.shape:
-            raise ValueError(
-                "`z1` and `z2` must have the same shape [batch, dim]; got "
-                f"{z1.shape} and {z2.shape}."
-            )
-    else:
-        tf.debugging.assert_equal(
-            tf.shape(z1), tf.shape(z2), message="`z1` and `z2` must have the same shape"
-        )
+    z2 = _check_same_shape(z1, z2, "z1", "z2")
     if (f1 is None) != (f2 is None):
         raise ValueError("Give 'features' for both `z1` and `z2`, or for neither.")
 
-    norms, u = _norms_and_unit(tf.concat([z1, z2], axis=0))
-    feats = None if f1 is None else tf.concat([f1, f2], axis=0)
-    batch = tf.shape(z1)[0]
-    positives = tf.roll(u, shift=batch, axis=0)  # row a now holds a's partner
+    norms, u = _norms_and_unit(ops.concatenate([z1, z2], axis=0))
+    feats = None if f1 is None else ops.concatenate([f1, f2], axis=0)
+    batch = _rows(z1)
+    positives = ops.concatenate([u[batch:], u[:batch]], axis=0)  # row a: a's partner
     if pool is None:
         pool_u, pool_norms, pool_feats = u, norms, feats
-        global_batch, offset, static_gb = batch, 0, z1.shape[0]
-        tf.debugging.assert_greater_equal(batch, 2, message="a batch needs at least 2 examples")
+        global_batch, offset = batch, 0
+        static_gb = batch if isinstance(batch, int) else None
     else:
         all_z1, all_z2, offset = pool
         all_z1, af1 = _split_input(all_z1, "pool z1")
         all_z2, af2 = _split_input(all_z2, "pool z2")
-        pool_norms, pool_u = _norms_and_unit(tf.concat([all_z1, all_z2], axis=0))
-        pool_feats = None if af1 is None else tf.concat([af1, af2], axis=0)
-        global_batch, static_gb = tf.shape(all_z1)[0], all_z1.shape[0]
-    local = tf.range(2 * batch)
+        pool_norms, pool_u = _norms_and_unit(ops.concatenate([all_z1, all_z2], axis=0))
+        pool_feats = None if af1 is None else ops.concatenate([af1, af2], axis=0)
+        global_batch = _rows(all_z1)
+        static_gb = global_batch if isinstance(global_batch, int) else None
+        offset = offset if isinstance(offset, int) else ops.cast(offset, "int32")
+    local = ops.arange(2 * batch, dtype="int32")
     view = local // batch  # 0 for z1 rows, 1 for z2 rows
     row = local % batch + offset
     self_index = view * global_batch + row
     partner_index = (1 - view) * global_batch + row
     m = 2 * global_batch
-    self_mask = tf.cast(tf.one_hot(self_index, m, dtype=tf.int8), tf.bool)
-    partner_mask = tf.cast(tf.one_hot(partner_index, m, dtype=tf.int8), tf.bool)
-    neg_mask = tf.logical_not(tf.logical_or(self_mask, partner_mask))
+    neg_mask = ops.logical_not(ops.logical_or(_one_hot_mask(self_index, m),
+                                              _one_hot_mask(partner_index, m)))
     n = (2 * static_gb - 2) if static_gb is not None else m - 2
     return _assemble(u, positives, pool_u, neg_mask, n, norms, pool_norms, feats, pool_feats,
                      anchor_index=self_index, partner_index=partner_index)
 
 
-def cross_view_pairs(anchors, keys, pool=None):
+def cross_view_pairs(anchors, keys, pool=None) -> ContrastivePairs:
     """MoCo v3 in-batch pairs: anchor ``i``'s positive is ``keys[i]``, its
     negatives are the keys of the *other* examples of the (global) batch.
 
@@ -244,6 +304,12 @@ def cross_view_pairs(anchors, keys, pool=None):
 
     Returns:
         :class:`ContrastivePairs` with ``A = B``, ``M = B_global``, ``N = B_global - 1``.
+
+    Example:
+    >>> import numpy as np
+    >>> p = cross_view_pairs(np.eye(3, 4, dtype="float32"), np.eye(3, 4, dtype="float32"))
+    >>> p.num_negatives, tuple(p.negative_cos.shape)
+    (2, (3, 3))
     """
     a, fa = _split_input(anchors, "anchors")
     k, fk = _split_input(keys, "keys")
@@ -252,22 +318,22 @@ def cross_view_pairs(anchors, keys, pool=None):
     a_norms, ua = _norms_and_unit(a)
     _, uk = _norms_and_unit(k)
     if pool is None:
-        pool_u, pool_feats, offset, static_m = uk, fk, 0, k.shape[0]
-        pool_norms = tf.norm(tf.cast(k, tf.float32), axis=-1)
+        pool_u, pool_feats, offset = uk, fk, 0
+        pool_norms = ops.sqrt(_sum_sq(ops.cast(k, "float32")))
+        m = _rows(k)
     else:
         all_k, offset = pool
         all_k, pool_feats = _split_input(all_k, "pool keys")
         pool_norms, pool_u = _norms_and_unit(all_k)
-        static_m = all_k.shape[0]
-    m = tf.shape(pool_u)[0]
-    index = tf.range(tf.shape(a)[0]) + offset
-    neg_mask = tf.logical_not(tf.cast(tf.one_hot(index, m, dtype=tf.int8), tf.bool))
-    n = (static_m - 1) if static_m is not None else m - 1
-    return _assemble(ua, uk, pool_u, neg_mask, n, a_norms, pool_norms, fa, pool_feats,
+        m = _rows(all_k)
+        offset = offset if isinstance(offset, int) else ops.cast(offset, "int32")
+    index = ops.arange(_rows(a), dtype="int32") + offset
+    neg_mask = ops.logical_not(_one_hot_mask(index, m))
+    return _assemble(ua, uk, pool_u, neg_mask, m - 1, a_norms, pool_norms, fa, pool_feats,
                      partner_index=index)
 
 
-def queue_pairs(anchors, positives, negatives):
+def queue_pairs(anchors, positives, negatives) -> ContrastivePairs:
     """Builds MoCo pairs: each anchor against its positive and a shared pool.
 
     Args:
@@ -290,43 +356,43 @@ def queue_pairs(anchors, positives, negatives):
     a = validate_embeddings(a, "anchors", min_rows=1)
     p = validate_embeddings(p, "positives", min_rows=1)
     n = validate_embeddings(n, "negatives", min_rows=1)
-    if a.shape.is_fully_defined() and p.shape.is_fully_defined() and a.shape != p.shape:
-        raise ValueError(
-            "`anchors` and `positives` must have the same shape [batch, dim]; got "
-            f"{a.shape} and {p.shape}."
-        )
-    if a.shape[-1] is not None and n.shape[-1] is not None and a.shape[-1] != n.shape[-1]:
+    p = _check_same_shape(a, p, "anchors", "positives")
+    sa, sn = _static_shape(a), _static_shape(n)
+    if sa[-1] is not None and sn[-1] is not None and sa[-1] != sn[-1]:
         raise ValueError(
             "`negatives` must have the anchors' dimension; got "
-            f"anchors {a.shape} and negatives {n.shape}."
+            f"anchors {sa} and negatives {sn}."
         )
     a_norms, ua = _norms_and_unit(a)
     _, up = _norms_and_unit(p)
     n_norms, un = _norms_and_unit(n)
-    k = n.shape[0] if n.shape[0] is not None else tf.shape(n)[0]
-    return _assemble(ua, up, un, None, k, a_norms, n_norms, fa, fn)
+    return _assemble(ua, up, un, None, _rows(n), a_norms, n_norms, fa, fn)
 
 
 def mask_logits(logits, mask):
     """Sets entries outside ``mask`` to ``-inf`` (identity when ``mask`` is None)."""
     if mask is None:
         return logits
-    return tf.where(mask, logits, tf.constant(_NEG_INF, logits.dtype))
+    return ops.where(mask, logits, ops.cast(_NEG_INF, logits.dtype))
 
 
-def masked_logsumexp(logits, mask=None, axis=-1):
+def masked_logsumexp(logits, mask=None, axis: int = -1) -> Tensor:
     """``log(sum_{mask} exp(logits))`` along ``axis``, stable and NaN-free.
 
     Masked entries contribute nothing, also to the gradient.
+
+    Example:
+    >>> import numpy as np
+    >>> x = np.log(np.array([[1.0, 2.0, 100.0]], "float32"))
+    >>> round(float(masked_logsumexp(x, np.array([[True, True, False]]))[0]), 5)
+    1.09861
     """
-    return tf.reduce_logsumexp(mask_logits(logits, mask), axis=axis)
+    return ops.logsumexp(mask_logits(logits, mask), axis=axis)
 
 
-def masked_mean(values, mask=None, axis=-1):
+def masked_mean(values, mask=None, axis: int = -1) -> Tensor:
     """Mean of ``values`` over the entries where ``mask`` is True."""
     if mask is None:
-        return tf.reduce_mean(values, axis=axis)
-    m = tf.cast(mask, values.dtype)
-    return tf.reduce_sum(values * m, axis=axis) / tf.maximum(
-        tf.reduce_sum(m, axis=axis), 1.0
-    )
+        return ops.mean(values, axis=axis)
+    m = ops.cast(mask, values.dtype)
+    return ops.sum(values * m, axis=axis) / ops.maximum(ops.sum(m, axis=axis), 1.0)

@@ -1,7 +1,7 @@
 """Debiased contrastive loss (Chuang et al., NeurIPS 2020)."""
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 from keras_hardneg.losses import core
 from keras_hardneg.losses import hyperparameters as hp
@@ -56,7 +56,7 @@ class DebiasedContrastiveLoss(ContrastiveLoss):
         log_ng, clamped = debiased_log_negatives(
             log_r, pos, pairs.num_negatives, self.tau_plus, self.temperature
         )
-        return {"loss": tf.nn.softplus(log_ng - pos), "clamped": clamped}
+        return {"loss": ops.softplus(log_ng - pos), "clamped": clamped}
 
     def get_config(self):
         config = super().get_config()

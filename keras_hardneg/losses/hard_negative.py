@@ -1,7 +1,9 @@
 """Hard-negative contrastive loss (Robinson et al., ICLR 2021)."""
 
+import math
+
 import keras
-import tensorflow as tf
+from keras import ops
 
 from keras_hardneg.losses import core
 from keras_hardneg.losses import hyperparameters as hp
@@ -28,11 +30,12 @@ def hard_negative_log_sum(neg_logits, mask, num_negatives, beta):
     """
     if beta == 0.0:
         return core.masked_logsumexp(neg_logits, mask)
-    n = tf.cast(num_negatives, tf.float32)
+    log_n = (math.log(num_negatives) if isinstance(num_negatives, int)
+             else ops.log(ops.cast(num_negatives, "float32")))
     return (
         core.masked_logsumexp((beta + 1.0) * neg_logits, mask)
         - core.masked_logsumexp(beta * neg_logits, mask)
-        + tf.math.log(n)
+        + log_n
     )
 
 

@@ -1,7 +1,7 @@
 """NT-Xent / InfoNCE (Oord et al. 2018; Chen et al., SimCLR, ICML 2020)."""
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 from keras_hardneg.losses import core
 from keras_hardneg.losses import hyperparameters as hp
@@ -45,5 +45,5 @@ class NTXentLoss(ContrastiveLoss):
     def anchor_terms(self, pairs):
         pos, neg = self.logits(pairs)
         neg = core.mask_logits(neg, pairs.negative_mask)
-        lse = tf.reduce_logsumexp(tf.concat([pos[:, None], neg], axis=1), axis=1)
+        lse = ops.logsumexp(ops.concatenate([pos[:, None], neg], axis=1), axis=1)
         return {"loss": lse - pos}

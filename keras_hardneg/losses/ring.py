@@ -3,7 +3,7 @@
 import math
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 from keras_hardneg.losses import core
 from keras_hardneg.losses import hyperparameters as hp
@@ -13,12 +13,25 @@ from keras_hardneg.registry import LOSSES
 __all__ = ["RingContrastiveLoss", "ring_band", "kth_largest"]
 
 _INT32_MIN, _INT32_MAX = -(2 ** 31), 2 ** 31 - 1
+_NEG_INF = float("-inf")
 
 
 def _order_keys(x):
-    """int32 keys whose signed order is the float32 order of ``x``."""
-    bits = tf.bitcast(tf.cast(x, tf.float32), tf.int32)
-    return tf.where(bits < 0, tf.bitwise.bitwise_xor(bits, _INT32_MAX), bits)
+    """int32 keys whose signed order is the float32 order of ``x``.
+
+    The bits are read through a trailing axis of size 1, so that ``ops.view`` works with
+    unknown (TensorFlow) dimensions too.
+    """
+    bits = ops.view(ops.expand_dims(ops.cast(x, "float32"), -1), "int32")[..., 0]
+    return ops.where(bits < 0, ops.bitwise_xor(bits, _INT32_MAX), bits)
+
+
+def _midpoint(lo, hi):
+    """``ceil((lo + hi) / 2)`` of int32 tensors without overflowing int32 (JAX has no
+    int64 by default): ``(lo >> 1) + (hi >> 1) + ((lo & 1) + (hi & 1) + 1) >> 1``."""
+    halves = ops.right_shift(lo, 1) + ops.right_shift(hi, 1)
+    carry = ops.right_shift(ops.bitwise_and(lo, 1) + ops.bitwise_and(hi, 1) + 1, 1)
+    return halves + carry
 
 
 def kth_largest(x, k):
@@ -28,24 +41,34 @@ def kth_largest(x, k):
     over the row, so ``O(32 M)`` per row whatever ``k`` is, where ``top_k`` with
     a large ``k`` is a partial sort. The result is an element of ``x`` (the
     gradient flows to it, as with ``top_k``).
+
+    Example:
+    >>> import numpy as np
+    >>> float(kth_largest(np.array([[3.0, -1.0, 2.0, 2.0]], "float32"), 3)[0])
+    2.0
     """
     keys = _order_keys(x)
-    rows = tf.shape(x)[0]
-    lo = tf.fill([rows], tf.constant(_INT32_MIN, tf.int64))
-    hi = tf.fill([rows], tf.constant(_INT32_MAX, tf.int64))
-    k = tf.cast(k, tf.int32)
+    rows = ops.shape(keys)[:1]
+    lo = ops.full(rows, _INT32_MIN, dtype="int32")
+    hi = ops.full(rows, _INT32_MAX, dtype="int32")
+    k = ops.cast(k, "int32")
     for _ in range(32):
-        mid = lo + (hi - lo + 1) // 2
-        count = tf.reduce_sum(tf.cast(keys >= tf.cast(mid, tf.int32)[:, None], tf.int32), axis=1)
+        mid = _midpoint(lo, hi)
+        count = ops.sum(ops.cast(keys >= mid[:, None], "int32"), axis=1)
         ok = count >= k
-        lo = tf.where(ok, mid, lo)
-        hi = tf.where(ok, hi, mid - 1)
-    found = tf.cast(lo, tf.int32)[:, None]
-    return tf.reduce_max(tf.where(keys <= found, x, float("-inf")), axis=1)
+        lo = ops.where(ok, mid, lo)
+        hi = ops.where(ok, hi, mid - 1)
+    return ops.max(ops.where(keys <= lo[:, None], x, _NEG_INF), axis=1)
 
 
 def _count(mask):
-    return tf.reduce_sum(tf.cast(mask, tf.float32), axis=1)
+    return ops.sum(ops.cast(mask, "float32"), axis=1)
+
+
+def _top_logsumexp(x, t_hi, n_hi):
+    """LSE of the values above ``t_hi`` plus ``n_hi`` copies of ``t_hi``."""
+    parts = [ops.where(x > t_hi[:, None], x, _NEG_INF), (ops.log(n_hi) + t_hi)[:, None]]
+    return ops.logsumexp(ops.concatenate(parts, axis=1), axis=1)
 
 
 def band_logsumexp_by_threshold(x, lo, hi):
@@ -56,23 +79,20 @@ def band_logsumexp_by_threshold(x, lo, hi):
     between the two thresholds plus the right number of copies of each threshold.
     """
     t_hi = kth_largest(x, hi)
-    n_hi = tf.cast(hi, tf.float32) - _count(x > t_hi[:, None])  # copies of t_hi, >= 1
+    n_hi = ops.cast(hi, "float32") - _count(x > t_hi[:, None])  # copies of t_hi, >= 1
     if isinstance(lo, int) and lo == 0:
-        inside = x > t_hi[:, None]
-        parts = [tf.where(inside, x, float("-inf")), (tf.math.log(n_hi) + t_hi)[:, None]]
-        return tf.reduce_logsumexp(tf.concat(parts, axis=1), axis=1)
-    t_lo = kth_largest(x, tf.maximum(tf.cast(lo, tf.int32), 1))
-    n_lo = _count(tf.equal(x, t_lo[:, None])) - (tf.cast(lo, tf.float32) - _count(x > t_lo[:, None]))
-    inside = tf.logical_and(x > t_hi[:, None], x < t_lo[:, None])
-    parts = [tf.where(inside, x, float("-inf")),
-             (tf.math.log(n_lo) + t_lo)[:, None], (tf.math.log(n_hi) + t_hi)[:, None]]
-    general = tf.reduce_logsumexp(tf.concat(parts, axis=1), axis=1)
-    tied = tf.math.log(tf.cast(hi - lo, tf.float32)) + t_hi  # both thresholds equal
-    band = tf.where(tf.equal(t_lo, t_hi), tied, general)
+        return _top_logsumexp(x, t_hi, n_hi)
+    t_lo = kth_largest(x, ops.maximum(ops.cast(lo, "int32"), 1))
+    n_lo = _count(ops.equal(x, t_lo[:, None])) - (ops.cast(lo, "float32")
+                                                   - _count(x > t_lo[:, None]))
+    inside = ops.logical_and(x > t_hi[:, None], x < t_lo[:, None])
+    parts = [ops.where(inside, x, _NEG_INF),
+             (ops.log(n_lo) + t_lo)[:, None], (ops.log(n_hi) + t_hi)[:, None]]
+    general = ops.logsumexp(ops.concatenate(parts, axis=1), axis=1)
+    tied = ops.log(ops.cast(hi - lo, "float32")) + t_hi  # both thresholds equal
+    band = ops.where(ops.equal(t_lo, t_hi), tied, general)
     if not isinstance(lo, int):
-        band = tf.where(lo > 0, band, tf.reduce_logsumexp(
-            tf.concat([tf.where(x > t_hi[:, None], x, float("-inf")),
-                       (tf.math.log(n_hi) + t_hi)[:, None]], axis=1), axis=1))
+        band = ops.where(lo > 0, band, _top_logsumexp(x, t_hi, n_hi))
     return band
 
 
@@ -80,16 +100,21 @@ def ring_band(num_negatives, lower_percentile, upper_percentile):
     """The rank band ``[floor(lower/100 * N), floor(upper/100 * N))`` of Ring.
 
     Ranks count from the most similar negative (rank 0). Returns Python ints
-    when ``num_negatives`` is static, else int32 tensors.
+    when ``num_negatives`` is static (always under JAX), else int32 tensors
+    (TensorFlow with an unknown batch size; computed in float64 there).
+
+    Example:
+    >>> ring_band(40, 5, 50)
+    (2, 20)
     """
     if isinstance(num_negatives, int):
         return (
             math.floor(lower_percentile / 100.0 * num_negatives),
             math.floor(upper_percentile / 100.0 * num_negatives),
         )
-    n = tf.cast(num_negatives, tf.float64)
-    lo = tf.cast(tf.floor(lower_percentile / 100.0 * n), tf.int32)
-    hi = tf.cast(tf.floor(upper_percentile / 100.0 * n), tf.int32)
+    n = ops.cast(num_negatives, "float64")
+    lo = ops.cast(ops.floor(lower_percentile / 100.0 * n), "int32")
+    hi = ops.cast(ops.floor(upper_percentile / 100.0 * n), "int32")
     return lo, hi
 
 
@@ -181,26 +206,25 @@ class RingContrastiveLoss(ContrastiveLoss):
         masked = core.mask_logits(neg_logits, pairs.negative_mask)
         if isinstance(n, int):
             if lo == 0 and hi == n:
-                return tf.reduce_logsumexp(masked, axis=1)
+                return ops.logsumexp(masked, axis=1)
             if hi <= lo:
-                return tf.fill(tf.shape(neg_logits)[:1], float("-inf"))
+                return ops.full(ops.shape(neg_logits)[:1], _NEG_INF, dtype="float32")
         # Measured on CPU (benchmarks/ring_queue.py): top_k wins for cuts up to ~N/8,
         # the 64 counting passes of the thresholds win for larger ones.
         if not isinstance(hi, int) or (hi > self.topk_limit and hi > self.topk_fraction * n):
             if isinstance(hi, int):
                 return band_logsumexp_by_threshold(masked, lo, hi)
             # Dynamic N: compute with a non-empty band, then blank empty ones.
-            band = band_logsumexp_by_threshold(masked, lo, tf.maximum(hi, lo + 1))
-            return tf.where(hi > lo, band, float("-inf"))
+            band = band_logsumexp_by_threshold(masked, lo, ops.maximum(hi, lo + 1))
+            return ops.where(hi > lo, band, _NEG_INF)
         # Each anchor has exactly N valid negatives, so the top `hi` are all valid.
-        top = tf.math.top_k(masked, k=hi, sorted=True).values
-        band = top[:, lo:]
-        return tf.reduce_logsumexp(band, axis=1)
+        top, _ = ops.top_k(masked, k=hi, sorted=True)
+        return ops.logsumexp(top[:, lo:], axis=1)
 
     def anchor_terms(self, pairs):
         pos, neg = self.logits(pairs)
         band = self.band_logsumexp(pairs, neg)
-        return {"loss": tf.nn.softplus(band - pos)}
+        return {"loss": ops.softplus(band - pos)}
 
     def get_config(self):
         config = super().get_config()

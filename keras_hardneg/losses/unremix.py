@@ -3,7 +3,7 @@
 import math
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 from keras_hardneg.losses import core
 from keras_hardneg.losses import hyperparameters as hp
@@ -16,6 +16,11 @@ __all__ = ["UnReMixContrastiveLoss", "pseudo_label_gradients", "uncertainty_scor
            "representativeness_scores"]
 
 _EPS = 1e-12
+
+
+def _one_hot_mask(index, m):
+    """``[len(index), m]`` bool, True at ``[i, index[i]]``."""
+    return ops.equal(ops.cast(index, "int32")[:, None], ops.arange(m, dtype="int32")[None, :])
 
 
 def pseudo_label_gradients(query_unit, query_norms, pool_unit, self_mask=None):
@@ -41,14 +46,15 @@ def pseudo_label_gradients(query_unit, query_norms, pool_unit, self_mask=None):
     Returns:
         ``[Q, d]`` gradients ``e_j``.
     """
-    logits = tf.matmul(query_unit, pool_unit, transpose_b=True)
+    logits = ops.matmul(query_unit, ops.transpose(pool_unit))
     if self_mask is not None:
-        logits = tf.where(self_mask, tf.constant(float("-inf"), logits.dtype), logits)
-    probs = tf.nn.softmax(logits, axis=-1)
-    label = tf.one_hot(tf.argmax(logits, axis=-1), tf.shape(pool_unit)[0], dtype=probs.dtype)
-    v = tf.matmul(probs - label, pool_unit)
-    v = v - tf.reduce_sum(query_unit * v, axis=-1, keepdims=True) * query_unit
-    return v / tf.maximum(query_norms, _EPS)[:, None]
+        logits = ops.where(self_mask, float("-inf"), logits)
+    probs = ops.softmax(logits, axis=-1)
+    label = ops.cast(_one_hot_mask(ops.argmax(logits, axis=-1), ops.shape(pool_unit)[0]),
+                     probs.dtype)
+    v = ops.matmul(probs - label, pool_unit)
+    v = v - ops.sum(query_unit * v, axis=-1, keepdims=True) * query_unit
+    return v / ops.maximum(query_norms, _EPS)[:, None]
 
 
 def uncertainty_scores(pairs):
@@ -68,21 +74,22 @@ def uncertainty_scores(pairs):
     a = pairs.anchors
     if pairs.in_batch:
         pool = pairs.negatives
-        m = tf.shape(pool)[0]
-        e_n = pseudo_label_gradients(pool, pairs.negative_norms, pool, tf.eye(m, dtype=tf.bool))
+        m = ops.shape(pool)[0]
+        e_n = pseudo_label_gradients(pool, pairs.negative_norms, pool,
+                                     _one_hot_mask(ops.arange(m, dtype="int32"), m))
         if pairs.anchor_index is not None:  # SimCLR: anchors are rows of the pool
-            e_a = tf.gather(e_n, pairs.anchor_index)
+            e_a = ops.take(e_n, pairs.anchor_index, axis=0)
         else:  # MoCo v3: queries scored against the pool of keys
             e_a = pseudo_label_gradients(a, pairs.anchor_norms, pool)
     else:
-        pool = tf.concat([a, pairs.positives], axis=0)
-        b = tf.shape(a)[0]
-        self_mask = tf.cast(tf.one_hot(tf.range(b), 2 * b, dtype=tf.int8), tf.bool)
+        pool = ops.concatenate([a, pairs.positives], axis=0)
+        b = ops.shape(a)[0]
+        self_mask = _one_hot_mask(ops.arange(b, dtype="int32"), 2 * b)
         e_a = pseudo_label_gradients(a, pairs.anchor_norms, pool, self_mask)
         e_n = pseudo_label_gradients(pairs.negatives, pairs.negative_norms, pool)
-    gram_e = tf.matmul(e_a, e_n, transpose_b=True)
+    gram_e = ops.matmul(e_a, ops.transpose(e_n))
     if pairs.anchor_features is not None and pairs.negative_features is not None:
-        gram_h = tf.matmul(pairs.anchor_features, pairs.negative_features, transpose_b=True)
+        gram_h = ops.matmul(pairs.anchor_features, ops.transpose(pairs.negative_features))
         return (gram_h + 1.0) * gram_e
     return gram_e
 
@@ -91,17 +98,17 @@ def representativeness_scores(pairs):
     """``[A, M]`` representativeness: mean ``1 - cos`` of a negative to the
     anchor's other negatives (Eq. 4), via one pool sum (``O(A M d)``)."""
     neg = pairs.negatives
-    n = tf.cast(pairs.num_negatives, tf.float32)
-    dot_total = tf.linalg.matvec(neg, tf.reduce_sum(neg, axis=0))  # [M]: sum_j' u_j . u_j'
-    self_dot = tf.reduce_sum(neg * neg, axis=-1)  # 1 (0 for a zero row)
-    others = (dot_total - self_dot)[None, :] + tf.zeros_like(pairs.negative_cos)
+    n = ops.cast(pairs.num_negatives, "float32")
+    dot_total = ops.matmul(neg, ops.sum(neg, axis=0)[:, None])[:, 0]  # [M]: sum_j' u_j.u_j'
+    self_dot = ops.sum(neg * neg, axis=-1)  # 1 (0 for a zero row)
+    others = (dot_total - self_dot)[None, :] + ops.zeros_like(pairs.negative_cos)
     if pairs.in_batch:
         # Remove the rows that are not the anchor's negatives: its positive, and
         # (SimCLR) the anchor itself.
-        others -= tf.matmul(pairs.positives, neg, transpose_b=True)
+        others -= ops.matmul(pairs.positives, ops.transpose(neg))
         if pairs.anchor_index is not None:
             others -= pairs.negative_cos
-    count = tf.maximum(n - 1.0, 1.0)
+    count = ops.maximum(n - 1.0, 1.0)
     return 1.0 - others / count
 
 
@@ -110,12 +117,12 @@ def _normalized_log_weights(scores, mask):
 
     An anchor whose weights are all zero gets uniform weights (log 0).
     """
-    w = tf.maximum(scores, 0.0)
+    w = ops.maximum(scores, 0.0)
     mean = core.masked_mean(w, mask)
     has_mass = mean > _EPS
-    safe_mean = tf.where(has_mass, mean, 1.0)
-    log_w = tf.math.log(w) - tf.math.log(safe_mean)[:, None]
-    return tf.where(has_mass[:, None], log_w, tf.zeros_like(log_w))
+    safe_mean = ops.where(has_mass, mean, 1.0)
+    log_w = ops.log(w) - ops.log(safe_mean)[:, None]
+    return ops.where(has_mass[:, None], log_w, ops.zeros_like(log_w))
 
 
 @LOSSES.register("unremix", params={"temperature": hp.TEMPERATURE, "tau_plus": hp.TAU_PLUS,
@@ -192,11 +199,11 @@ class UnReMixContrastiveLoss(DebiasedContrastiveLoss):
                 neg_logits, mask, pairs.num_negatives, self.beta))
         for lam, scorer in ((l_u, uncertainty_scores), (l_r, representativeness_scores)):
             if lam > 0:
-                log_w = tf.stop_gradient(_normalized_log_weights(scorer(pairs), mask))
+                log_w = ops.stop_gradient(_normalized_log_weights(scorer(pairs), mask))
                 parts.append(math.log(lam) + core.masked_logsumexp(log_w + neg_logits, mask))
         if len(parts) == 1:
             return parts[0]
-        return tf.reduce_logsumexp(tf.stack(parts, axis=0), axis=0)
+        return ops.logsumexp(ops.stack(parts, axis=0), axis=0)
 
     def get_config(self):
         config = super().get_config()
