@@ -31,9 +31,18 @@ Input ``[B, H, W, 3]`` or ``[H, W, 3]`` float in ``[0, 1]`` (any ``H, W``); outp
 (identity when they already have that size); ``training=None`` (not inside a model's
 ``fit``/``predict``) augments.
 
-The layer uses only TensorFlow ops and ``keras.random`` with a
-:class:`keras.random.SeedGenerator`, so it runs eagerly, inside a model's ``train_step``
-(under ``tf.function``) and inside ``tf.data.Dataset.map`` (batched or single images).
+The layer is written in ``keras.ops`` with ``keras.random`` and a
+:class:`keras.random.SeedGenerator` held as a layer attribute (its state is a
+non-trainable variable of the layer, so it travels through a compiled step), so it runs
+on every Keras backend: eagerly, inside a model's ``train_step`` (``tf.function``, with or
+without ``jit_compile``; ``jax.jit``), and on TensorFlow inside
+``tf.data.Dataset.map`` (batched or single images). Every shape it uses is the input's,
+so a jitted step compiles once per input shape, not once per call. The random resized
+crop and the flip are one separable bilinear interpolation per image (two batched
+matmuls with ``[B, image_size, H]`` and ``[B, image_size, W]`` weight matrices, the
+flip reversing the second); the blur is the same with ``[B, image_size, image_size]``
+Gaussian matrices (reflect border). A given seed gives the same views on a backend, not
+across backends.
 
 Example:
 
@@ -47,7 +56,8 @@ Example:
 import math
 
 import keras
-import tensorflow as tf
+import numpy as np
+from keras import ops
 
 __all__ = ["SimCLRAugmentation", "RandomApply", "simclr_augmentation", "two_views",
            "VERSIONS"]
@@ -55,6 +65,7 @@ __all__ = ["SimCLRAugmentation", "RandomApply", "simclr_augmentation", "two_view
 VERSIONS = ("v1", "v2", "v3")
 _JITTER = (0.4, 0.4, 0.4, 0.1)          # brightness, contrast, saturation, hue at strength 1
 _GRAY = (0.2989, 0.5870, 0.1140)
+_CROP_ATTEMPTS = 10
 
 
 def _check_probability(p, what):
@@ -64,22 +75,33 @@ def _check_probability(p, what):
 
 
 def _to_gray(x):
-    return tf.reduce_sum(x * tf.constant(_GRAY, x.dtype), axis=-1, keepdims=True)
+    return ops.sum(x * ops.convert_to_tensor(_GRAY, x.dtype), axis=-1, keepdims=True)
 
 
 def _select(mask, a, b):
-    """Per-image ``where``: ``mask`` [B] bool picks ``a`` else ``b`` ([B, H, W, C]).
+    """Per-image ``where``: ``mask`` [B] bool picks ``a`` else ``b`` (same shapes, batch first).
 
-    Written as a blend ``b + m * (a - b)``: on this CPU it is several times faster than
-    ``tf.where`` with a broadcast condition.
+    Written as a blend ``b + m * (a - b)``: on CPU (TF) it is several times faster than
+    ``where`` with a broadcast condition.
     """
-    m = tf.cast(mask, a.dtype)[:, None, None, None]
+    m = ops.cast(mask, a.dtype)
+    m = ops.reshape(m, (-1,) + (1,) * (len(a.shape) - 1))
     return b + m * (a - b)
 
 
 def _clip01(x):
-    # min/max is ~5x faster than tf.clip_by_value (ClipByValue kernel) on CPU here.
-    return tf.minimum(tf.maximum(x, 0.0), 1.0)
+    # min/max is ~5x faster than clip (TF's ClipByValue kernel) on CPU.
+    return ops.minimum(ops.maximum(x, 0.0), 1.0)
+
+
+def _interpolation_weights(positions, size):
+    """Bilinear weights ``[B, S, size]`` of sample ``positions`` ``[B, S]`` (pixel units).
+
+    ``w[b, s, n] = max(0, 1 - |positions[b, s] - n|)``: the two neighbours of a position
+    share its weight, an integer position picks one pixel exactly.
+    """
+    grid = ops.arange(size, dtype="float32")
+    return ops.relu(1.0 - ops.abs(positions[:, :, None] - grid[None, None, :]))
 
 
 @keras.saving.register_keras_serializable(package="keras_hardneg")
@@ -104,6 +126,13 @@ class SimCLRAugmentation(keras.layers.Layer):
             the grey axis (~10x cheaper on CPU). ``True``: the reference behaviour -- the 4
             ops applied one after another, clipped after each, hue shifted in HSV space.
         seed: int seed of the layer's :class:`keras.random.SeedGenerator` (``None``: random).
+
+    Example:
+
+    >>> import numpy as np
+    >>> aug = SimCLRAugmentation(image_size=16, version="v3", seed=0)
+    >>> tuple(aug(np.random.rand(2, 24, 24, 3), view=2).shape)
+    (2, 16, 16, 3)
     """
 
     def __init__(self, image_size=32, version="v1", strength=1.0, crop_scale=(0.08, 1.0),
@@ -147,12 +176,19 @@ class SimCLRAugmentation(keras.layers.Layer):
             solarize_prob = (0.0, 0.2) if version == "v3" else (0.0, 0.0)
         if isinstance(solarize_prob, (int, float)):
             solarize_prob = (solarize_prob, solarize_prob)
-        if len(tuple(solarize_prob)) != 2:
+        try:
+            solarize_prob = tuple(solarize_prob)
+        except TypeError:
+            raise ValueError("solarize_prob must be a probability or a (view1, view2) pair, "
+                             f"got {solarize_prob!r}") from None
+        if len(solarize_prob) != 2:
             raise ValueError(f"solarize_prob must be a (view1, view2) pair, got {solarize_prob!r}")
         self.solarize_prob = tuple(_check_probability(p, "solarize_prob")
                                    for p in solarize_prob)
         self.exact_color_jitter = bool(exact_color_jitter)
         self.seed = seed
+        # A layer attribute: its state is one of the layer's non-trainable variables, so
+        # a compiled step (Keras's JAX trainer, ``stateless_call``) threads it through.
         self.seed_generator = keras.random.SeedGenerator(seed)
         # SimCLR: kernel size 10% of the image side, odd.
         self.blur_radius = max(1, image_size // 20)
@@ -167,35 +203,34 @@ class SimCLRAugmentation(keras.layers.Layer):
         return self._uniform((batch,)) < p
 
     # -- ops (x: [B, H, W, 3] float32) -------------------------------------------------
-    def _crop_boxes(self, batch, height, width, attempts=10):
-        h = tf.cast(height, tf.float32)
-        w = tf.cast(width, tf.float32)
-        area = self._uniform((batch, attempts), *self.crop_scale) * h * w
-        log_r = self._uniform((batch, attempts), math.log(self.crop_ratio[0]),
+    def _crop_weights(self, batch, height, width):
+        """Bilinear weights ``[B, S, H]`` and ``[B, S, W]`` of each image's random crop.
+
+        Area fraction ``U(crop_scale)``, log-uniform ratio, first of 10 attempts that fits
+        (else the whole image), uniform offset. Sample ``s`` of a crop of ``c`` pixels from
+        offset ``o`` is at ``o + s (c - 1) / (S - 1)`` (pixel centres, as TF's
+        ``crop_and_resize``): a crop of the whole image at its own size is the identity.
+        """
+        h = ops.cast(height, "float32")
+        w = ops.cast(width, "float32")
+        n = _CROP_ATTEMPTS
+        area = self._uniform((batch, n), *self.crop_scale) * h * w
+        log_r = self._uniform((batch, n), math.log(self.crop_ratio[0]),
                               math.log(self.crop_ratio[1]))
-        ratio = tf.exp(log_r)
-        cw = tf.sqrt(area * ratio)
-        ch = tf.sqrt(area / ratio)
-        ok = tf.logical_and(cw <= w, ch <= h)
-        first = tf.argmax(tf.cast(ok, tf.int32), axis=1, output_type=tf.int32)
-        any_ok = tf.reduce_any(ok, axis=1)
-        idx = tf.stack([tf.range(batch), first], axis=1)
-        cw = tf.where(any_ok, tf.gather_nd(cw, idx), w)
-        ch = tf.where(any_ok, tf.gather_nd(ch, idx), h)
+        ratio = ops.exp(log_r)
+        cw = ops.sqrt(area * ratio)
+        ch = ops.sqrt(area / ratio)
+        ok = ops.logical_and(cw <= w, ch <= h)
+        first = ops.one_hot(ops.argmax(ops.cast(ok, "int32"), axis=1), n, dtype="float32")
+        any_ok = ops.any(ok, axis=1)
+        cw = ops.where(any_ok, ops.sum(first * cw, axis=1), w)
+        ch = ops.where(any_ok, ops.sum(first * ch, axis=1), h)
         oy = self._uniform((batch,)) * (h - ch)
         ox = self._uniform((batch,)) * (w - cw)
-        # crop_and_resize maps box coordinate 1.0 to pixel (size - 1): use pixel centres.
-        hm1 = tf.maximum(h - 1.0, 1.0)
-        wm1 = tf.maximum(w - 1.0, 1.0)
-        return tf.stack([oy / hm1, ox / wm1, (oy + ch - 1.0) / hm1, (ox + cw - 1.0) / wm1],
-                        axis=1)
-
-    def _random_resized_crop(self, x):
-        shape = tf.shape(x)
-        batch = shape[0]
-        boxes = self._crop_boxes(batch, shape[1], shape[2])
-        return tf.image.crop_and_resize(x, boxes, tf.range(batch),
-                                        (self.image_size, self.image_size), method="bilinear")
+        steps = ops.arange(self.image_size, dtype="float32") / float(self.image_size - 1)
+        py = ops.clip(oy[:, None] + steps[None, :] * (ch - 1.0)[:, None], 0.0, h - 1.0)
+        px = ops.clip(ox[:, None] + steps[None, :] * (cw - 1.0)[:, None], 0.0, w - 1.0)
+        return _interpolation_weights(py, height), _interpolation_weights(px, width)
 
     def _jitter_factors(self, batch):
         b, c, s, hue = (self.strength * f for f in _JITTER)
@@ -207,7 +242,7 @@ class SimCLRAugmentation(keras.layers.Layer):
         fs = self._uniform((batch,), max(0.0, 1.0 - s), 1.0 + s)
         dh = self._uniform((batch,), -hue, hue)
         # A random order of the 4 operations per image: argsort of uniform keys.
-        order = tf.cast(tf.argsort(self._uniform((batch, 4)), axis=1), tf.int32)
+        order = ops.cast(ops.argsort(self._uniform((batch, 4)), axis=1), "int32")
         return fb, fc, fs, dh, order
 
     def _color_jitter(self, x, batch):
@@ -223,32 +258,34 @@ class SimCLRAugmentation(keras.layers.Layer):
         the image's random order is computed on ``[B, 3, 3]`` matrices and applied once.
         """
         fb, fc, fs, dh, order = self._jitter_factors(batch)
-        eye = tf.eye(3, batch_shape=[batch])
-        gray_rows = tf.ones((3, 1)) * tf.constant(_GRAY)[None, :]                # [3, 3]
-        sat = fs[:, None, None] * eye + (1.0 - fs)[:, None, None] * gray_rows[None]
+        col = lambda v: v[:, None, None]  # noqa: E731  [B] -> [B, 1, 1]
+        eye = col(ops.zeros_like(fb)) + ops.eye(3, dtype="float32")              # [B, 3, 3]
+        gray_rows = ops.ones((3, 1), "float32") * ops.convert_to_tensor(
+            _GRAY, "float32")[None, :]                                            # [3, 3]
+        sat = col(fs) * eye + col(1.0 - fs) * gray_rows[None]
         theta = 2.0 * math.pi * dh
-        cos = tf.cos(theta)[:, None, None]
-        sin = tf.sin(theta)[:, None, None]
-        cross = tf.constant([[0.0, -1.0, 1.0], [1.0, 0.0, -1.0], [-1.0, 1.0, 0.0]])[None]
-        rot = cos * eye + (1.0 - cos) * tf.ones((1, 3, 3)) / 3.0 + \
+        cos = col(ops.cos(theta))
+        sin = col(ops.sin(theta))
+        cross = ops.convert_to_tensor([[0.0, -1.0, 1.0], [1.0, 0.0, -1.0], [-1.0, 1.0, 0.0]],
+                                      "float32")[None]
+        rot = cos * eye + (1.0 - cos) * ops.ones((1, 3, 3), "float32") / 3.0 + \
             sin / math.sqrt(3.0) * cross
-        mu0 = tf.reduce_mean(x, axis=[1, 2])                                    # [B, 3]
-        mat, shift = eye, tf.zeros((batch, 3))
+        mu0 = ops.mean(x, axis=(1, 2))                                            # [B, 3]
+        mat, shift = eye, ops.zeros_like(mu0)
         for slot in range(4):
             cands = []
             if self.version == "v1":
                 cands.append((mat, shift + fb[:, None]))
             else:
-                cands.append((fb[:, None, None] * mat, fb[:, None] * shift))
-            mu = tf.einsum("bij,bj->bi", mat, mu0) + shift
-            cands.append((fc[:, None, None] * mat,
-                          fc[:, None] * shift + (1.0 - fc)[:, None] * mu))
-            cands.append((tf.matmul(sat, mat), tf.einsum("bij,bj->bi", sat, shift)))
-            cands.append((tf.matmul(rot, mat), tf.einsum("bij,bj->bi", rot, shift)))
-            onehot = tf.one_hot(order[:, slot], 4)                              # [B, 4]
-            mat = tf.einsum("bk,kbij->bij", onehot, tf.stack([m for m, _ in cands]))
-            shift = tf.einsum("bk,kbi->bi", onehot, tf.stack([t for _, t in cands]))
-        y = tf.einsum("bhwc,bdc->bhwd", x, mat) + shift[:, None, None, :]
+                cands.append((col(fb) * mat, fb[:, None] * shift))
+            mu = ops.einsum("bij,bj->bi", mat, mu0) + shift
+            cands.append((col(fc) * mat, fc[:, None] * shift + (1.0 - fc)[:, None] * mu))
+            cands.append((ops.matmul(sat, mat), ops.einsum("bij,bj->bi", sat, shift)))
+            cands.append((ops.matmul(rot, mat), ops.einsum("bij,bj->bi", rot, shift)))
+            onehot = ops.one_hot(order[:, slot], 4, dtype="float32")              # [B, 4]
+            mat = sum(col(onehot[:, k]) * m for k, (m, _) in enumerate(cands))
+            shift = sum(onehot[:, k, None] * t for k, (_, t) in enumerate(cands))
+        y = ops.einsum("bhwc,bdc->bhwd", x, mat) + shift[:, None, None, :]
         return _clip01(y)
 
     def _color_jitter_exact(self, x, batch):
@@ -262,7 +299,7 @@ class SimCLRAugmentation(keras.layers.Layer):
             return _clip01(y + fb4 if additive else y * fb4)
 
         def contrast(y):
-            mean = tf.reduce_mean(y, axis=[1, 2], keepdims=True)
+            mean = ops.mean(y, axis=(1, 2), keepdims=True)
             return _clip01((y - mean) * fc4 + mean)
 
         def saturation(y):
@@ -270,67 +307,87 @@ class SimCLRAugmentation(keras.layers.Layer):
             return _clip01(gray + (y - gray) * fs4)
 
         def hue_shift(y):
-            hsv = tf.image.rgb_to_hsv(y)
-            hh = tf.math.floormod(hsv[..., 0] + dh3, 1.0)
-            return _clip01(tf.image.hsv_to_rgb(tf.stack([hh, hsv[..., 1], hsv[..., 2]], -1)))
+            hsv = ops.image.rgb_to_hsv(y, data_format="channels_last")
+            hh = ops.mod(hsv[..., 0] + dh3, 1.0)
+            rgb = ops.image.hsv_to_rgb(ops.stack([hh, hsv[..., 1], hsv[..., 2]], axis=-1),
+                                       data_format="channels_last")
+            return _clip01(rgb)
 
-        ops = [brightness, contrast, saturation, hue_shift]
+        fns = [brightness, contrast, saturation, hue_shift]
         for slot in range(4):
             chosen = order[:, slot]
             out = x
-            for k, op in enumerate(ops):
-                out = _select(tf.equal(chosen, k), op(x), out)
+            for k, fn in enumerate(fns):
+                out = _select(ops.equal(chosen, k), fn(x), out)
             x = out
         return x
 
-    def _gaussian_blur(self, x, batch):
-        r = self.blur_radius
+    def _blur_weights(self, batch):
+        """Per-image Gaussian blur as ``[B, S, S]`` matrices (reflect border, no edge
+        repeat): ``m[b, i, j]`` is the weight of pixel ``j`` in output pixel ``i``."""
+        r, size = self.blur_radius, self.image_size
         sigma = self._uniform((batch,), 0.1, 2.0)
-        t = tf.range(-r, r + 1, dtype=tf.float32)
-        k = tf.exp(-tf.square(t)[None, :] / (2.0 * tf.square(sigma)[:, None]))
-        k = k / tf.reduce_sum(k, axis=1, keepdims=True)                     # [B, 2r+1]
-        size = self.image_size
-        # Images as channels of one image: [1, H, W, B*3]; one depthwise kernel per channel.
-        y = tf.reshape(tf.transpose(x, [1, 2, 0, 3]), [1, size, size, -1])
-        y = tf.pad(y, [[0, 0], [r, r], [r, r], [0, 0]], mode="REFLECT")
-        kc = tf.reshape(tf.repeat(k, 3, axis=0), [batch * 3, 2 * r + 1])  # [B*3, K]
-        kv = tf.transpose(kc)[:, None, :, None]                              # [K, 1, B*3, 1]
-        kh = tf.transpose(kc)[None, :, :, None]                              # [1, K, B*3, 1]
-        y = tf.nn.depthwise_conv2d(y, kv, [1, 1, 1, 1], "VALID")
-        y = tf.nn.depthwise_conv2d(y, kh, [1, 1, 1, 1], "VALID")
-        return tf.transpose(tf.reshape(y, [size, size, batch, 3]), [2, 0, 1, 3])
+        inv = (-0.5 / ops.square(sigma))[:, None, None]                           # [B, 1, 1]
+        taps = ops.arange(-r, r + 1, dtype="float32")
+        norm = ops.sum(ops.exp(ops.square(taps)[None, :] * inv[:, 0]), axis=1)     # [B]
+        i = np.arange(size, dtype="float32")[:, None]
+        j = np.arange(size, dtype="float32")[None, :]
+        m = 0.0
+        # Tap offset t = source - i: direct, reflected at 0 (source -j), reflected at
+        # size - 1 (source 2 (size - 1) - j); a radius < size needs one reflection.
+        for offset, valid in ((j - i, np.ones_like(i * j, bool)),
+                              (-j - i, np.broadcast_to(j >= 1, (size, size))),
+                              (2 * (size - 1) - j - i, np.broadcast_to(j <= size - 2,
+                                                                       (size, size)))):
+            mask = (np.abs(offset) <= r) & valid
+            if not mask.any():
+                continue
+            d2 = np.where(mask, np.square(offset), 0.0).astype("float32")
+            m = m + ops.exp(ops.convert_to_tensor(d2)[None] * inv) * mask.astype("float32")
+        return m / norm[:, None, None]
 
     def _augment(self, x, view):
-        x = self._random_resized_crop(x)
-        batch = tf.shape(x)[0]
+        shape = ops.shape(x)
+        batch = shape[0]
+        wy, wx = self._crop_weights(batch, shape[1], shape[2])
         if self.flip:
-            x = _select(self._coin(batch, 0.5), tf.reverse(x, axis=[2]), x)
+            wx = _select(self._coin(batch, 0.5), ops.flip(wx, axis=1), wx)
+        # Random resized crop (+ flip): one separable bilinear resampling per image.
+        x = ops.einsum("bsh,bhwc->bswc", wy, x)
+        x = ops.einsum("btw,bswc->bstc", wx, x)
         if self.jitter_prob > 0 and self.strength > 0:
             x = _select(self._coin(batch, self.jitter_prob), self._color_jitter(x, batch), x)
         if self.grayscale_prob > 0:
-            gray = tf.tile(_to_gray(x), [1, 1, 1, 3])
+            gray = ops.repeat(_to_gray(x), 3, axis=-1)
             x = _select(self._coin(batch, self.grayscale_prob), gray, x)
         if self.blur_prob > 0:
-            x = _select(self._coin(batch, self.blur_prob), self._gaussian_blur(x, batch), x)
+            blur = self._coin(batch, self.blur_prob)
+            m = self._blur_weights(batch)
+            blurred = ops.einsum("bij,bjwc->biwc", m, x)
+            blurred = ops.einsum("bkw,biwc->bikc", m, blurred)
+            x = _select(blur, blurred, x)
         p_sol = self.solarize_prob[1 if view == 2 else 0]
         if p_sol > 0:
-            x = _select(self._coin(batch, p_sol), tf.where(x < 0.5, x, 1.0 - x), x)
+            x = _select(self._coin(batch, p_sol), ops.where(x < 0.5, x, 1.0 - x), x)
         return _clip01(x)
 
     def call(self, images, training=None, view=None):
         if view not in (None, 1, 2):
             raise ValueError(f"view must be None, 1 or 2, got {view!r}")
-        x = tf.convert_to_tensor(images)
-        x = tf.cast(x, tf.float32)
-        unbatched = x.shape.rank == 3
+        x = ops.cast(images, "float32")
+        rank = len(x.shape)
+        if rank not in (3, 4) or x.shape[-1] not in (None, 3):
+            raise ValueError("images must have shape [batch, height, width, 3] or "
+                             f"[height, width, 3]; got {tuple(x.shape)}")
+        unbatched = rank == 3
         if unbatched:
             x = x[None]
+        size = self.image_size
         if training is False:
-            if x.shape[1] != self.image_size or x.shape[2] != self.image_size:
-                x = tf.image.resize(x, (self.image_size, self.image_size))
+            if x.shape[1] != size or x.shape[2] != size:
+                x = ops.image.resize(x, (size, size), data_format="channels_last")
         else:
             x = self._augment(x, view)
-        x = tf.ensure_shape(x, [None, self.image_size, self.image_size, 3])
         return x[0] if unbatched else x
 
     def two_views(self, images, training=None):
@@ -374,8 +431,8 @@ class RandomApply(keras.layers.Layer):
 
     >>> import numpy as np
     >>> flip = RandomApply(keras.layers.Lambda(lambda x: 1.0 - x), 0.5, seed=0)
-    >>> flip(np.zeros((8, 4, 4, 3), "float32")).shape
-    TensorShape([8, 4, 4, 3])
+    >>> tuple(flip(np.zeros((8, 4, 4, 3), "float32")).shape)
+    (8, 4, 4, 3)
     """
 
     def __init__(self, layer, probability=0.5, seed=None, **kwargs):
@@ -388,12 +445,12 @@ class RandomApply(keras.layers.Layer):
     def call(self, images, training=None):
         if training is False:
             return images
-        x = tf.convert_to_tensor(images)
-        unbatched = x.shape.rank == 3
+        x = ops.convert_to_tensor(images)
+        unbatched = len(x.shape) == 3
         if unbatched:
             x = x[None]
-        out = tf.cast(self.layer(x), x.dtype)
-        mask = keras.random.uniform((tf.shape(x)[0],), seed=self.seed_generator) \
+        out = ops.cast(self.layer(x), x.dtype)
+        mask = keras.random.uniform((ops.shape(x)[0],), seed=self.seed_generator) \
             < self.probability
         x = _select(mask, out, x)
         return x[0] if unbatched else x
@@ -429,13 +486,15 @@ def simclr_augmentation(image_size=32, version="v1", strength=1.0, seed=None, **
         :class:`SimCLRAugmentation`: ``[B, H, W, 3]`` in ``[0, 1]`` ->
         ``[B, image_size, image_size, 3]`` in ``[0, 1]``.
 
+    Any backend; on TensorFlow it also runs in ``tf.data``
+    (``ds.batch(B).map(two_views(aug))``).
+
     Example:
 
-    >>> import numpy as np, tensorflow as tf
+    >>> import numpy as np
     >>> aug = simclr_augmentation(image_size=32, version="v2", seed=1)
-    >>> ds = tf.data.Dataset.from_tensor_slices(np.random.rand(8, 32, 32, 3).astype("float32"))
-    >>> ds = ds.batch(4).map(lambda x: two_views(aug)(x))
-    >>> [tuple(v.shape) for v in next(iter(ds))]
+    >>> views = two_views(aug)(np.random.rand(4, 40, 40, 3).astype("float32"), training=True)
+    >>> [tuple(v.shape) for v in views]
     [(4, 32, 32, 3), (4, 32, 32, 3)]
     """
     return SimCLRAugmentation(image_size=image_size, version=version, strength=strength,

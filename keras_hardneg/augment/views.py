@@ -29,7 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 from keras_hardneg.augment.simclr import VERSIONS, simclr_augmentation, two_views
 from keras_hardneg.registry import VIEW_MAKERS, Param
@@ -74,8 +74,9 @@ class ImageViews(ViewMaker):
     """
 
     modality = "image"
-    # The random resized crop (CropAndResize) has no XLA kernel.
-    jit_compatible = False
+    # SimCLRAugmentation is keras.ops + keras.random: it compiles under XLA (TF
+    # jit_compile, jax.jit) once per input shape.
+    jit_compatible = True
 
     def __init__(self, augmentation: keras.layers.Layer, **kwargs):
         # Views are drawn in float32 whatever the dtype policy (as the augmentation does).
@@ -87,12 +88,19 @@ class ImageViews(ViewMaker):
         self.augmentation = augmentation
 
     def check_input(self, x: Any) -> None:
-        shape = x.shape
-        if shape.rank is not None and (shape.rank != 4 or shape[-1] not in (None, 3)):
+        # Static checks only (numpy, TF and JAX arrays, KerasTensors): a TF tensor of
+        # unknown rank passes.
+        rank = getattr(x, "ndim", None)
+        if rank is None and not hasattr(x, "shape"):
+            rank = ops.ndim(x)
+        if rank is None:
+            return
+        shape = tuple(x.shape) if hasattr(x, "shape") else tuple(ops.shape(x))
+        if rank != 4 or shape[-1] not in (None, 3):
             raise ValueError(f"Images must have shape [batch, height, width, 3]; got {shape}.")
 
     def make_views(self, x: Any, training: bool | None) -> tuple[Any, Any]:
-        return two_views(self.augmentation)(tf.cast(x, "float32"), training=training)
+        return two_views(self.augmentation)(ops.cast(x, "float32"), training=training)
 
     def compute_output_spec(self, x: Any, training: bool | None = None):
         view = keras.KerasTensor(self.augmentation.compute_output_shape(x.shape), "float32")
