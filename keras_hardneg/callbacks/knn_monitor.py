@@ -4,9 +4,9 @@ import numbers
 
 import keras
 import numpy as np
-import tensorflow as tf
 
 from keras_hardneg.data._checks import check_batch_size
+from keras_hardneg.data._tf import is_tf_dataset
 from keras_hardneg.evaluation.features import extract_features, has_labels
 from keras_hardneg.evaluation.knn import weighted_knn_accuracy
 
@@ -18,9 +18,9 @@ def _check_labelled(name, data):
             isinstance(data, (tuple, list)) and data[1] is None):
         raise ValueError(
             f"`{name}`: labels missing where a monitor needs them; give (images, labels) "
-            "arrays or a tf.data.Dataset of (images, labels)."
+            "arrays, a keras.utils.PyDataset or a tf.data.Dataset of (images, labels)."
         )
-    if not isinstance(data, tf.data.Dataset):
+    if not is_tf_dataset(data) and not isinstance(data, keras.utils.PyDataset):
         images, labels = data
         if np.shape(images)[0] != np.shape(labels)[0] or np.shape(images)[0] == 0:
             raise ValueError(
@@ -40,8 +40,9 @@ class KNNMonitor(keras.callbacks.Callback):
     recorded in ``History``; on skipped epochs the key is absent) and into ``self.history``.
 
     Args:
-        train_data: ``(images, labels)`` arrays or a ``tf.data.Dataset`` of
-            ``(images, labels)`` (batched or not); the kNN memory bank.
+        train_data: ``(images, labels)`` arrays, a finite ``keras.utils.PyDataset`` of
+            ``(images, labels)`` batches or a ``tf.data.Dataset`` of ``(images, labels)``
+            (batched or not); the kNN memory bank.
         test_data: same format; the points classified.
         k: neighbours (default 200), clipped to the train size.
         temperature: kNN weight temperature ``> 0``.

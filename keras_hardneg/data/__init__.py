@@ -3,10 +3,13 @@ and labels int64 ``[B]``.
 
 * :func:`load_digits`: the embedded default dataset (scikit-learn digits, no download).
 * :func:`image_folder` / :func:`load_image_folder_arrays`: ``root/<class>/<image>`` folders.
-* :func:`tfds_dataset`: a prepared TensorFlow Datasets dataset.
+* :class:`ShuffledBatches`: shuffled batches of arrays as a ``keras.utils.PyDataset``
+  (the uniform feed without TensorFlow).
+* :func:`tfds_dataset`: a prepared TensorFlow Datasets dataset (TensorFlow, imported on call).
 * :mod:`sources`: the datasets a recipe can name; :func:`dataset_spec` parses ``--dataset``.
 """
 
+from keras_hardneg.data.batches import ShuffledBatches
 from keras_hardneg.data.digits import load_digits
 from keras_hardneg.data.image_folder import (
     IMAGE_EXTENSIONS,
@@ -28,6 +31,7 @@ __all__ = [
     "load_digits",
     "load_image_folder_arrays",
     "scan_image_folder",
+    "ShuffledBatches",
     "tfds_dataset",
     "to_rgb_float",
 ]

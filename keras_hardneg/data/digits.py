@@ -7,6 +7,7 @@ suits smoke tests, tutorials and the ``tune --dataset digits`` command.
 import numpy as np
 
 from keras_hardneg.data._checks import check_image_size
+from keras_hardneg.data.decode import resize_float_images
 
 __all__ = ["load_digits"]
 
@@ -21,7 +22,8 @@ def load_digits(test_fraction=0.2, seed=0, image_size=None):
         test_fraction: fraction of the 1,797 images held out, in ``(0, 1)``.
         seed: integer seed of the split.
         image_size: ``None`` keeps ``8x8``; an int or ``(height, width)`` resizes
-            (bilinear, with antialiasing) with TensorFlow.
+            (bilinear, with antialiasing) with Pillow
+            (:func:`keras_hardneg.data.decode.resize_float_images`; no TensorFlow).
 
     Returns:
         ``(x_train, y_train), (x_test, y_test)``: images float32 ``[n, H, W, 3]`` in
@@ -46,10 +48,7 @@ def load_digits(test_fraction=0.2, seed=0, image_size=None):
     images = np.repeat(images, 3, axis=-1)
     labels = bunch.target.astype(np.int64)
     if size is not None and size != images.shape[1:3]:
-        import tensorflow as tf
-
-        images = tf.image.resize(images, size, method="bilinear", antialias=True).numpy()
-        images = np.clip(images, 0.0, 1.0).astype(np.float32)
+        images = resize_float_images(images, size)
 
     x_train, x_test, y_train, y_test = train_test_split(
         images, labels, test_size=float(test_fraction), random_state=seed, stratify=labels

@@ -47,6 +47,7 @@ from keras_hardneg.data._checks import (
     check_image_size,
     check_positive_int,
 )
+from keras_hardneg.data._tf import require_tensorflow
 from keras_hardneg.data.decode import (
     ImageDecodeError,
     decode_image,
@@ -431,7 +432,8 @@ def image_folder(
 
 def _build_pipeline(report, size, batch_size, shuffle, seed, labels, on_error, drop_remainder,
                     cache):
-    import tensorflow as tf
+    tf = require_tensorflow("image_folder (a tf.data pipeline; without TensorFlow use "
+                            "load_image_folder_arrays)")
 
     n = report.num_images
     paths = tf.data.Dataset.from_tensor_slices(

@@ -1,14 +1,17 @@
 """TensorFlow Datasets (``tfds``) image datasets in the library's element format.
 
+TensorFlow-only by nature (TFDS reads through ``tf.data``): TensorFlow is imported when a
+function here is called, not when the module is imported, and a machine without it gets a
+:class:`~keras_hardneg.data._tf.TensorFlowRequiredError` naming the function.
+
 The dataset must already be prepared in ``data_dir`` (``download=False`` by default, since
 training machines are often offline); the error says how to prepare it otherwise.
 """
 
 import os
 
-import tensorflow as tf
-
 from keras_hardneg.data._checks import check_batch_size, check_image_size
+from keras_hardneg.data._tf import require_tensorflow
 
 __all__ = ["tfds_dataset", "to_rgb_float"]
 
@@ -21,6 +24,7 @@ def to_rgb_float(image):
     Integer images are scaled by their dtype's maximum; 1 channel is replicated, 2
     (grey+alpha) keeps grey, 4 (RGBA) drops alpha. Float images are assumed in ``[0, 1]``.
     """
+    tf = require_tensorflow("to_rgb_float (a TensorFlow op for tf.data maps)")
     image = tf.convert_to_tensor(image)
     channels = image.shape[-1]
     if channels is None:
@@ -94,6 +98,7 @@ def tfds_dataset(
         >>> ds = tfds_dataset("cifar10", split="test", data_dir="/data/tfds", batch_size=8)
         >>> images, labels = next(iter(ds))   # [8, 32, 32, 3] float32, [8] int64
     """
+    tf = require_tensorflow(f"tfds_dataset({name!r}) (TensorFlow Datasets)")
     import tensorflow_datasets as tfds
 
     size = check_image_size(image_size, allow_none=True)

@@ -1,11 +1,18 @@
-"""Running a frozen encoder over images (arrays or a ``tf.data`` dataset) into numpy features."""
+"""Running a frozen encoder over images (arrays, a ``keras.utils.PyDataset`` or a ``tf.data``
+dataset) into numpy features.
+
+Arrays go through the encoder in NumPy batches under every backend: compiled with
+``tf.function`` on TensorFlow and with ``jax.jit`` (a stateless call of the current weights)
+on JAX, so TensorFlow is imported only on its own backend or for a ``tf.data`` input.
+"""
 
 import weakref
 
+import keras
 import numpy as np
-import tensorflow as tf
 
 from keras_hardneg.data._checks import check_batch_size
+from keras_hardneg.data._tf import is_tf_dataset
 
 __all__ = ["extract_features", "has_labels"]
 
@@ -14,25 +21,51 @@ _COMPILED = weakref.WeakKeyDictionary()
 
 def has_labels(data):
     """Whether ``data`` (see :func:`extract_features`) carries labels."""
-    if isinstance(data, tf.data.Dataset):
+    if isinstance(data, keras.utils.PyDataset):
+        return _py_dataset_labelled(data)
+    if is_tf_dataset(data):
         spec = data.element_spec
         return isinstance(spec, (tuple, list)) and len(spec) >= 2
     return isinstance(data, (tuple, list)) and len(data) == 2
 
 
+def _compile(encoder):
+    """``images -> features`` for a keras layer, compiled for the running backend."""
+    ref = weakref.ref(encoder)  # the cached function must not keep the encoder alive
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        return tf.function(lambda x: ref()(x, training=False), reduce_retracing=True)
+    if backend == "jax":
+        import jax
+
+        @jax.jit
+        def stateless(trainable, non_trainable, x):
+            out, _ = ref().stateless_call(trainable, non_trainable, x, training=False)
+            return out
+
+        def call(x):
+            layer = ref()
+            if not layer.built:
+                layer(x, training=False)
+            return stateless([v.value for v in layer.trainable_variables],
+                             [v.value for v in layer.non_trainable_variables], x)
+
+        return call
+    return lambda x: ref()(x, training=False)
+
+
 def _encoder_fn(encoder):
     """A function ``images -> features`` that runs ``encoder`` in inference mode."""
-    import keras
-
     if isinstance(encoder, keras.layers.Layer):
-        # A compiled graph is much faster than eager calls; keras layers trace cleanly.
+        # A compiled function is much faster than eager calls; keras layers trace cleanly.
         # Cached per encoder so that a monitor calling this every epoch traces once.
         try:
             return _COMPILED[encoder]
         except (KeyError, TypeError):
             pass
-        ref = weakref.ref(encoder)  # the cached function must not keep the encoder alive
-        compiled = tf.function(lambda x: ref()(x, training=False), reduce_retracing=True)
+        compiled = _compile(encoder)
         try:
             _COMPILED[encoder] = compiled
         except TypeError:
@@ -50,9 +83,47 @@ def _encoder_fn(encoder):
     return call
 
 
+def _py_dataset_labelled(data):
+    first = data[0]
+    return isinstance(first, (tuple, list)) and len(first) >= 2
+
+
+def _array_batches(images, labels, batch_size):
+    for start in range(0, images.shape[0], batch_size):
+        if labels is None:
+            yield images[start:start + batch_size]
+        else:
+            yield images[start:start + batch_size], labels[start:start + batch_size]
+
+
+def _py_dataset_batches(data, labelled):
+    count = data.num_batches
+    if count is None:
+        raise ValueError("`images_or_dataset` is an endless PyDataset (num_batches is None); "
+                         "give a finite one.")
+    for i in range(count):
+        element = data[i]
+        if labelled:
+            images = element[0]
+            if isinstance(images, dict):
+                raise ValueError("`images_or_dataset` elements must be images or (images, "
+                                 f"labels); got a dict with keys {sorted(images)}.")
+            yield np.asarray(images), np.asarray(element[1])
+        else:
+            if isinstance(element, (tuple, list)):
+                element = element[0]
+            if isinstance(element, dict):
+                raise ValueError("`images_or_dataset` elements must be images or (images, "
+                                 f"labels); got a dict with keys {sorted(element)}.")
+            yield np.asarray(element)
+
+
 def _as_dataset(data, batch_size):
-    """``(dataset of (images[, labels]) batches, labelled?)``."""
-    if isinstance(data, tf.data.Dataset):
+    """``(iterable of (images[, labels]) batches, labelled?)``."""
+    if isinstance(data, keras.utils.PyDataset):
+        labelled = has_labels(data)
+        return _py_dataset_batches(data, labelled), labelled
+    if is_tf_dataset(data):
         labelled = has_labels(data)
         spec = data.element_spec[0] if labelled else data.element_spec
         if isinstance(spec, dict):
@@ -84,20 +155,21 @@ def _as_dataset(data, batch_size):
             raise ValueError(
                 f"`images_or_dataset` labels {labels.shape} do not match images {images.shape}."
             )
-        return tf.data.Dataset.from_tensor_slices((images, labels)).batch(batch_size), True
-    return tf.data.Dataset.from_tensor_slices(images).batch(batch_size), False
+        return _array_batches(images, labels, batch_size), True
+    return _array_batches(images, None, batch_size), False
 
 
 def extract_features(encoder, images_or_dataset, batch_size=256):
     """Encodes every image with ``encoder`` in inference mode (``training=False``).
 
     Args:
-        encoder: a ``keras.Model`` (run as a compiled ``tf.function``) or any callable
-            mapping images ``[B, H, W, 3]`` to features ``[B, ...]``.
+        encoder: a ``keras.Model`` (compiled: ``tf.function`` on TensorFlow, ``jax.jit`` on
+            JAX) or any callable mapping images ``[B, H, W, 3]`` to features ``[B, ...]``.
         images_or_dataset: a numpy/tensor array ``[n, H, W, 3]``; a pair
-            ``(images, labels)`` of arrays; or a ``tf.data.Dataset`` of images or
-            ``(images, labels[, ...])``, batched or not (unbatched elements are batched
-            with ``batch_size``; batched datasets keep their own batch size).
+            ``(images, labels)`` of arrays; a finite ``keras.utils.PyDataset`` of batches
+            ``images`` or ``(images, labels)``; or a ``tf.data.Dataset`` (TensorFlow) of
+            images or ``(images, labels[, ...])``, batched or not (unbatched elements are
+            batched with ``batch_size``; batched datasets keep their own batch size).
         batch_size: batch size for arrays and unbatched datasets, ``>= 1``.
 
     Returns:
@@ -121,16 +193,17 @@ def extract_features(encoder, images_or_dataset, batch_size=256):
     features, labels = [], []
     seen = 0
     for element in dataset:
-        images = tf.convert_to_tensor(element[0] if labelled else element)
-        if images.dtype.is_floating:
-            bad = int(tf.math.count_nonzero(tf.logical_not(tf.math.is_finite(images))))
+        images = element[0] if labelled else element
+        images = np.asarray(images)
+        if images.dtype.kind == "f":
+            bad = int(np.count_nonzero(~np.isfinite(images)))
             if bad:
                 raise ValueError(
                     f"`images_or_dataset` has {bad} non-finite (NaN/inf) pixel values among "
                     f"images {seen}..{seen + int(images.shape[0]) - 1}; fix or drop them.")
         seen += int(images.shape[0])
-        out = encode(images)
-        out = np.asarray(out.numpy() if hasattr(out, "numpy") else out, dtype=np.float32)
+        out = keras.ops.convert_to_numpy(encode(images))
+        out = np.asarray(out, dtype=np.float32)
         features.append(out.reshape(out.shape[0], -1))
         if labelled:
             labels.append(np.asarray(element[1]).reshape(-1).astype(np.int64))

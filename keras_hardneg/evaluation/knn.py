@@ -8,15 +8,15 @@ Discrimination", CVPR 2018) and reported by lightly and solo-learn as "kNN accur
 3. Neighbour weight ``w = exp(s / temperature)``; class score = sum of the weights of the
    neighbours of that class; prediction = argmax (lowest class id on ties).
 
-Implementation: TensorFlow, test points in chunks so that the ``[chunk, n_train]`` similarity
-block stays under ~128 MB; the weights are computed as ``exp((s - s_max) / temperature)``
-(same argmax, no overflow for small temperatures).
+Implementation: NumPy (float32 BLAS matmul), test points in chunks so that the
+``[chunk, n_train]`` similarity block stays under ~128 MB; the weights are computed as
+``exp((s - s_max) / temperature)`` (same argmax, no overflow for small temperatures). Any
+backend, no TensorFlow.
 """
 
 import numbers
 
 import numpy as np
-import tensorflow as tf
 
 from keras_hardneg.registry import EVALUATIONS, Param
 
@@ -80,20 +80,29 @@ def _check_inputs(train_features, train_labels, test_features, test_labels, k, t
             int(k), float(temperature), int(num_classes))
 
 
-@tf.function(reduce_retracing=True)
+def _l2_normalize(x):
+    # as tf.math.l2_normalize: x / sqrt(max(sum(x^2), 1e-12))
+    return x / np.sqrt(np.maximum(np.sum(x * x, axis=1, keepdims=True), np.float32(1e-12)))
+
+
 def _predict_chunk(train_norm, train_labels, test_chunk, k, temperature, num_classes):
-    test_norm = tf.math.l2_normalize(test_chunk, axis=1)
-    similarity = tf.matmul(test_norm, train_norm, transpose_b=True)     # [c, n_train]
-    top_sim, top_idx = tf.math.top_k(similarity, k=k, sorted=True)      # [c, k]
-    weights = tf.exp((top_sim - top_sim[:, :1]) / temperature)         # [c, k]
-    neighbour_labels = tf.gather(train_labels, top_idx)                 # [c, k]
+    test_norm = _l2_normalize(test_chunk)
+    similarity = test_norm @ train_norm.T                               # [c, n_train]
+    # top-k, sorted by similarity (descending); ties by lower train index, as tf.math.top_k
+    part = np.argpartition(-similarity, k - 1, axis=1)[:, :k] if k < similarity.shape[1] \
+        else np.broadcast_to(np.arange(similarity.shape[1]), similarity.shape)
+    part_sim = np.take_along_axis(similarity, part, axis=1)
+    order = np.lexsort((part, -part_sim), axis=1)
+    top_idx = np.take_along_axis(part, order, axis=1)                   # [c, k]
+    top_sim = np.take_along_axis(part_sim, order, axis=1)               # [c, k]
+    weights = np.exp((top_sim - top_sim[:, :1]) / np.float32(temperature))   # [c, k]
+    neighbour_labels = train_labels[top_idx]                            # [c, k]
+    rows = test_chunk.shape[0]
     # Sum the weights per (row, class) without materialising a [c, k, C] one-hot.
-    rows = tf.shape(test_chunk, out_type=tf.int64)[0]
-    cell = tf.range(rows)[:, None] * num_classes + neighbour_labels     # [c, k]
-    scores = tf.math.unsorted_segment_sum(
-        tf.reshape(weights, [-1]), tf.reshape(cell, [-1]), rows * num_classes)
-    scores = tf.reshape(scores, [rows, num_classes])                    # [c, C]
-    return tf.argmax(scores, axis=1, output_type=tf.int64), scores
+    cell = np.arange(rows)[:, None] * num_classes + neighbour_labels   # [c, k]
+    scores = np.bincount(cell.ravel(), weights.ravel(), minlength=rows * num_classes)
+    scores = scores.reshape(rows, num_classes).astype(np.float32)       # [c, C]
+    return np.argmax(scores, axis=1).astype(np.int64), scores
 
 
 def weighted_knn_predict(train_features, train_labels, test_features, k=200, temperature=0.1,
@@ -118,19 +127,15 @@ def weighted_knn_predict(train_features, train_labels, test_features, k=200, tem
     n_train = train_features.shape[0]
     k = min(k, n_train)
     chunk = max(1, min(test_features.shape[0], _BLOCK_ELEMENTS // n_train))
-    train_norm = tf.math.l2_normalize(tf.constant(train_features), axis=1)
-    labels_t = tf.constant(train_labels, tf.int64)
-    k_t = tf.constant(k, tf.int32)
-    temp_t = tf.constant(temperature, tf.float32)
-    classes_t = tf.constant(num_classes, tf.int64)
+    train_norm = _l2_normalize(train_features)
     predictions, scores = [], []
     for start in range(0, test_features.shape[0], chunk):
-        pred, score = _predict_chunk(train_norm, labels_t,
-                                     tf.constant(test_features[start:start + chunk]), k_t, temp_t,
-                                     classes_t)
-        predictions.append(pred.numpy())
+        pred, score = _predict_chunk(train_norm, train_labels,
+                                     test_features[start:start + chunk], k, temperature,
+                                     num_classes)
+        predictions.append(pred)
         if return_scores:
-            scores.append(score.numpy())
+            scores.append(score)
     predictions = np.concatenate(predictions)
     if return_scores:
         return predictions, np.concatenate(scores)

@@ -2,11 +2,12 @@
 
 Build a proximity graph of the data (``ProximityGraph``), draw each batch by random walk with
 restart (``random_walk_with_restart``), iterate epochs with ``BatchSampler`` (or the baselines
-``UniformSampler`` / ``KNNSampler``), feed Keras with ``make_dataset`` and log batch hardness /
+``UniformSampler`` / ``KNNSampler``), feed Keras with ``make_dataset`` (``tf.data``) or
+``make_py_dataset`` (a ``keras.utils.PyDataset``, any backend) and log batch hardness /
 false negatives with ``metrics``. The graph is kept fresh during training by
 ``keras_hardneg.callbacks.GraphRefreshCallback``.
 
-``make_dataset`` imports TensorFlow lazily.
+``make_dataset`` imports TensorFlow when called; nothing else here imports it.
 """
 
 from keras_hardneg.sampling.graph import ProximityGraph, normalize_embeddings
@@ -17,11 +18,12 @@ from keras_hardneg.sampling.walk import random_walk_with_restart, reachable_coun
 
 __all__ = ["ProximityGraph", "normalize_embeddings", "random_walk_with_restart",
            "reachable_count", "BatchSampler", "UniformSampler", "KNNSampler", "make_dataset",
+           "make_py_dataset", "SamplerPyDataset",
            "mean_in_batch_cosine", "false_negative_fraction", "batch_statistics"]
 
 
-def __getattr__(name):  # lazy: TensorFlow only when needed
-    if name == "make_dataset":
-        from keras_hardneg.sampling.dataset import make_dataset
-        return make_dataset
+def __getattr__(name):  # lazy: the feeds load keras only when used
+    if name in ("make_dataset", "make_py_dataset", "SamplerPyDataset"):
+        from keras_hardneg.sampling import dataset
+        return getattr(dataset, name)
     raise AttributeError(f"module 'keras_hardneg.sampling' has no attribute {name!r}")

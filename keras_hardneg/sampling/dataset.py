@@ -1,5 +1,7 @@
-"""``tf.data`` pipelines fed by a sampler's index batches (BatchSampler, Yang et al. 2023, Alg. 1:
-"Load the mini-batch").
+"""Feeds built from a sampler's index batches (BatchSampler, Yang et al. 2023, Alg. 1:
+"Load the mini-batch"): a ``tf.data`` pipeline (:func:`make_dataset`, TensorFlow) or a
+``keras.utils.PyDataset`` (:func:`make_py_dataset` / :class:`SamplerPyDataset`, any backend,
+no TensorFlow).
 
 ``make_dataset(sampler, source, labels=None, ...)`` maps each ``[B]`` index batch drawn by the
 sampler to its examples.  Sources:
@@ -32,19 +34,41 @@ Example
 >>> feats, y = next(iter(ds))
 >>> feats["images"].shape, feats["images"].dtype.name, feats["index"].shape
 (TensorShape([10, 8, 8, 3]), 'float32', TensorShape([10]))
+
+The same elements as NumPy arrays, without TensorFlow (under ``KERAS_BACKEND=jax``, say):
+
+>>> from keras_hardneg.sampling import make_py_dataset
+>>> feed = make_py_dataset(UniformSampler(100, batch_size=10), x, labels=np.arange(100))
+>>> feats, y = feed[0]
+>>> feats["images"].shape, feats["images"].dtype.name, feats["index"].dtype.name
+((10, 8, 8, 3), 'float32', 'int64')
+
+:class:`SamplerPyDataset` draws the sampler's batches in order, however Keras reads it (a
+batch read ahead to build the model, worker threads); it is endless (pass
+``steps_per_epoch=sampler.steps_per_epoch`` to ``fit``) and holds no state of its own: the
+sampler's ``get_state`` / ``set_state`` (what
+:class:`~keras_hardneg.callbacks.AtomicBackupAndRestore` saves) is the whole resume state.
+Image files are decoded by :mod:`keras_hardneg.data.decode` as in ``make_dataset``; a
+random-access source with ``image_size`` is resized by the same module (Pillow bilinear,
+antialiased), where ``make_dataset`` uses ``tf.image.resize`` (bilinear, no antialiasing).
 """
 
 from __future__ import annotations
 
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
+import keras
 import numpy as np
-import tensorflow as tf
 
-from keras_hardneg.data.decode import to_unit_float
+from keras_hardneg.data._tf import require_tensorflow
+from keras_hardneg.data.decode import decode_images, resize_float_images, to_unit_float
 
-__all__ = ["make_dataset"]
+__all__ = ["make_dataset", "make_py_dataset", "SamplerPyDataset"]
+
+_AUTOTUNE = -1  # tf.data.AUTOTUNE, without importing TensorFlow
 
 
 def _index_stream(sampler, repeat):
@@ -64,6 +88,8 @@ def _is_paths(source):
 
 
 def _finish(ds, with_labels, prefetch):
+    import tensorflow as tf
+
     if with_labels:
         ds = ds.map(lambda img, idx, y: ({"images": img, "index": idx}, y),
                     num_parallel_calls=tf.data.AUTOTUNE)
@@ -74,9 +100,10 @@ def _finish(ds, with_labels, prefetch):
 
 
 def make_dataset(sampler, source, labels=None, *, image_size=None, image_key="image",
-                 label_key="label", repeat=True, prefetch=tf.data.AUTOTUNE,
-                 num_parallel_calls=tf.data.AUTOTUNE, num_workers=4, channels=3):
-    """Build a ``tf.data.Dataset`` of sampled mini-batches.
+                 label_key="label", repeat=True, prefetch=_AUTOTUNE,
+                 num_parallel_calls=_AUTOTUNE, num_workers=4, channels=3):
+    """Build a ``tf.data.Dataset`` of sampled mini-batches (needs TensorFlow; without it use
+    :func:`make_py_dataset`).
 
     Args:
         sampler: ``BatchSampler`` / ``UniformSampler`` / ``KNNSampler`` (or any object with
@@ -95,7 +122,12 @@ def make_dataset(sampler, source, labels=None, *, image_size=None, image_key="im
 
     Returns:
         ``tf.data.Dataset`` of ``({"images", "index"}, labels)`` or ``{"images", "index"}``.
+
+    Raises:
+        TensorFlowRequiredError: TensorFlow cannot be imported (an ``ImportError``).
     """
+    require_tensorflow("make_dataset (a tf.data pipeline; without TensorFlow use "
+                       "make_py_dataset)")
     n, b = int(sampler.num_nodes), int(sampler.batch_size)
     try:
         size = len(source)
@@ -121,6 +153,8 @@ def make_dataset(sampler, source, labels=None, *, image_size=None, image_key="im
 
 
 def _from_arrays(idx_gen, images, labels, b, prefetch):
+    import tensorflow as tf
+
     if images.ndim < 2:
         raise ValueError(f"`source` images must have rank >= 2 [N, ...], got {images.shape}.")
     with_labels = labels is not None and labels is not False
@@ -144,6 +178,8 @@ def _from_arrays(idx_gen, images, labels, b, prefetch):
 
 
 def _from_paths(idx_gen, paths, labels, b, image_size, num_parallel_calls, prefetch, channels):
+    import tensorflow as tf
+
     from keras_hardneg.data.decode import tf_decode_images
 
     with_labels = labels is not None and labels is not False
@@ -175,6 +211,8 @@ def _split_item(item, image_key, label_key):
 
 def _from_random_access(idx_gen, source, labels, b, image_size, image_key, label_key,
                         prefetch, num_workers):
+    import tensorflow as tf
+
     img0, lab0 = _split_item(source[0], image_key, label_key)
     img0 = np.asarray(img0)
     if labels is False:
@@ -233,3 +271,172 @@ def _from_random_access(idx_gen, source, labels, b, image_size, image_key, label
         ds = ds.map(lambda img, *rest: (tf.clip_by_value(img / scale, 0.0, 1.0),)
                     + tuple(rest), num_parallel_calls=tf.data.AUTOTUNE)
     return _finish(ds, with_labels, prefetch)
+
+
+# ------------------------------------------------------------------ PyDataset (no TensorFlow)
+class _Gather:
+    """Index batch ``[B]`` -> ``(images float32 [B, H, W, C] in [0, 1], labels or None)`` with
+    NumPy and Pillow only (one of the three kinds of ``source`` of :func:`make_dataset`)."""
+
+    def __init__(self, source, labels, image_size, image_key, label_key, num_workers,
+                 channels):
+        self.size = None if image_size is None else tuple(int(s) for s in image_size)
+        self.channels = channels
+        self.image_key, self.label_key = image_key, label_key
+        self.labels = None if labels is None or labels is False else np.asarray(labels)
+        self.pool = None
+        if _is_paths(source):
+            self.kind = "paths"
+            self.source = [os.fspath(p) if not isinstance(p, bytes) else p.decode()
+                           for p in source]
+        elif isinstance(source, np.ndarray):
+            if source.ndim < 2:
+                raise ValueError(f"`source` images must have rank >= 2 [N, ...], got "
+                                 f"{source.shape}.")
+            self.kind, self.source = "arrays", source
+        elif hasattr(source, "__getitem__"):
+            self.kind, self.source = "random_access", source
+            if labels is None:  # labels from the items, when they have some
+                self.from_items = _split_item(source[0], image_key, label_key)[1] is not None
+            if num_workers and num_workers > 1:
+                self.pool = ThreadPoolExecutor(num_workers)
+        else:
+            raise ValueError(f"unsupported `source` type {type(source).__name__}.")
+        self.item_labels = (self.kind == "random_access" and labels is None
+                            and self.from_items)
+
+    @property
+    def with_labels(self):
+        return self.labels is not None or self.item_labels
+
+    def __call__(self, idx):
+        if self.kind == "arrays":
+            images = to_unit_float(self.source[idx])
+            y = None
+        elif self.kind == "paths":
+            images, _ = decode_images([self.source[i] for i in idx], self.size, self.channels,
+                                      on_error="raise")
+            images, y = to_unit_float(images), None
+        else:
+            fetch = lambda i: _split_item(self.source[int(i)], self.image_key,  # noqa: E731
+                                          self.label_key)
+            items = list(self.pool.map(fetch, idx)) if self.pool else [fetch(i) for i in idx]
+            if self.size is None:
+                shapes = {np.shape(it[0]) for it in items}
+                if len(shapes) > 1:
+                    raise ValueError(f"images of different shapes {sorted(shapes)[:3]}...; "
+                                     "pass `image_size`.")
+                images = to_unit_float(np.stack([np.asarray(it[0]) for it in items]))
+            else:
+                images = np.concatenate([
+                    resize_float_images(to_unit_float(np.asarray(it[0]))[None], self.size)
+                    for it in items])
+            y = np.asarray([it[1] for it in items]) if self.item_labels else None
+        if self.labels is not None:
+            y = self.labels[idx]
+        return np.asarray(images, np.float32), y
+
+
+class SamplerPyDataset(keras.utils.PyDataset):
+    """A sampler's index batches mapped to their examples, as an endless
+    ``keras.utils.PyDataset`` (any Keras backend; NumPy and Pillow, no TensorFlow).
+
+    Element ``i``: ``({"images": float32 [B, H, W, C] in [0, 1], "index": int64 [B]},
+    labels [B])`` (or the dict alone without labels), the format of :func:`make_dataset`.
+
+    Batches come from the sampler in order: reading element ``i`` draws the sampler's
+    batches up to the ``i``-th of the current pass (worker threads may ask out of order;
+    the draws stay sequential). A read of element 0 after others starts a new pass that
+    continues the sampler's stream (Keras restarts its iterator when ``fit`` starts; the
+    batch it read ahead to build an unbuilt model is drawn but not trained on, as
+    ``tf.data``'s prefetch does with :func:`make_dataset`). The dataset keeps no state of
+    its own beyond the current pass: restoring the sampler (``sampler.set_state``, as
+    :class:`~keras_hardneg.callbacks.AtomicBackupAndRestore` does at ``on_train_begin``)
+    before the pass starts resumes exactly.
+
+    Args:
+        sampler: ``BatchSampler`` / ``UniformSampler`` / ``KNNSampler`` (or any object with
+            ``num_nodes``, ``batch_size``, ``steps_per_epoch`` and ``next_batch()``).
+        source, labels, image_size, image_key, label_key, num_workers, channels: as in
+            :func:`make_dataset` (``num_workers`` threads fetch the items of a random-access
+            source).
+        **kwargs: ``workers``, ``use_multiprocessing``, ``max_queue_size`` of
+            ``keras.utils.PyDataset`` (``workers > 1`` decodes batches in parallel threads;
+            multiprocessing is refused: the sampler lives in this process).
+
+    Attributes:
+        steps_per_epoch: ``sampler.steps_per_epoch``; pass it to ``fit``.
+    """
+
+    def __init__(self, sampler: Any, source: Any, labels: Any = None, *,
+                 image_size: tuple[int, int] | None = None, image_key: str = "image",
+                 label_key: str = "label", num_workers: int = 4, channels: int = 3,
+                 **kwargs: Any):
+        if kwargs.get("use_multiprocessing"):
+            raise ValueError("`use_multiprocessing` must be False: the sampler draws the "
+                             "batches in this process (use `workers` threads instead).")
+        super().__init__(**kwargs)
+        _check_feed(sampler, source, labels)
+        if channels not in (1, 3):
+            raise ValueError(f"`channels` must be 1 or 3; got {channels!r}.")
+        self.sampler = sampler
+        self.steps_per_epoch = int(sampler.steps_per_epoch)
+        self._gather = _Gather(source, labels, image_size, image_key, label_key,
+                               num_workers, channels)
+        self._lock = threading.Lock()
+        self._pending = {}      # position in this pass -> index batch drawn, not yet read
+        self._drawn = 0         # batches drawn in this pass
+        self._read = False      # some element of this pass was read
+
+    @property
+    def num_batches(self) -> None:
+        return None
+
+    def _indices(self, i: int) -> np.ndarray:
+        with self._lock:
+            if i == 0 and self._read:  # a new pass: continue the sampler's stream
+                self._pending.clear()
+                self._drawn = 0
+            self._read = True
+            if i < self._drawn and i not in self._pending:
+                raise IndexError(f"element {i} of this pass was already read; a pass reads "
+                                 "each element once (start a new pass at element 0).")
+            while self._drawn <= i:
+                self._pending[self._drawn] = np.asarray(self.sampler.next_batch(), np.int64)
+                self._drawn += 1
+            return self._pending.pop(i)
+
+    def __getitem__(self, i: int):
+        idx = self._indices(int(i))
+        images, labels = self._gather(idx)
+        features = {"images": images, "index": idx}
+        return features if labels is None else (features, labels)
+
+
+def _check_feed(sampler, source, labels):
+    n = int(sampler.num_nodes)
+    try:
+        size = len(source)
+    except TypeError:
+        raise ValueError("`source` must be an array, a list of paths or a random-access "
+                         "source with __len__ / __getitem__.") from None
+    if size != n:
+        raise ValueError(f"`source` has {size} examples but the sampler has N={n} nodes.")
+    if labels is not None and labels is not False and len(labels) != n:
+        raise ValueError(f"`labels` has {len(labels)} entries, expected N={n}.")
+
+
+def make_py_dataset(sampler: Any, source: Any, labels: Any = None, **kwargs: Any
+                    ) -> SamplerPyDataset:
+    """:class:`SamplerPyDataset` ``(sampler, source, labels, **kwargs)``: the sampler feed as a
+    ``keras.utils.PyDataset``, for ``fit`` under any backend without TensorFlow.
+
+    Example:
+    >>> import numpy as np
+    >>> from keras_hardneg.sampling import UniformSampler
+    >>> x = np.zeros((20, 4, 4, 3), np.uint8)
+    >>> feed = make_py_dataset(UniformSampler(20, batch_size=5, seed=0), x)
+    >>> sorted(feed[0]), feed.steps_per_epoch
+    (['images', 'index'], 4)
+    """
+    return SamplerPyDataset(sampler, source, labels, **kwargs)
