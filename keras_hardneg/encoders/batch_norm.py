@@ -26,7 +26,6 @@ True
 """
 
 import keras
-import tensorflow as tf
 
 __all__ = ["FusedBatchNormalization"]
 
@@ -41,12 +40,18 @@ class FusedBatchNormalization(keras.layers.BatchNormalization):
 
     def _fusable(self, inputs, mask):
         axis = self.axis if isinstance(self.axis, int) else None
-        return (keras.backend.backend() == "tensorflow" and mask is None
-                and len(inputs.shape) == 4 and axis in (-1, 3)
+        return (mask is None and len(inputs.shape) == 4 and axis in (-1, 3)
                 and not self.synchronized and not self.renorm
-                and inputs.dtype in (tf.float32, tf.bfloat16, tf.float16))
+                and keras.backend.standardize_dtype(inputs.dtype)
+                in ("float32", "bfloat16", "float16"))
 
     def call(self, inputs, training=None, mask=None):
+        # Other backends compute Keras's own batch norm: the same weights, so a
+        # .weights.h5 file loads across backends.
+        if keras.backend.backend() != "tensorflow":
+            return super().call(inputs, training=training, mask=mask)
+        import tensorflow as tf
+
         inputs = tf.convert_to_tensor(inputs)
         if not self._fusable(inputs, mask):
             return super().call(inputs, training=training, mask=mask)

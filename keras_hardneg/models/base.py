@@ -10,10 +10,16 @@ concern's own module:
 * the metrics: :mod:`keras_hardneg.models.metrics`;
 * health, guarded state and :class:`~keras_hardneg.models.health.NonFiniteGuard`:
   :mod:`keras_hardneg.models.health`;
-* cross-replica gathering: :mod:`keras_hardneg.distribute`.
+* cross-replica gathering: :mod:`keras_hardneg.distribute`;
+* the per-backend train and test steps: :mod:`keras_hardneg.models.steps`.
 
-Subclasses implement ``_step(data, training)`` (their whole train/test step, in one
-place) and say which networks they have through :meth:`ContrastiveModel.query_layers`
+The step is described once, backend-agnostic (``keras.ops`` and ``variable.assign``):
+:meth:`ContrastiveModel.step_inputs`, :meth:`~ContrastiveModel.prepare_step`,
+:meth:`~ContrastiveModel.forward` (subclasses implement
+``contrastive_forward(view1, view2, labels, training)``),
+:meth:`~ContrastiveModel.after_update` and :meth:`~ContrastiveModel.record_metrics`;
+:mod:`.steps` runs it under TensorFlow (``GradientTape``) or JAX (stateless, jitted).
+Subclasses say which networks they have through :meth:`ContrastiveModel.query_layers`
 and :meth:`ContrastiveModel.guarded_layers`.
 """
 
@@ -22,15 +28,17 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 from keras_hardneg import distribute
 from keras_hardneg import losses as losses_lib
+from keras_hardneg.losses import core
 from keras_hardneg.augment.views import ViewMaker, as_view_maker
 from keras_hardneg.encoders import projection_head
 from keras_hardneg.encoders.heads import HEAD_VERSIONS
 from keras_hardneg.models.health import HEALTH_FIELDS, GuardedState, NonFiniteGuard, health_values
 from keras_hardneg.models.memory_bank import EmbeddingBank, check_bank_size
+from keras_hardneg.models import steps
 from keras_hardneg.models.metrics import ContrastiveMetrics
 
 __all__ = ["ContrastiveModel", "HEALTH_FIELDS"]
@@ -140,15 +148,19 @@ class ContrastiveModel(keras.Model):
         return self.contrastive_loss is not None and self.contrastive_loss.needs_features
 
     # ------------------------------------------------------------------ compile
-    def compile(self, optimizer: Any = "adam", loss: Any = None, jit_compile: bool = False,
+    def compile(self, optimizer: Any = "adam", loss: Any = None, jit_compile: Any = "auto",
                 **kwargs: Any) -> None:
         """Like :meth:`keras.Model.compile`; ``loss`` is any contrastive loss of the
-        family (instance or short name, default NT-Xent). ``jit_compile`` defaults
-        to False: XLA made ResNet steps ~3x slower on the CPUs we measured.
-        ``jit_compile=True`` needs the views made outside the model (the random
-        resized crop, ``CropAndResize``, has no XLA kernel): map
-        :func:`keras_hardneg.augment.two_views` over the ``tf.data`` pipeline and feed
-        ``{"view1", "view2"}``, with ``augmentation=None``."""
+        family (instance or short name, default NT-Xent).
+
+        ``jit_compile="auto"`` (default) is False on TensorFlow (XLA made ResNet steps
+        ~3x slower on the CPUs we measured) and True on JAX (a JAX step that is not
+        jitted runs op by op). ``jit_compile=True`` on TensorFlow needs the views made
+        outside the model (the random resized crop, ``CropAndResize``, has no XLA
+        kernel): map :func:`keras_hardneg.augment.two_views` over the ``tf.data``
+        pipeline and feed ``{"view1", "view2"}``, with ``augmentation=None``."""
+        if jit_compile == "auto":
+            jit_compile = keras.backend.backend() == "jax"
         if jit_compile is True and self.view_maker is not None and \
                 not self.view_maker.jit_compatible:
             raise ValueError(
@@ -221,7 +233,8 @@ class ContrastiveModel(keras.Model):
 
     # ------------------------------------------------------------ distribution
     def gathered(self, x: Any) -> Any:
-        """``x`` from every replica when gathering is on (identity on one device)."""
+        """``x`` from every replica when gathering is on (identity on one device, and on
+        JAX, where the step already holds the global batch)."""
         return distribute.gather(x) if self.gather_across_replicas else x
 
     def replica_offset(self, local_batch: Any) -> Any:
@@ -229,7 +242,9 @@ class ContrastiveModel(keras.Model):
         if not self.gather_across_replicas:
             return 0
         _, replica_id = distribute.replica_info()
-        return tf.cast(replica_id, tf.int32) * local_batch
+        if isinstance(replica_id, int) and replica_id == 0:
+            return 0
+        return ops.cast(replica_id, "int32") * local_batch
 
     # ------------------------------------------------------------- bookkeeping
     def update_bank(self, index: Any, z: Any) -> None:
@@ -243,6 +258,23 @@ class ContrastiveModel(keras.Model):
         """Updates the metrics from the loss's terms (see :mod:`.metrics`)."""
         self._metrics_record.record(terms, loss_value, pairs, anchor_labels, pool_labels)
 
+    def false_negatives(self, pairs: Any, anchor_labels: Any, pool_labels: Any) -> Any:
+        """``(rate, count)`` of same-label negatives in ``pairs`` (the
+        ``false_negative_rate`` metric), or None without labels."""
+        if anchor_labels is None or pool_labels is None:
+            return None
+        return core.false_negative_fraction(
+            pairs, anchor_labels, pool_labels, return_count=True)
+
+    def record_metrics(self, step: dict) -> None:
+        """Updates the metrics from a :meth:`forward` result."""
+        self._metrics_record.record(step["terms"], step["loss"],
+                                    false_negatives=step.get("false_negatives"))
+
+    def count_step(self, finite: Any) -> None:
+        """Counts a skipped (non-finite) update in ``nonfinite_steps``."""
+        self._metrics_record.count_step(finite)
+
     def record_health(self, views: Sequence[Any], projections: Sequence[Any], terms: dict,
                       loss_value: Any, grads_finite: Any) -> None:
         """Writes :data:`HEALTH_FIELDS` for the step just taken."""
@@ -253,55 +285,66 @@ class ContrastiveModel(keras.Model):
         forward pass and restore when it was not finite."""
         return GuardedState(self.guarded_layers())
 
-    # ------------------------------------------------------------------ update
+    # ------------------------------------------------- the step, for every backend
+    def step_inputs(self, data: Any, training: bool) -> dict:
+        """``{"view1", "view2", "index", "labels"}`` of a dataset element (views drawn by
+        :attr:`view_maker` for raw input; ``index`` and ``labels`` may be None)."""
+        x, labels = self.unpack(data)
+        view1, view2, index = self.make_views(x, training=training)
+        if labels is not None:
+            labels = ops.reshape(labels, (-1,))
+        return {"view1": view1, "view2": view2, "index": index, "labels": labels}
+
+    def prepare_step(self) -> None:
+        """Writes before a training step's forward pass (none here; MoCo's momentum
+        update)."""
+
+    def forward(self, inputs: dict, training: bool) -> dict:
+        """The step's forward pass (differentiated by the train steps): a dict with
+        ``loss`` (scalar), ``terms`` (the loss's terms), ``projections`` (for the health
+        record), ``bank`` (the projections the embedding bank keeps),
+        ``false_negatives`` (``(rate, count)`` or None), ``views``, ``index``, and what
+        the subclass's :meth:`after_update` needs."""
+        step = self.contrastive_forward(inputs["view1"], inputs["view2"], inputs["labels"],
+                                        training)
+        step.update(views=(inputs["view1"], inputs["view2"]), index=inputs["index"])
+        return step
+
+    def contrastive_forward(self, view1: Any, view2: Any, labels: Any,
+                            training: bool) -> dict:
+        """The framework's forward pass proper (see :meth:`forward`)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement contrastive_forward.")
+
+    def after_update(self, step: dict, finite: Any) -> None:
+        """Writes after a training step's update: the health record and the embedding
+        bank (MoCo v2 adds its queue)."""
+        self.record_health(step["views"], step["projections"], step["terms"], step["loss"],
+                           finite)
+        self.update_bank(step["index"], step["bank"])
+
     def objective(self, loss_value: Any) -> Any:
-        """What is differentiated (call inside the tape): the loss divided by
-        the number of replicas (their gradients are summed) and, under
-        ``mixed_float16``, multiplied by the loss scale."""
-        scaled = loss_value / tf.cast(distribute.num_replicas(), loss_value.dtype)
+        """What is differentiated: the loss divided by the number of ``tf.distribute``
+        replicas (their gradients are summed) and, under ``mixed_float16``, multiplied by
+        the loss scale."""
+        replicas = distribute.num_replicas()
+        scaled = loss_value if replicas == 1 else loss_value / ops.cast(replicas,
+                                                                        loss_value.dtype)
         return self.optimizer.scale_loss(scaled)
 
-    def apply_update(self, tape: tf.GradientTape, objective: Any, loss_value: Any) -> Any:
-        """Gradient step on :meth:`objective`; skipped (and counted in
-        ``nonfinite_steps``) when the loss or a gradient is not finite, so the
-        weights are never corrupted. Returns whether the step was finite."""
-        variables = self.trainable_variables
-        grads = tape.gradient(objective, variables)
-        if isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer):
-            # It checks the gradients (and skips non-finite steps) itself; a
-            # non-finite *scaled* gradient is its normal way to lower the scale.
-            self.optimizer.apply(grads, variables)
-            finite = tf.math.is_finite(loss_value)
-            self._metrics_record.count_step(finite)
-            return finite
-        finite = tf.math.is_finite(loss_value)
-        for g in grads:
-            if g is not None:
-                finite = tf.logical_and(finite, tf.reduce_all(tf.math.is_finite(g)))
-        if distribute.num_replicas() > 1:
-            # A cross-replica update cannot sit inside tf.cond: apply zero
-            # gradients instead (the NonFiniteGuard callback then stops the run).
-            grads = [None if g is None else tf.where(finite, g, tf.zeros_like(g)) for g in grads]
-            self.optimizer.apply(grads, variables)
-        else:
-            tf.cond(finite, lambda: self._apply(grads, variables), lambda: tf.no_op())
-        self._metrics_record.count_step(finite)
-        return finite
-
-    def _apply(self, grads, variables):
-        self.optimizer.apply(grads, variables)
-        return tf.no_op()
+    def apply_update(self, tape: Any, objective: Any, loss_value: Any) -> Any:
+        """TensorFlow only: gradient step on :meth:`objective` recorded by ``tape``;
+        skipped (and counted in ``nonfinite_steps``) when the loss or a gradient is not
+        finite. Returns whether the step was finite."""
+        return steps.tf_apply_update(self, tape, objective, loss_value)
 
     # -------------------------------------------------------------------- steps
-    def _step(self, data: Any, training: bool) -> dict:
-        """One train (``training=True``) or test step; returns :meth:`metric_results`."""
-        raise NotImplementedError(f"{type(self).__name__} must implement _step.")
+    def train_step(self, *args: Any) -> Any:
+        """Keras's train step: ``(data)`` on TensorFlow, ``(state, data)`` on JAX
+        (see :mod:`keras_hardneg.models.steps`)."""
+        return steps.train_step(self, *args)
 
-    def train_step(self, data: Any) -> dict:
-        return self._step(data, training=True)
-
-    def test_step(self, data: Any) -> dict:
-        return self._step(data, training=False)
+    def test_step(self, *args: Any) -> Any:
+        return steps.test_step(self, *args)
 
     def fit(self, *args: Any, callbacks: Any = None, **kwargs: Any):
         """:meth:`keras.Model.fit`, with a :class:`~keras_hardneg.models.health.NonFiniteGuard`

@@ -21,7 +21,7 @@ from typing import Any, Iterable, Sequence
 
 import keras
 import numpy as np
-import tensorflow as tf
+from keras import ops
 
 __all__ = ["HEALTH_FIELDS", "GuardedState", "NonFiniteError", "NonFiniteGuard",
            "health_values"]
@@ -35,19 +35,19 @@ HEALTH_FIELDS = (
 
 # ------------------------------------------------------------------ the record
 def _nonfinite_count(t):
-    return tf.reduce_sum(tf.cast(tf.logical_not(tf.math.is_finite(t)), "float32"))
+    return ops.sum(ops.cast(ops.logical_not(ops.isfinite(t)), "float32"))
 
 
 def _finite_min(t):
-    return tf.reduce_min(tf.where(tf.math.is_finite(t), t, float("inf")))
+    return ops.min(ops.where(ops.isfinite(t), t, float("inf")))
 
 
 def _finite_max(t):
-    return tf.reduce_max(tf.where(tf.math.is_finite(t), t, float("-inf")))
+    return ops.max(ops.where(ops.isfinite(t), t, float("-inf")))
 
 
 def health_values(views: Sequence[Any], projections: Sequence[Any], terms: dict,
-                  loss_value: Any, grads_finite: Any) -> tf.Tensor:
+                  loss_value: Any, grads_finite: Any) -> Any:
     """``[len(HEALTH_FIELDS)]`` float32 values of :data:`HEALTH_FIELDS` for one step.
 
     Args:
@@ -57,18 +57,22 @@ def health_values(views: Sequence[Any], projections: Sequence[Any], terms: dict,
         loss_value: the scalar loss.
         grads_finite: whether every gradient was finite.
     """
-    views = [tf.cast(v, "float32") for v in views]
-    projections = [tf.cast(p["embeddings"] if isinstance(p, dict) else p, "float32")
+    views = [ops.cast(v, "float32") for v in views]
+    projections = [ops.cast(p["embeddings"] if isinstance(p, dict) else p, "float32")
                    for p in projections]
-    return tf.stack([
-        tf.cast(tf.math.is_finite(loss_value), "float32"),
-        tf.cast(tf.math.is_finite(terms["positive_cosine"]), "float32"),
-        tf.cast(tf.math.is_finite(terms["negative_cosine"]), "float32"),
-        tf.cast(grads_finite, "float32"),
-        tf.reduce_min([_finite_min(v) for v in views]),
-        tf.reduce_max([_finite_max(v) for v in views]),
-        tf.add_n([_nonfinite_count(v) for v in views]),
-        tf.add_n([_nonfinite_count(p) for p in projections]),
+
+    def flag(x):
+        return ops.cast(x, "float32")
+
+    return ops.stack([
+        flag(ops.isfinite(loss_value)),
+        flag(ops.isfinite(terms["positive_cosine"])),
+        flag(ops.isfinite(terms["negative_cosine"])),
+        flag(grads_finite),
+        ops.min(ops.stack([_finite_min(v) for v in views])),
+        ops.max(ops.stack([_finite_max(v) for v in views])),
+        sum(_nonfinite_count(v) for v in views),
+        sum(_nonfinite_count(p) for p in projections),
     ])
 
 
@@ -77,6 +81,10 @@ class GuardedState:
     """The non-trainable float weights of ``layers`` that a forward pass changes
     (batch-norm moving statistics), snapshotted before a step and put back when the
     step was not finite.
+
+    Backend-agnostic (``keras.ops`` and ``variable.assign``): inside a JAX
+    ``keras.StatelessScope`` the snapshot and the restore read and write the scope's
+    values.
 
     Args:
         layers: the layers whose state is guarded (None entries are skipped); each
@@ -95,12 +103,12 @@ class GuardedState:
 
     def snapshot(self) -> list:
         """Current values (call before the step's forward pass)."""
-        return [tf.identity(v.value) for v in self.variables]
+        return [ops.copy(v.value) for v in self.variables]
 
     def restore_unless(self, finite: Any, snapshot: list) -> None:
         """Puts ``snapshot`` back when ``finite`` is False."""
         for v, old in zip(self.variables, snapshot):
-            v.assign(tf.where(finite, v.value, old))
+            v.assign(ops.where(finite, v.value, old))
 
 
 # -------------------------------------------------------------------- the guard

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 from keras_hardneg.losses import core
 
@@ -55,7 +55,6 @@ class EmbeddingBank:
 
         ``gather`` collects rows from all replicas (the identity on one device).
         """
-        index = gather(tf.cast(index, tf.int32))
-        z = gather(tf.stop_gradient(core.l2_normalize(z)))
-        self.variable.assign(
-            tf.tensor_scatter_nd_update(self.variable.value, index[:, None], z))
+        index = gather(ops.cast(ops.reshape(index, (-1,)), "int32"))
+        z = gather(ops.stop_gradient(core.l2_normalize(z)))
+        self.variable.assign(ops.scatter_update(self.variable.value, index[:, None], z))

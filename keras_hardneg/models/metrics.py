@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 from keras_hardneg.losses import core
 
@@ -44,21 +44,26 @@ class ContrastiveMetrics:
         return tracked + [self.false_negative, self.nonfinite]
 
     def record(self, terms: dict, loss_value: Any, pairs: Any = None,
-               anchor_labels: Any = None, pool_labels: Any = None) -> None:
-        """Updates the trackers from the loss's ``terms`` (and the false-negative rate
-        of ``pairs`` when both label sets are given)."""
+               anchor_labels: Any = None, pool_labels: Any = None,
+               false_negatives: Any = None) -> None:
+        """Updates the trackers from the loss's ``terms``, and the false-negative rate
+        from ``false_negatives`` (``(rate, count)``) or from ``pairs`` when both label
+        sets are given."""
         self.loss.update_state(loss_value)
         self.positive_cosine.update_state(terms["positive_cosine"])
         self.negative_cosine.update_state(terms["negative_cosine"])
         if "clamp_fraction" in terms:
             self.clamp.update_state(terms["clamp_fraction"])
-        if pairs is not None and anchor_labels is not None and pool_labels is not None:
-            fraction, count = core.false_negative_fraction(
+        if false_negatives is None and pairs is not None and anchor_labels is not None \
+                and pool_labels is not None:
+            false_negatives = core.false_negative_fraction(
                 pairs, anchor_labels, pool_labels, return_count=True)
+        if false_negatives is not None:
+            fraction, count = false_negatives
             # Batches with no known pool label (an empty MoCo queue) do not count.
             self.false_negative.update_state(
-                fraction, sample_weight=tf.cast(count > 0, "float32"))
+                fraction, sample_weight=ops.cast(count > 0, "float32"))
 
     def count_step(self, finite: Any) -> None:
         """Counts a skipped (non-finite) update."""
-        self.nonfinite.update_state(1.0 - tf.cast(finite, "float32"))
+        self.nonfinite.update_state(1.0 - ops.cast(finite, "float32"))

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 from keras_hardneg.encoders import prediction_head
 from keras_hardneg.losses import core
@@ -113,47 +113,49 @@ class MoCoV2(MomentumContrast):
     def enqueue(self, keys: Any, labels: Any = None, step_finite: Any = True) -> None:
         """Writes unit-norm ``keys [B, d]`` (all replicas') at the queue pointer, FIFO.
         Nothing is written when ``step_finite`` is False or a key is not finite."""
-        keys = self.gathered(tf.stop_gradient(core.l2_normalize(keys)))
-        n = tf.shape(keys)[0]
-        slots = (self.queue_pointer.value + tf.range(tf.cast(n, tf.int64))) % self.queue_size
+        keys = self.gathered(ops.stop_gradient(core.l2_normalize(keys)))
+        n = keys.shape[0]
+        if n is None:  # an unknown batch size (TensorFlow graph)
+            n = ops.shape(keys)[0]
+        pointer = self.queue_pointer.value
+        slots = (ops.cast(pointer, "int32") + ops.arange(n, dtype="int32")) % self.queue_size
         # A batch larger than the queue keeps its last `queue_size` keys.
-        keep = tf.maximum(n - self.queue_size, 0)
+        keep = max(n - self.queue_size, 0) if isinstance(n, int) else \
+            ops.maximum(n - self.queue_size, 0)
         slots, keys = slots[keep:], keys[keep:]
         # Non-finite keys (a broken batch) are not enqueued: the queue stays clean.
-        ok = tf.logical_and(tf.reduce_all(tf.math.is_finite(keys)), step_finite)
-        self.queue.assign(tf.where(
-            ok, tf.tensor_scatter_nd_update(self.queue.value, slots[:, None], keys),
-            self.queue.value))
+        ok = ops.logical_and(ops.all(ops.isfinite(keys)), step_finite)
+        queue = self.queue.value
+        self.queue.assign(ops.where(ok, ops.scatter_update(queue, slots[:, None], keys), queue))
+        old_labels = self.queue_labels.value
         if labels is None:
-            labels = -tf.ones([n], tf.int64)
+            labels = -ops.ones((n,), old_labels.dtype)
         else:
-            labels = self.gathered(tf.cast(tf.reshape(labels, [-1]), tf.int64))
-        self.queue_labels.assign(tf.where(
-            ok, tf.tensor_scatter_nd_update(self.queue_labels.value, slots[:, None], labels[keep:]),
-            self.queue_labels.value))
-        self.queue_pointer.assign(tf.where(
-            ok, (self.queue_pointer.value + tf.cast(n, tf.int64)) % self.queue_size,
-            self.queue_pointer.value))
+            labels = self.gathered(ops.cast(ops.reshape(labels, (-1,)), old_labels.dtype))
+        self.queue_labels.assign(ops.where(
+            ok, ops.scatter_update(old_labels, slots[:, None], labels[keep:]), old_labels))
+        self.queue_pointer.assign(ops.where(
+            ok, (pointer + ops.cast(n, pointer.dtype)) % self.queue_size, pointer))
 
-    def contrastive_step(self, view1: Any, view2: Any, labels: Any, training: bool) -> tuple:
+    def contrastive_forward(self, view1: Any, view2: Any, labels: Any,
+                            training: bool) -> dict:
         k = self.keys(view2)
-        negatives = tf.stop_gradient(self.queue.value)
-        with tf.GradientTape() as tape:
-            q = self.query(view1, training)
-            pairs = core.queue_pairs(q, k, negatives)
-            terms = self.contrastive_loss.compute_terms(pairs)
-            loss_value = tf.reduce_mean(terms["loss"])
-            objective = self.objective(loss_value)
+        negatives = ops.stop_gradient(self.queue.value)
+        q = self.query(view1, training)
+        pairs = core.queue_pairs(q, k, negatives)
+        terms = self.contrastive_loss.compute_terms(pairs)
+        queue_labels = self.queue_labels.value
         if labels is not None:
-            self.record(terms, loss_value, pairs, labels, self.queue_labels.value)
-        else:
-            self.record(terms, loss_value)
-        if training:
-            finite = self.apply_update(tape, objective, loss_value)
-            self.record_health((view1, view2), (q, k), terms, loss_value, finite)
-            self.enqueue(k, labels, step_finite=finite)
-            return q, finite
-        return q, None
+            labels = ops.cast(labels, queue_labels.dtype)
+        return {"loss": ops.mean(terms["loss"]), "terms": terms, "projections": (q, k),
+                "bank": q["embeddings"] if isinstance(q, dict) else q,
+                "false_negatives": self.false_negatives(pairs, labels, queue_labels),
+                "keys": k, "labels": labels}
+
+    def after_update(self, step: dict, finite: Any) -> None:
+        """Health, bank, then the keys of all replicas into the queue (if finite)."""
+        super().after_update(step, finite)
+        self.enqueue(step["keys"], step["labels"], step_finite=finite)
 
     def get_config(self) -> dict:
         config = super().get_config()
@@ -220,33 +222,29 @@ class MoCoV3(MomentumContrast):
     def query_head(self, z: Any, feats: Any, training: bool) -> tuple:
         return self.predictor(z, training=training, return_features=True)
 
-    def contrastive_step(self, view1: Any, view2: Any, labels: Any, training: bool) -> tuple:
-        k1, k2 = tf.split(self.keys(tf.concat([view1, view2], 0)), 2, axis=0)
-        with tf.GradientTape() as tape:
-            q = self.query(tf.concat([view1, view2], 0), training)
-            if isinstance(q, dict):
-                q1 = {key: v[: tf.shape(v)[0] // 2] for key, v in q.items()}
-                q2 = {key: v[tf.shape(v)[0] // 2:] for key, v in q.items()}
-            else:
-                q1, q2 = tf.split(q, 2, axis=0)
-            batch = tf.shape(k1)[0]
-            offset = self.replica_offset(batch)
-            pairs_a = core.cross_view_pairs(q1, k2, pool=(self.gathered(k2), offset))
-            pairs_b = core.cross_view_pairs(q2, k1, pool=(self.gathered(k1), offset))
-            terms_a = self.contrastive_loss.compute_terms(pairs_a)
-            terms_b = self.contrastive_loss.compute_terms(pairs_b)
-            loss_value = 0.5 * (tf.reduce_mean(terms_a["loss"]) + tf.reduce_mean(terms_b["loss"]))
-            objective = self.objective(loss_value)
-        terms = {key: 0.5 * (terms_a[key] + terms_b[key]) for key in terms_a if key != "loss"}
-        if labels is not None:
-            self.record(terms, loss_value, pairs_a, labels, self.gathered(labels))
+    def contrastive_forward(self, view1: Any, view2: Any, labels: Any,
+                            training: bool) -> dict:
+        k1, k2 = ops.split(self.keys(ops.concatenate([view1, view2], 0)), 2, axis=0)
+        q = self.query(ops.concatenate([view1, view2], 0), training)
+        if isinstance(q, dict):
+            halves = {key: ops.split(v, 2, axis=0) for key, v in q.items()}
+            q1 = {key: v[0] for key, v in halves.items()}
+            q2 = {key: v[1] for key, v in halves.items()}
         else:
-            self.record(terms, loss_value)
-        if training:
-            finite = self.apply_update(tape, objective, loss_value)
-            self.record_health((view1, view2), (q, k1, k2), terms, loss_value, finite)
-            return q1, finite
-        return q1, None
+            q1, q2 = ops.split(q, 2, axis=0)
+        offset = self.replica_offset(ops.shape(k1)[0])
+        pairs_a = core.cross_view_pairs(q1, k2, pool=(self.gathered(k2), offset))
+        pairs_b = core.cross_view_pairs(q2, k1, pool=(self.gathered(k1), offset))
+        terms_a = self.contrastive_loss.compute_terms(pairs_a)
+        terms_b = self.contrastive_loss.compute_terms(pairs_b)
+        loss_value = 0.5 * (ops.mean(terms_a["loss"]) + ops.mean(terms_b["loss"]))
+        terms = {key: 0.5 * (terms_a[key] + terms_b[key]) for key in terms_a if key != "loss"}
+        false_negatives = None
+        if labels is not None:
+            false_negatives = self.false_negatives(pairs_a, labels, self.gathered(labels))
+        return {"loss": loss_value, "terms": terms, "projections": (q, k1, k2),
+                "bank": q1["embeddings"] if isinstance(q1, dict) else q1,
+                "false_negatives": false_negatives}
 
     def get_config(self) -> dict:
         config = super().get_config()

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 from keras_hardneg.encoders.heads import ProjectionHead
 from keras_hardneg.models.base import ContrastiveModel
@@ -32,10 +32,9 @@ def check_momentum(momentum: Any) -> float:
 class MomentumContrast(ContrastiveModel):
     """Base of :class:`MoCoV2` and :class:`MoCoV3` (not used directly).
 
-    Subclasses implement ``contrastive_step(view1, view2, labels, training) ->
-    (query projections of view 1, finite or None)``: the loss, the update and what
-    it writes (queue, health); the momentum update, the guarded state and the
-    embedding bank are done around it here.
+    Subclasses implement ``contrastive_forward(view1, view2, labels, training)`` (see
+    :meth:`ContrastiveModel.forward`); the momentum update is :meth:`prepare_step`, run
+    before every training step's forward pass on every backend.
 
     Attributes:
         key_encoder: momentum copy of ``encoder`` (same weights, same order).
@@ -69,24 +68,37 @@ class MomentumContrast(ContrastiveModel):
             out += layer.trainable_variables
         return out
 
+    def key_variables(self) -> list:
+        """The key branch's weights updated by momentum (trainable in their layers, but
+        never by the optimizer)."""
+        return self.key_encoder.trainable_variables + self.key_projector.trainable_variables
+
     @property
     def trainable_variables(self) -> list:
         # The key branch is updated by momentum, never by the optimizer.
         return self.query_variables()
+
+    @property
+    def non_trainable_variables(self) -> list:
+        # The key branch's weights are state, like moving statistics: Keras's JAX trainer
+        # carries exactly trainable + non-trainable variables through its stateless step.
+        seen = {id(v) for v in self.trainable_variables}
+        out = [v for v in super().non_trainable_variables if id(v) not in seen]
+        seen.update(id(v) for v in out)
+        return out + [v for v in self.key_variables() if id(v) not in seen]
 
     def momentum_update(self) -> None:
         """``key = m * key + (1 - m) * query`` over encoder and head weights."""
         m = self.momentum
         for query, key in ((self.encoder, self.key_encoder), (self.projector, self.key_projector)):
             for q, k in zip(query.trainable_variables, key.trainable_variables):
-                k.assign(m * k + (1.0 - m) * tf.cast(q, k.dtype))
+                k.assign(m * k.value + (1.0 - m) * ops.cast(q.value, k.dtype))
 
     # -------------------------------------------------------------- branches
     def keys(self, images: Any) -> Any:
         """Key projections of ``images`` (no gradient; batch norm in training mode)."""
         h = self.key_encoder(images, training=True)
-        return tf.stop_gradient(self.key_projector(h, training=True))
-
+        return ops.stop_gradient(self.key_projector(h, training=True))
 
     def query_head(self, z: Any, feats: Any, training: bool) -> tuple:
         """``(z, feats)`` after the projection head (identity; MoCo v3 adds a predictor)."""
@@ -102,24 +114,9 @@ class MomentumContrast(ContrastiveModel):
         return z
 
     # -------------------------------------------------------------------- steps
-    def contrastive_step(self, view1: Any, view2: Any, labels: Any, training: bool) -> tuple:
-        """The framework's step proper; returns ``(q, finite or None)``."""
-        raise NotImplementedError(f"{type(self).__name__} must implement contrastive_step.")
-
-    def _step(self, data: Any, training: bool) -> dict:
-        x, labels = self.unpack(data)
-        view1, view2, index = self.make_views(x, training=training)
-        if labels is not None:
-            labels = tf.cast(tf.reshape(labels, [-1]), tf.int64)
-        if training:
-            guard = self.guarded_state()
-            snapshot = guard.snapshot()
-            self.momentum_update()
-        q, finite = self.contrastive_step(view1, view2, labels, training)
-        if training:
-            guard.restore_unless(finite, snapshot)
-            self.update_bank(index, q["embeddings"] if isinstance(q, dict) else q)
-        return self.metric_results()
+    def prepare_step(self) -> None:
+        """The key branch takes its momentum update before the step's forward pass."""
+        self.momentum_update()
 
     def get_config(self) -> dict:
         config = super().get_config()

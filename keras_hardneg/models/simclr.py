@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 import keras
-import tensorflow as tf
+from keras import ops
 
+from keras_hardneg import distribute
 from keras_hardneg.encoders.heads import HEAD_VERSIONS
 from keras_hardneg.losses import core
 from keras_hardneg.models.base import ContrastiveModel
@@ -68,43 +69,33 @@ class SimCLR(ContrastiveModel):
 
     def project(self, view1: Any, view2: Any, training: bool) -> tuple:
         """``(z1, z2)``: projections of both views (dicts with ``features`` for UnReMix)."""
-        h = self.encoder(tf.concat([view1, view2], axis=0), training=training)
+        h = self.encoder(ops.concatenate([view1, view2], axis=0), training=training)
         z, feats = self.projector(h, training=training, return_features=True)
-        z1, z2 = tf.split(z, 2, axis=0)
+        z1, z2 = ops.split(z, 2, axis=0)
         if self.uses_features:
-            f1, f2 = tf.split(feats, 2, axis=0)
+            f1, f2 = ops.split(feats, 2, axis=0)
             return {"embeddings": z1, "features": f1}, {"embeddings": z2, "features": f2}
         return z1, z2
 
     def pairs(self, z1: Any, z2: Any) -> Any:
-        """The in-batch pairs, against the global batch when gathering."""
-        if self.gather_across_replicas and self.distribute_strategy.num_replicas_in_sync > 1:
-            batch = tf.shape(z1["embeddings"] if isinstance(z1, dict) else z1)[0]
+        """The in-batch pairs, against the global batch when gathering (under
+        ``tf.distribute``; on JAX the step's batch is already the global batch)."""
+        if self.gather_across_replicas and distribute.num_replicas() > 1:
+            batch = ops.shape(z1["embeddings"] if isinstance(z1, dict) else z1)[0]
             pool = (self.gathered(z1), self.gathered(z2), self.replica_offset(batch))
             return core.in_batch_pairs(z1, z2, pool=pool)
         return core.in_batch_pairs(z1, z2)
 
-    def _step(self, data, training):
-        x, labels = self.unpack(data)
-        view1, view2, index = self.make_views(x, training=training)
-        guard = self.guarded_state() if training else None
-        snapshot = guard.snapshot() if training else None
-        with tf.GradientTape() as tape:
-            z1, z2 = self.project(view1, view2, training=training)
-            pairs = self.pairs(z1, z2)
-            terms = self.contrastive_loss.compute_terms(pairs)
-            loss_value = tf.reduce_mean(terms["loss"])
-            objective = self.objective(loss_value)
-        if training:
-            finite = self.apply_update(tape, objective, loss_value)
-            guard.restore_unless(finite, snapshot)
-            self.record_health((view1, view2), (z1, z2), terms, loss_value, finite)
-            self.update_bank(index, z1["embeddings"] if isinstance(z1, dict) else z1)
+    def contrastive_forward(self, view1: Any, view2: Any, labels: Any,
+                            training: bool) -> dict:
+        z1, z2 = self.project(view1, view2, training=training)
+        pairs = self.pairs(z1, z2)
+        terms = self.contrastive_loss.compute_terms(pairs)
+        false_negatives = None
         if labels is not None:
-            labels = tf.reshape(labels, [-1])
             pool = self.gathered(labels)
-            self.record(terms, loss_value, pairs, tf.concat([labels, labels], 0),
-                        tf.concat([pool, pool], 0))
-        else:
-            self.record(terms, loss_value)
-        return self.metric_results()
+            false_negatives = self.false_negatives(
+                pairs, ops.concatenate([labels, labels], 0), ops.concatenate([pool, pool], 0))
+        return {"loss": ops.mean(terms["loss"]), "terms": terms, "projections": (z1, z2),
+                "bank": z1["embeddings"] if isinstance(z1, dict) else z1,
+                "false_negatives": false_negatives}

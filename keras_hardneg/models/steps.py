@@ -1,0 +1,213 @@
+"""The train and test steps of each Keras backend, around one description of the step.
+
+A :class:`~keras_hardneg.models.ContrastiveModel` describes its step once, in
+``keras.ops`` and ``variable.assign`` (see :mod:`keras_hardneg.models.base`):
+
+1. ``step_inputs(data, training)`` -- views, labels, dataset positions;
+2. ``prepare_step()`` -- writes before the forward pass (MoCo's momentum update);
+3. ``forward(inputs, training)`` -- projections, pairs, loss terms, the scalar ``loss``;
+4. ``after_update(step, finite)`` -- health record, embedding bank, MoCo's queue;
+5. ``record_metrics(step)``.
+
+This module runs that description on each backend, and is the only place (with
+:mod:`keras_hardneg.distribute`) that knows how a backend differentiates and updates:
+
+* **TensorFlow**: ``tf.GradientTape`` around ``forward``, ``optimizer.apply``, and a
+  non-finite step skipped with ``tf.cond`` (zero gradients under a multi-replica
+  strategy, where an update cannot sit in a ``tf.cond``).
+* **JAX**: Keras's stateless ``train_step(state, data)``; each phase runs in a
+  ``keras.StatelessScope`` mapping the model's variables to the values in ``state``, so
+  the shared description's variable reads and assigns work unchanged; the gradient is
+  ``jax.value_and_grad`` of ``forward`` and the update ``optimizer.stateless_apply``; a
+  non-finite step keeps the old weights and optimizer state through ``keras.ops.where``.
+
+On both, a non-finite step (loss or any gradient not finite) leaves the trainable
+weights, the optimizer state, the guarded moving statistics
+(:class:`~keras_hardneg.models.health.GuardedState`) and MoCo's queue as they were, and
+is counted in ``nonfinite_steps``. With a ``keras.optimizers.LossScaleOptimizer`` the
+optimizer checks the gradients itself (a non-finite *scaled* gradient is how it lowers
+the scale) and only a non-finite loss counts.
+
+Example (either backend):
+>>> import numpy as np, keras_hardneg as khn
+>>> enc = khn.encoders.small_convnet(input_shape=(8, 8, 3), width=4)
+>>> model = khn.models.SimCLR(enc, projection_dims=(16, 8))
+>>> model.compile(optimizer="sgd", loss="nt_xent")
+>>> x = np.random.default_rng(0).uniform(size=(8, 8, 8, 3)).astype("float32")
+>>> logs = model.train_on_batch({"view1": x, "view2": x[:, ::-1]}, return_dict=True)
+>>> sorted(logs)[:2], bool(np.isfinite(logs["loss"]))
+(['false_negative_rate', 'loss'], True)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import keras
+from keras import ops
+
+from keras_hardneg import distribute
+
+__all__ = ["train_step", "test_step"]
+
+
+def train_step(model: Any, *args: Any) -> Any:
+    """``model``'s training step on the current backend (``(data)`` on TensorFlow,
+    ``(state, data)`` on JAX, as Keras's trainers call it)."""
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        return _tf_train_step(model, *args)
+    if backend == "jax":
+        return _jax_train_step(model, *args)
+    raise NotImplementedError(
+        f"keras_hardneg trains with the 'tensorflow' or 'jax' Keras backend; got {backend!r} "
+        "(set KERAS_BACKEND).")
+
+
+def test_step(model: Any, *args: Any) -> Any:
+    """``model``'s test step on the current backend (same arguments as :func:`train_step`)."""
+    if keras.backend.backend() == "jax":
+        return _jax_test_step(model, *args)
+    inputs = model.step_inputs(args[0], training=False)
+    step = model.forward(inputs, training=False)
+    model.record_metrics(step)
+    return model.metric_results()
+
+
+def _uses_loss_scale(model) -> bool:
+    return isinstance(model.optimizer, keras.optimizers.LossScaleOptimizer)
+
+
+def _all_finite(loss_value, grads):
+    finite = ops.isfinite(loss_value)
+    for g in grads:
+        if g is not None:
+            finite = ops.logical_and(finite, ops.all(ops.isfinite(g)))
+    return finite
+
+
+# ---------------------------------------------------------------- TensorFlow
+def _tf_train_step(model, data):
+    import tensorflow as tf
+
+    inputs = model.step_inputs(data, training=True)
+    guard = model.guarded_state()
+    snapshot = guard.snapshot()
+    model.prepare_step()
+    with tf.GradientTape() as tape:
+        step = model.forward(inputs, training=True)
+        objective = model.objective(step["loss"])
+    finite = tf_apply_update(model, tape, objective, step["loss"])
+    guard.restore_unless(finite, snapshot)
+    model.after_update(step, finite)
+    model.record_metrics(step)
+    return model.metric_results()
+
+
+def tf_apply_update(model: Any, tape: Any, objective: Any, loss_value: Any) -> Any:
+    """TensorFlow: gradient step on ``objective``; skipped (and counted in
+    ``nonfinite_steps``) when the loss or a gradient is not finite. Returns whether the
+    step was finite."""
+    import tensorflow as tf
+
+    variables = model.trainable_variables
+    grads = tape.gradient(objective, variables)
+    if _uses_loss_scale(model):
+        # It checks the gradients (and skips non-finite steps) itself; a
+        # non-finite *scaled* gradient is its normal way to lower the scale.
+        model.optimizer.apply(grads, variables)
+        finite = tf.math.is_finite(loss_value)
+        model.count_step(finite)
+        return finite
+    finite = _all_finite(loss_value, grads)
+    if distribute.num_replicas() > 1:
+        # A cross-replica update cannot sit inside tf.cond: apply zero
+        # gradients instead (the NonFiniteGuard callback then stops the run).
+        grads = [None if g is None else tf.where(finite, g, tf.zeros_like(g)) for g in grads]
+        model.optimizer.apply(grads, variables)
+    else:
+        def apply():
+            model.optimizer.apply(grads, variables)
+            return tf.no_op()
+
+        tf.cond(finite, apply, tf.no_op)
+    model.count_step(finite)
+    return finite
+
+
+# ----------------------------------------------------------------------- JAX
+def _current(scope, refs, values):
+    """The values of ``refs`` in ``scope`` (``values`` where the scope did not write)."""
+    out = []
+    for ref, old in zip(refs, values):
+        new = scope.get_current_value(ref)
+        out.append(old if new is None else new)
+    return out
+
+
+def _jax_train_step(model, state, data):
+    import jax
+
+    trainable, non_trainable, optimizer_values, metric_values = state
+    t_refs, n_refs = model.trainable_variables, model.non_trainable_variables
+    o_refs, m_refs = model.optimizer.variables, model.metrics_variables
+
+    # 1. Inputs (augmentation advances its seed), the pre-step writes, the guard's snapshot.
+    with keras.StatelessScope(state_mapping=list(zip(t_refs, trainable))
+                              + list(zip(n_refs, non_trainable))) as scope:
+        inputs = model.step_inputs(data, training=True)
+        guard = model.guarded_state()
+        snapshot = guard.snapshot()
+        model.prepare_step()
+    non_trainable = _current(scope, n_refs, non_trainable)
+
+    # 2. The forward pass, differentiated with respect to the trainable values.
+    def objective_fn(trainable_values, non_trainable_values):
+        mapping = (list(zip(t_refs, trainable_values)) + list(zip(n_refs, non_trainable_values))
+                   + list(zip(o_refs, optimizer_values)))
+        with keras.StatelessScope(state_mapping=mapping) as forward_scope:
+            step = model.forward(inputs, training=True)
+            objective = model.objective(step["loss"])
+        return objective, (step, _current(forward_scope, n_refs, non_trainable_values))
+
+    (_, (step, non_trainable)), grads = jax.value_and_grad(objective_fn, has_aux=True)(
+        trainable, non_trainable)
+
+    # 3. The update; a non-finite step keeps the old weights and optimizer state.
+    new_trainable, new_optimizer = model.optimizer.stateless_apply(
+        optimizer_values, grads, trainable)
+    if _uses_loss_scale(model):
+        finite = ops.isfinite(step["loss"])
+    else:
+        finite = _all_finite(step["loss"], grads)
+        new_trainable = [ops.where(finite, n, o) for n, o in zip(new_trainable, trainable)]
+        new_optimizer = [ops.where(finite, n, o)
+                         for n, o in zip(new_optimizer, optimizer_values)]
+
+    # 4. The writes after the update, and the metrics.
+    mapping = (list(zip(t_refs, new_trainable)) + list(zip(n_refs, non_trainable))
+               + list(zip(m_refs, metric_values)))
+    with keras.StatelessScope(state_mapping=mapping) as scope:
+        guard.restore_unless(finite, snapshot)
+        model.after_update(step, finite)
+        model.count_step(finite)
+        model.record_metrics(step)
+        logs = model.metric_results()
+    non_trainable = _current(scope, n_refs, non_trainable)
+    metric_values = _current(scope, m_refs, metric_values)
+    return logs, (new_trainable, non_trainable, new_optimizer, metric_values)
+
+
+def _jax_test_step(model, state, data):
+    trainable, non_trainable, metric_values = state
+    t_refs, n_refs, m_refs = (model.trainable_variables, model.non_trainable_variables,
+                              model.metrics_variables)
+    mapping = (list(zip(t_refs, trainable)) + list(zip(n_refs, non_trainable))
+               + list(zip(m_refs, metric_values)))
+    with keras.StatelessScope(state_mapping=mapping) as scope:
+        inputs = model.step_inputs(data, training=False)
+        step = model.forward(inputs, training=False)
+        model.record_metrics(step)
+        logs = model.metric_results()
+    return logs, (trainable, _current(scope, n_refs, non_trainable),
+                  _current(scope, m_refs, metric_values))
