@@ -16,7 +16,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-__all__ = ["TensorFlowRequiredError", "is_tf_dataset", "is_tf_tensor", "require_tensorflow",
+__all__ = ["TensorFlowBackendRequiredError", "TensorFlowRequiredError", "is_tf_dataset",
+           "is_tf_tensor", "require_tensorflow", "require_tensorflow_backend",
            "tensorflow_backend"]
 
 
@@ -60,3 +61,22 @@ def is_tf_dataset(x: Any) -> bool:
     if "tensorflow" not in sys.modules:
         return False
     return any(c.__module__.startswith("tensorflow.python.data") for c in type(x).__mro__)
+
+
+class TensorFlowBackendRequiredError(RuntimeError):
+    """A feature that needs Keras's TensorFlow backend was used under another backend."""
+
+
+def require_tensorflow_backend(what: str) -> Any:
+    """``import tensorflow`` for ``what``, which needs Keras's TensorFlow backend (SavedModel
+    export and loading); a :class:`TensorFlowBackendRequiredError` naming it under another."""
+    import keras
+
+    backend = keras.backend.backend()
+    if backend != "tensorflow":
+        raise TensorFlowBackendRequiredError(
+            f"{what}: SavedModel export needs the TensorFlow backend, and Keras runs on "
+            f"{backend!r}. Train with JAX, export under TF: keep the weights (the run's "
+            "backup/, or model.save_weights), then in a process with KERAS_BACKEND=tensorflow "
+            "rebuild the model, load_weights and export (`keras-hardneg export RUN_DIR`).")
+    return require_tensorflow(what)

@@ -5,10 +5,15 @@ from __future__ import annotations
 import os
 
 import keras
-import tensorflow as tf
+
+from keras_hardneg.data._tf import require_tensorflow_backend
+
+require_tensorflow_backend("keras_hardneg.export (SavedModel export and loading)")
+
+import tensorflow as tf  # noqa: E402  (after the backend check)
 
 from keras_hardneg.export.inspection import parse_saved_model_pb
-from keras_hardneg.export.model_card import MODEL_CARD_JSON, ModelCard
+from keras_hardneg.export.model_card import ModelCard, load_model_card
 
 __all__ = ["SavedModelEncoder", "load_encoder", "load_model_card"]
 
@@ -24,26 +29,6 @@ def _check_dir(export_dir):
         raise FileNotFoundError(f"{export_dir}: no saved_model.pb in this directory; "
                                 "it is not a SavedModel")
     return export_dir
-
-
-def load_model_card(export_dir) -> ModelCard:
-    """Reads ``export_dir/model_card.json``; ``FileNotFoundError``/``ValueError`` if missing/bad.
-
-    Example: ``load_model_card("/tmp/enc").output_dim``.
-    """
-    export_dir = os.path.abspath(os.fspath(export_dir))
-    if not os.path.isdir(export_dir):
-        raise FileNotFoundError(f"{export_dir}: no such directory")
-    path = os.path.join(export_dir, MODEL_CARD_JSON)
-    if not os.path.isfile(path):
-        raise ValueError(f"{export_dir}: no {MODEL_CARD_JSON}; this SavedModel was not "
-                         "written by keras_hardneg.export.export_encoder")
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
-    try:
-        return ModelCard.from_json(text)
-    except ValueError as e:
-        raise ValueError(f"{export_dir}: bad {MODEL_CARD_JSON}: {e}") from None
 
 
 def _first_line(e):

@@ -25,9 +25,10 @@ import dataclasses
 import datetime
 import json
 import math
+import os
 from typing import Any
 
-__all__ = ["ModelCard", "MODEL_CARD_JSON", "MODEL_CARD_MD", "CARD_FORMAT"]
+__all__ = ["ModelCard", "MODEL_CARD_JSON", "MODEL_CARD_MD", "CARD_FORMAT", "load_model_card"]
 
 #: File names inside an export directory.
 MODEL_CARD_JSON = "model_card.json"
@@ -277,3 +278,23 @@ class ModelCard:
             "",
         ]
         return "\n".join(lines)
+
+
+def load_model_card(export_dir) -> ModelCard:
+    """Reads ``export_dir/model_card.json``; ``FileNotFoundError``/``ValueError`` if missing/bad.
+
+    Example: ``load_model_card("/tmp/enc").output_dim``.
+    """
+    export_dir = os.path.abspath(os.fspath(export_dir))
+    if not os.path.isdir(export_dir):
+        raise FileNotFoundError(f"{export_dir}: no such directory")
+    path = os.path.join(export_dir, MODEL_CARD_JSON)
+    if not os.path.isfile(path):
+        raise ValueError(f"{export_dir}: no {MODEL_CARD_JSON}; this SavedModel was not "
+                         "written by keras_hardneg.export.export_encoder")
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    try:
+        return ModelCard.from_json(text)
+    except ValueError as e:
+        raise ValueError(f"{export_dir}: bad {MODEL_CARD_JSON}: {e}") from None

@@ -9,7 +9,12 @@ import shutil
 import uuid
 
 import keras
-import tensorflow as tf
+
+from keras_hardneg.data._tf import require_tensorflow_backend
+
+require_tensorflow_backend("keras_hardneg.export (SavedModel export and loading)")
+
+import tensorflow as tf  # noqa: E402  (after the backend check)
 
 from keras_hardneg._io import atomic_replace_dir, fsync_tree
 from keras_hardneg.export.inspection import find_device_strings

@@ -107,17 +107,21 @@ class TrainFeed(tuple):
 
 
 def make_train_feed(recipe: Any, x_train: np.ndarray, y_train: np.ndarray) -> TrainFeed:
-    """The training batches of the recipe's ``sampler``.
+    """The training batches of the recipe's ``sampler``, in the input format of the running
+    Keras backend: ``tf.data`` on TensorFlow, a ``keras.utils.PyDataset`` (NumPy, no
+    TensorFlow) on every other backend.
 
-    ``uniform``: shuffled batches, a new order every epoch (seeded). Graph samplers
-    (``batchsampler``, ``knn``): index batches from :mod:`keras_hardneg.sampling`, with
-    a :class:`~keras_hardneg.callbacks.GraphRefreshCallback` that rebuilds the graph
-    from the embeddings the model computes in training. The first graph comes from a
-    fixed random projection of the inputs (no forward pass).
+    ``uniform``: shuffled batches, a new order every epoch (seeded), the last partial batch
+    dropped (:class:`~keras_hardneg.data.ShuffledBatches` off TensorFlow). Graph samplers
+    (``batchsampler``, ``knn``): index batches from :mod:`keras_hardneg.sampling`
+    (``make_dataset`` / ``make_py_dataset``), with a
+    :class:`~keras_hardneg.callbacks.GraphRefreshCallback` that rebuilds the graph from the
+    embeddings the model computes in training. The first graph comes from a fixed random
+    projection of the inputs (no forward pass).
     """
-    import tensorflow as tf
-
     from keras_hardneg import callbacks, sampling
+    from keras_hardneg.data import ShuffledBatches
+    from keras_hardneg.data._tf import tensorflow_backend
 
     recipe = _recipe(recipe)
     b, n = recipe["batch_size"], len(x_train)
@@ -125,7 +129,13 @@ def make_train_feed(recipe: Any, x_train: np.ndarray, y_train: np.ndarray) -> Tr
         raise RecipeError(f"recipe key 'batch_size' = {b} is larger than the dataset "
                           f"({n} examples).")
     name, spec = _section(recipe, "sampler")
+    on_tf = tensorflow_backend()
     if not SAMPLERS.get(name).tags.get("graph"):
+        if not on_tf:
+            return TrainFeed(ShuffledBatches(x_train.astype("float32"), y_train, b,
+                                             seed=recipe["seed"]), n // b, [], None)
+        import tensorflow as tf
+
         ds = tf.data.Dataset.from_tensor_slices((x_train.astype("float32"), y_train))
         ds = ds.shuffle(n, seed=recipe["seed"], reshuffle_each_iteration=True)
         ds = ds.batch(b, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
@@ -141,7 +151,8 @@ def make_train_feed(recipe: Any, x_train: np.ndarray, y_train: np.ndarray) -> Tr
         spec["num_neighbors"] = min(spec["num_neighbors"],
                                     spec.get("num_candidates", n - 1) - 1)
     sampler = SAMPLERS.get(name).factory(initial, b, seed=recipe["seed"], **spec)
-    ds = sampling.make_dataset(sampler, x_train.astype("float32"), y_train)
+    feed = sampling.make_dataset if on_tf else sampling.make_py_dataset
+    ds = feed(sampler, x_train.astype("float32"), y_train)
     refresh = callbacks.GraphRefreshCallback(
         sampler, every_n_steps=every, num_candidates=spec.get("num_candidates"),
         num_neighbors=spec.get("num_neighbors"))

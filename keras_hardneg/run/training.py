@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import time
+import warnings
 from typing import Any, Iterable
 
 import keras
@@ -66,7 +67,11 @@ def train(recipe: Any, output_dir: str, *, resume: bool = True, verbose: int = 1
 
     ``output_dir`` receives ``recipe.json``, ``backup/`` (resume state: a killed run
     continues from its last finished epoch when run again), ``history.json``,
-    ``results.json`` and ``encoder/`` (the exported SavedModel with its model card).
+    ``results.json`` and ``encoder/`` (the exported SavedModel with its model card; under a
+    backend other than TensorFlow the export is skipped with a warning and
+    ``results["export_skipped"]`` says why: ``keras-hardneg export OUTPUT_DIR`` run under
+    TensorFlow writes it from the backup). The input feed follows the backend
+    (:func:`~keras_hardneg.run.make_train_feed`).
 
     Args:
         recipe: path or dict (see :func:`~keras_hardneg.run.load_recipe`).
@@ -140,7 +145,15 @@ def train(recipe: Any, output_dir: str, *, resume: bool = True, verbose: int = 1
             images_per_second=(trained_now * feed.steps_per_epoch * recipe["batch_size"] / seconds
                                if seconds > 0 and trained_now else None),
             data=description, output_dir=output_dir)
-        if export:
+        if export and keras.backend.backend() != "tensorflow":
+            # SavedModel export needs the TensorFlow backend: the weights stay in backup/
+            # and `keras-hardneg export OUTPUT_DIR` writes encoder/ in a TensorFlow process.
+            results["export_skipped"] = (
+                f"SavedModel export needs the TensorFlow backend (this run used "
+                f"{keras.backend.backend()!r}): train with JAX, export under TF with "
+                f"`KERAS_BACKEND=tensorflow keras-hardneg export {output_dir}`.")
+            warnings.warn(results["export_skipped"], stacklevel=2)
+        elif export:
             results["export_dir"] = export_trained_encoder(
                 model, recipe, results, description, os.path.join(output_dir, "encoder"))
         atomic_write_json(os.path.join(output_dir, "results.json"),

@@ -1,0 +1,123 @@
+"""Child process of tests/test_no_tensorflow.py: runs a scenario where ``import tensorflow``
+fails (a meta-path finder raises ImportError for ``tensorflow*`` and ``tf_keras``), under
+``KERAS_BACKEND=jax``.
+
+    python -m tests._no_tensorflow_child SCENARIO [SCENARIO ...]
+
+Scenarios: ``imports``, ``quickstart`` (README), ``moco_v2``, ``run_train``. The error of a
+blocked import names the keras_hardneg module that asked for TensorFlow. Prints
+``OK <scenario>`` after each scenario that passed.
+"""
+
+import importlib.abc
+import os
+import re
+import sys
+import traceback
+
+BLOCKED = ("tensorflow", "tf_keras")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class BlockTensorFlow(importlib.abc.MetaPathFinder):
+    """Makes every ``import tensorflow...`` fail, naming who asked."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0].startswith(BLOCKED):
+            frames = [f for f in traceback.extract_stack()
+                      if "keras_hardneg" in f.filename or f.filename.startswith(ROOT)]
+            who = (f"{os.path.relpath(frames[-1].filename, ROOT)}:{frames[-1].lineno}"
+                   if frames else "outside keras_hardneg")
+            raise ImportError(f"blocked import of {name!r} (TensorFlow is unavailable in this "
+                              f"test), imported from {who}")
+        return None
+
+
+def _readme_quick_start():
+    with open(os.path.join(ROOT, "README.md")) as f:
+        text = f.read()
+    section = text[text.index("## Quick start"):]
+    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+
+
+def imports():
+    import keras_hardneg as khn
+
+    for name in khn._SUBMODULES:
+        if name != "tuning":  # keras_tuner imports TensorFlow
+            getattr(khn, name)
+    import keras_hardneg.cli  # noqa: F401
+
+
+def quickstart():
+    code = _readme_quick_start()
+    # Shorter (one epoch instead of ten); the export line must raise the backend error.
+    code = code.replace("epochs=10", "epochs=1")
+    lines = code.splitlines()
+    export = [i for i, line in enumerate(lines) if "export_encoder" in line]
+    assert len(export) == 1, "the quick start has one export line"
+    export_line = lines.pop(export[0])
+    scope = {}
+    exec(compile("\n".join(lines), "README.md quick start", "exec"), scope)
+    feats, x_test = scope["feats"], scope["x_test"]
+    assert feats.shape[0] == x_test.shape[0] and feats.ndim == 2, feats.shape
+    import numpy as np
+
+    assert np.isfinite(feats).all()
+    try:
+        exec(export_line.strip(), scope)
+    except RuntimeError as err:
+        assert "TensorFlow backend" in str(err) and "export under TF" in str(err), err
+    else:
+        raise AssertionError("export_encoder under JAX did not raise")
+
+
+def moco_v2():
+    import keras
+    import numpy as np
+
+    import keras_hardneg as khn
+
+    (x, y), _ = khn.data.load_digits()
+    encoder = khn.encoders.small_convnet(input_shape=(8, 8, 3), width=8)
+    model = khn.models.MoCo(encoder, projection_dims=(32, 16), queue_size=256, momentum=0.99,
+                            version="v2",
+                            augmentation=khn.augment.simclr_augmentation(image_size=8,
+                                                                         strength=0.5))
+    model.compile(optimizer="adam",
+                  loss=khn.losses.HardNegativeContrastiveLoss(temperature=0.5, tau_plus=0.1,
+                                                             beta=1.0))
+    queue = keras.ops.convert_to_numpy(model.queue)
+    history = model.fit(x[:512], y[:512], batch_size=64, epochs=1, verbose=0)
+    assert np.isfinite(history.history["loss"]).all(), history.history
+    assert not np.allclose(keras.ops.convert_to_numpy(model.queue), queue), \
+        "the queue did not change"
+
+
+def run_train():
+    import tempfile
+
+    from keras_hardneg import run
+
+    for sampler in ({"name": "uniform"}, {"name": "batchsampler", "num_candidates": 40,
+                                          "num_neighbors": 8, "refresh_every": 4}):
+        recipe = {"encoder": {"name": "small_convnet", "width": 8}, "projection_dims": [16, 8],
+                  "data": {"name": "digits", "test_fraction": 0.75}, "batch_size": 64,
+                  "epochs": 1, "sampler": sampler,
+                  "evaluation": {"monitor_every": 1, "linear_probe": False, "knn_k": 20}}
+        with tempfile.TemporaryDirectory() as out:
+            result = run.train(recipe, out, verbose=0)
+            assert "export_skipped" in result and "export_dir" not in result, result
+            assert 0.0 <= result["knn_accuracy"] <= 1.0, result
+
+
+SCENARIOS = {"imports": imports, "quickstart": quickstart, "moco_v2": moco_v2,
+             "run_train": run_train}
+
+if __name__ == "__main__":
+    sys.meta_path.insert(0, BlockTensorFlow())
+    for scenario in sys.argv[1:]:
+        SCENARIOS[scenario]()
+        leaked = sorted(m for m in sys.modules if m.split(".")[0].startswith(BLOCKED))
+        assert not leaked, leaked
+        print("OK", scenario, flush=True)
