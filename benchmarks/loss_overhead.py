@@ -16,6 +16,11 @@ Usage::
 
     python3 benchmarks/loss_overhead.py                  # full (a few minutes)
     python3 benchmarks/loss_overhead.py --quick          # smoke run
+    python3 benchmarks/loss_overhead.py --skip-step      # the loss alone only
+
+To compare two versions of the library, run this script twice with ``PYTHONPATH`` set to
+each checkout (``PYTHONPATH=/path/to/old python3 benchmarks/loss_overhead.py ...``),
+alternating, with the same arguments; the JSON records which ``keras_hardneg`` was timed.
 
 Writes ``benchmarks/results/loss_overhead.json`` (or ``--output``).
 """
@@ -209,6 +214,9 @@ def table(result):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true", help="smoke run: few repetitions, random pixels")
+    p.add_argument("--skip-step", action="store_true", help="time the loss alone only")
+    p.add_argument("--inner", type=int, default=None,
+                   help="calls per timing of the loss alone (default 5, 1 with --quick)")
     p.add_argument("--encoder", default="small_convnet", choices=["small_convnet", "resnet18_cifar"])
     p.add_argument("--width", type=int, default=32)
     p.add_argument("--batch", type=int, default=256)
@@ -231,20 +239,26 @@ def main(argv=None):
     x, y, desc = load_batch(args.data_dir, args.batch, args.quick)
     encoder = {"name": args.encoder, "width": args.width}
     start = time.perf_counter()
-    print(f"full step: {encoder}, batch {args.batch}, {args.step_repetitions} rounds", flush=True)
-    step = bench_step(x, y, encoder, args.batch, args.step_repetitions, 2, args.seed)
+    step = {}
+    if not args.skip_step:
+        print(f"full step: {encoder}, batch {args.batch}, {args.step_repetitions} rounds",
+              flush=True)
+        step = bench_step(x, y, encoder, args.batch, args.step_repetitions, 2, args.seed)
     for k, v in step.items():
         print(f"  {k:10s} median {v['median_seconds']:.3f}s ratio {v.get('ratio_to_nt_xent', 1):.3f}",
               flush=True)
     print("loss alone", flush=True)
     loss = bench_loss(args.batch, 128, 512, queue_sizes, args.loss_repetitions, 3, args.seed,
-                      inner=1 if args.quick else 5)
+                      inner=args.inner or (1 if args.quick else 5))
     for setting, res in loss.items():
         print(f"  {setting}: " + ", ".join(
             f"{k} {v['median_seconds'] * 1e3:.2f}ms x{v.get('ratio_to_nt_xent', 1):.2f}"
             for k, v in res.items()), flush=True)
+    import keras_hardneg
+
     result = {
         "command": command, "machine": info,
+        "keras_hardneg": os.path.dirname(os.path.abspath(keras_hardneg.__file__)),
         "load_average_at_end": os.getloadavg(),
         "seconds": time.perf_counter() - start,
         "config": {"encoder": encoder, "batch": args.batch, "image_size": 32,
@@ -260,7 +274,8 @@ def main(argv=None):
     with open(tmp, "w") as f:
         json.dump(result, f, indent=1)
     os.replace(tmp, args.output)
-    print(table(result))
+    if step:
+        print(table(result))
     return result
 
 

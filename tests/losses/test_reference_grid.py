@@ -8,6 +8,8 @@ import pytest
 from keras_hardneg import losses as L
 from tests.losses import numpy_reference as ref
 
+pytestmark = pytest.mark.backends
+
 GRID = list(itertools.product([2, 5, 16], [3, 32], [0.07, 0.5, 1.0]))
 
 

@@ -3,11 +3,11 @@ ones) against the NumPy transcription, with ties, gradients and dynamic shapes."
 
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from keras_hardneg import losses as L
 from keras_hardneg.losses.ring import kth_largest
 from tests.losses import numpy_reference as ref
+from tests.losses.backend_utils import compiled, tensor, to_numpy, value_and_grad
 
 
 def _threshold_loss(**kwargs):
@@ -18,6 +18,7 @@ def _threshold_loss(**kwargs):
 
 @pytest.mark.parametrize("b,d,t", [(2, 3, 0.5), (5, 32, 0.07), (16, 8, 1.0)])
 @pytest.mark.parametrize("lower,upper", [(0, 100), (5, 50), (1, 10), (10, 90), (0, 30), (50, 100)])
+@pytest.mark.backends
 def test_threshold_path_matches_reference(b, d, t, lower, upper):
     rng = np.random.default_rng(b + d)
     z1, z2 = rng.normal(size=(2, b, d)).astype("float32")
@@ -29,6 +30,7 @@ def test_threshold_path_matches_reference(b, d, t, lower, upper):
         ref.ring, z1, z2, queue, t, lower=lower, upper=upper), rtol=2e-5, atol=2e-5)
 
 
+@pytest.mark.backends
 def test_ties_are_counted_exactly():
     # Many identical negatives: a band boundary falls inside a run of ties.
     rng = np.random.default_rng(0)
@@ -43,21 +45,25 @@ def test_ties_are_counted_exactly():
                                        rtol=1e-5)
 
 
+@pytest.mark.backends
 def test_gradients_agree_between_paths():
     rng = np.random.default_rng(1)
-    z1, z2 = (tf.Variable(v) for v in rng.normal(size=(2, 8, 16)).astype("float32"))
-    queue = tf.constant(rng.normal(size=(64, 16)), tf.float32)
+    z1, z2 = rng.normal(size=(2, 8, 16)).astype("float32")
+    queue = tensor(rng.normal(size=(64, 16)), "float32")
     grads = []
     for loss in (L.RingContrastiveLoss(0.2, 5, 50), _threshold_loss(
             temperature=0.2, lower_percentile=5, upper_percentile=50)):
-        with tf.GradientTape() as tape:
-            value = loss.call_with_negatives(z1, z2, queue) + loss(z1, z2)
-        grads.append([g.numpy() for g in tape.gradient(value, [z1, z2])])
+        _, g = value_and_grad(
+            lambda a, b, loss=loss: loss.call_with_negatives(a, b, queue) + loss(a, b), z1, z2)
+        grads.append(g)
     for a, b in zip(*grads):
         np.testing.assert_allclose(a, b, atol=1e-6)
 
 
 def test_dynamic_batch_and_empty_band():
+    """TensorFlow only: unknown batch size (JAX shapes are always static)."""
+    import tensorflow as tf
+
     loss = _threshold_loss(temperature=0.5, lower_percentile=10, upper_percentile=40)
     f = tf.function(lambda a, b: loss(a, b), input_signature=[
         tf.TensorSpec([None, 4], tf.float32), tf.TensorSpec([None, 4], tf.float32)])
@@ -69,20 +75,34 @@ def test_dynamic_batch_and_empty_band():
         ref.ring, z1, z2, 0.5, lower=10, upper=40), rtol=2e-5)
 
 
+@pytest.mark.backends
 def test_kth_largest_is_exact():
     rng = np.random.default_rng(3)
     x = rng.normal(size=(5, 50)).astype("float32")
     x[:, :10] = -np.abs(x[:, :10])  # negatives and positives mixed
     for k in (1, 7, 25, 50):
-        np.testing.assert_array_equal(kth_largest(tf.constant(x), k).numpy(),
+        np.testing.assert_array_equal(to_numpy(kth_largest(tensor(x), k)),
                                       -np.sort(-x, axis=1)[:, k - 1])
 
 
+@pytest.mark.backends
 def test_threshold_path_eager_equals_jit():
     rng = np.random.default_rng(4)
-    q, k = (tf.constant(v) for v in rng.normal(size=(2, 8, 16)).astype("float32"))
-    queue = tf.constant(rng.normal(size=(100, 16)), tf.float32)
+    q, k = (tensor(v) for v in rng.normal(size=(2, 8, 16)).astype("float32"))
+    queue = tensor(rng.normal(size=(100, 16)), "float32")
     loss = _threshold_loss(temperature=0.07, lower_percentile=1, upper_percentile=10)
     eager = loss.call_with_negatives(q, k, queue)
-    jit = tf.function(loss.call_with_negatives, jit_compile=True)(q, k, queue)
+    jit = compiled(loss.call_with_negatives)(q, k, queue)  # XLA on TF, jax.jit on JAX
     np.testing.assert_allclose(float(eager), float(jit), rtol=1e-5)
+
+
+@pytest.mark.backends
+def test_kth_largest_extremes_and_infinities():
+    """The int32 midpoint never overflows: keys at both ends of the int32 range
+    (-inf, the largest floats, +-0) are selected exactly (denormals are left out: CPU
+    kernels may flush them to zero)."""
+    big = np.finfo(np.float32).max
+    x = np.array([[-np.inf, -big, -0.0, 0.0, 1e-30, big, np.inf, -np.inf]], "float32")
+    want = -np.sort(-x, axis=1)
+    for k in range(1, 9):
+        np.testing.assert_array_equal(to_numpy(kth_largest(tensor(x), k)), want[:, k - 1])
