@@ -66,6 +66,13 @@ VERSIONS = ("v1", "v2", "v3")
 _JITTER = (0.4, 0.4, 0.4, 0.1)          # brightness, contrast, saturation, hue at strength 1
 _GRAY = (0.2989, 0.5870, 0.1140)
 _CROP_ATTEMPTS = 10
+# Columns of the one uniform draw ``[B, _N_DRAWS]`` a call makes. One PRNG call instead of
+# one per parameter: XLA inlines the threefry generator at every call site, and on CPU
+# compiling ~15 of them took longer than everything else in the step.
+_DRAWS = {"area": (0, 10), "log_ratio": (10, 20), "oy": 20, "ox": 21, "flip": 22,
+          "jitter": 23, "brightness": 24, "contrast": 25, "saturation": 26, "hue": 27,
+          "order": (28, 32), "grayscale": 32, "blur": 33, "sigma": 34, "solarize": 35}
+_N_DRAWS = 36
 
 
 def _check_probability(p, what):
@@ -193,17 +200,24 @@ class SimCLRAugmentation(keras.layers.Layer):
         # SimCLR: kernel size 10% of the image side, odd.
         self.blur_radius = max(1, image_size // 20)
         self.supports_masking = False
+        # No shape-dependent weights: usable by ``stateless_call`` before any call.
+        self.built = True
 
     # -- random draws ----------------------------------------------------------------
-    def _uniform(self, shape, minval=0.0, maxval=1.0):
-        return keras.random.uniform(shape, minval=minval, maxval=maxval, dtype="float32",
+    def _draw(self, batch):
+        """All of a call's random numbers: ``U(0, 1)`` of shape ``[batch, _N_DRAWS]``."""
+        return keras.random.uniform((batch, _N_DRAWS), dtype="float32",
                                     seed=self.seed_generator)
 
-    def _coin(self, batch, p):
-        return self._uniform((batch,)) < p
+    @staticmethod
+    def _take(u, name, minval=0.0, maxval=1.0):
+        """Column(s) ``name`` of the draw ``u``, scaled to ``U(minval, maxval)``."""
+        idx = _DRAWS[name]
+        v = u[:, idx[0]:idx[1]] if isinstance(idx, tuple) else u[:, idx]
+        return v if (minval, maxval) == (0.0, 1.0) else minval + (maxval - minval) * v
 
     # -- ops (x: [B, H, W, 3] float32) -------------------------------------------------
-    def _crop_weights(self, batch, height, width):
+    def _crop_weights(self, u, height, width):
         """Bilinear weights ``[B, S, H]`` and ``[B, S, W]`` of each image's random crop.
 
         Area fraction ``U(crop_scale)``, log-uniform ratio, first of 10 attempts that fits
@@ -214,9 +228,9 @@ class SimCLRAugmentation(keras.layers.Layer):
         h = ops.cast(height, "float32")
         w = ops.cast(width, "float32")
         n = _CROP_ATTEMPTS
-        area = self._uniform((batch, n), *self.crop_scale) * h * w
-        log_r = self._uniform((batch, n), math.log(self.crop_ratio[0]),
-                              math.log(self.crop_ratio[1]))
+        area = self._take(u, "area", *self.crop_scale) * h * w
+        log_r = self._take(u, "log_ratio", math.log(self.crop_ratio[0]),
+                           math.log(self.crop_ratio[1]))
         ratio = ops.exp(log_r)
         cw = ops.sqrt(area * ratio)
         ch = ops.sqrt(area / ratio)
@@ -225,39 +239,41 @@ class SimCLRAugmentation(keras.layers.Layer):
         any_ok = ops.any(ok, axis=1)
         cw = ops.where(any_ok, ops.sum(first * cw, axis=1), w)
         ch = ops.where(any_ok, ops.sum(first * ch, axis=1), h)
-        oy = self._uniform((batch,)) * (h - ch)
-        ox = self._uniform((batch,)) * (w - cw)
-        steps = ops.arange(self.image_size, dtype="float32") / float(self.image_size - 1)
-        py = ops.clip(oy[:, None] + steps[None, :] * (ch - 1.0)[:, None], 0.0, h - 1.0)
-        px = ops.clip(ox[:, None] + steps[None, :] * (cw - 1.0)[:, None], 0.0, w - 1.0)
+        oy = self._take(u, "oy") * (h - ch)
+        ox = self._take(u, "ox") * (w - cw)
+        # s (c - 1) / (S - 1) in this order: exact for a whole number of pixels.
+        steps = ops.arange(self.image_size, dtype="float32")[None, :]
+        last = float(self.image_size - 1)
+        py = ops.clip(oy[:, None] + steps * (ch - 1.0)[:, None] / last, 0.0, h - 1.0)
+        px = ops.clip(ox[:, None] + steps * (cw - 1.0)[:, None] / last, 0.0, w - 1.0)
         return _interpolation_weights(py, height), _interpolation_weights(px, width)
 
-    def _jitter_factors(self, batch):
+    def _jitter_factors(self, u):
         b, c, s, hue = (self.strength * f for f in _JITTER)
         if self.version == "v1":    # additive brightness delta
-            fb = self._uniform((batch,), -b, b)
+            fb = self._take(u, "brightness", -b, b)
         else:                       # multiplicative brightness factor
-            fb = self._uniform((batch,), max(0.0, 1.0 - b), 1.0 + b)
-        fc = self._uniform((batch,), max(0.0, 1.0 - c), 1.0 + c)
-        fs = self._uniform((batch,), max(0.0, 1.0 - s), 1.0 + s)
-        dh = self._uniform((batch,), -hue, hue)
+            fb = self._take(u, "brightness", max(0.0, 1.0 - b), 1.0 + b)
+        fc = self._take(u, "contrast", max(0.0, 1.0 - c), 1.0 + c)
+        fs = self._take(u, "saturation", max(0.0, 1.0 - s), 1.0 + s)
+        dh = self._take(u, "hue", -hue, hue)
         # A random order of the 4 operations per image: argsort of uniform keys.
-        order = ops.cast(ops.argsort(self._uniform((batch, 4)), axis=1), "int32")
+        order = ops.cast(ops.argsort(self._take(u, "order"), axis=1), "int32")
         return fb, fc, fs, dh, order
 
-    def _color_jitter(self, x, batch):
+    def _color_jitter(self, x, u):
         if self.exact_color_jitter:
-            return self._color_jitter_exact(x, batch)
-        return self._color_jitter_affine(x, batch)
+            return self._color_jitter_exact(x, u)
+        return self._color_jitter_affine(x, u)
 
-    def _color_jitter_affine(self, x, batch):
+    def _color_jitter_affine(self, x, u):
         """Jitter as one per-image affine colour map ``y = A x + t``, clipped once.
 
         Brightness, contrast (per-channel mean), saturation (blend with grey) and the hue
         rotation about the grey axis are all affine in the colour, so their composition in
         the image's random order is computed on ``[B, 3, 3]`` matrices and applied once.
         """
-        fb, fc, fs, dh, order = self._jitter_factors(batch)
+        fb, fc, fs, dh, order = self._jitter_factors(u)
         col = lambda v: v[:, None, None]  # noqa: E731  [B] -> [B, 1, 1]
         eye = col(ops.zeros_like(fb)) + ops.eye(3, dtype="float32")              # [B, 3, 3]
         gray_rows = ops.ones((3, 1), "float32") * ops.convert_to_tensor(
@@ -288,9 +304,9 @@ class SimCLRAugmentation(keras.layers.Layer):
         y = ops.einsum("bhwc,bdc->bhwd", x, mat) + shift[:, None, None, :]
         return _clip01(y)
 
-    def _color_jitter_exact(self, x, batch):
+    def _color_jitter_exact(self, x, u):
         """Reference-style jitter: 4 ops in a random order, clipping after each, HSV hue."""
-        fb, fc, fs, dh, order = self._jitter_factors(batch)
+        fb, fc, fs, dh, order = self._jitter_factors(u)
         fb4, fc4, fs4 = (f[:, None, None, None] for f in (fb, fc, fs))
         dh3 = dh[:, None, None]
         additive = self.version == "v1"
@@ -322,11 +338,11 @@ class SimCLRAugmentation(keras.layers.Layer):
             x = out
         return x
 
-    def _blur_weights(self, batch):
+    def _blur_weights(self, u):
         """Per-image Gaussian blur as ``[B, S, S]`` matrices (reflect border, no edge
         repeat): ``m[b, i, j]`` is the weight of pixel ``j`` in output pixel ``i``."""
         r, size = self.blur_radius, self.image_size
-        sigma = self._uniform((batch,), 0.1, 2.0)
+        sigma = self._take(u, "sigma", 0.1, 2.0)
         inv = (-0.5 / ops.square(sigma))[:, None, None]                           # [B, 1, 1]
         taps = ops.arange(-r, r + 1, dtype="float32")
         norm = ops.sum(ops.exp(ops.square(taps)[None, :] * inv[:, 0]), axis=1)     # [B]
@@ -348,27 +364,27 @@ class SimCLRAugmentation(keras.layers.Layer):
 
     def _augment(self, x, view):
         shape = ops.shape(x)
-        batch = shape[0]
-        wy, wx = self._crop_weights(batch, shape[1], shape[2])
+        u = self._draw(shape[0])
+        wy, wx = self._crop_weights(u, shape[1], shape[2])
         if self.flip:
-            wx = _select(self._coin(batch, 0.5), ops.flip(wx, axis=1), wx)
+            wx = _select(self._take(u, "flip") < 0.5, ops.flip(wx, axis=1), wx)
         # Random resized crop (+ flip): one separable bilinear resampling per image.
         x = ops.einsum("bsh,bhwc->bswc", wy, x)
         x = ops.einsum("btw,bswc->bstc", wx, x)
         if self.jitter_prob > 0 and self.strength > 0:
-            x = _select(self._coin(batch, self.jitter_prob), self._color_jitter(x, batch), x)
+            x = _select(self._take(u, "jitter") < self.jitter_prob, self._color_jitter(x, u), x)
         if self.grayscale_prob > 0:
             gray = ops.repeat(_to_gray(x), 3, axis=-1)
-            x = _select(self._coin(batch, self.grayscale_prob), gray, x)
+            x = _select(self._take(u, "grayscale") < self.grayscale_prob, gray, x)
         if self.blur_prob > 0:
-            blur = self._coin(batch, self.blur_prob)
-            m = self._blur_weights(batch)
+            blur = self._take(u, "blur") < self.blur_prob
+            m = self._blur_weights(u)
             blurred = ops.einsum("bij,bjwc->biwc", m, x)
             blurred = ops.einsum("bkw,biwc->bikc", m, blurred)
             x = _select(blur, blurred, x)
         p_sol = self.solarize_prob[1 if view == 2 else 0]
         if p_sol > 0:
-            x = _select(self._coin(batch, p_sol), ops.where(x < 0.5, x, 1.0 - x), x)
+            x = _select(self._take(u, "solarize") < p_sol, ops.where(x < 0.5, x, 1.0 - x), x)
         return _clip01(x)
 
     def call(self, images, training=None, view=None):

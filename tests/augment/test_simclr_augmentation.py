@@ -1,11 +1,14 @@
-"""SimCLR augmentation: shapes/range, per-image randomness, graph + tf.data, serialization."""
+"""SimCLR augmentation: shapes/range, per-image randomness, crop/flip/blur geometry,
+seeding, serialization -- on every backend (tf.function / tf.data / XLA in test_simclr_tf.py,
+compiled steps in test_simclr_compiled.py)."""
 
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from keras_hardneg.augment import RandomApply, SimCLRAugmentation, simclr_augmentation, two_views
+
+pytestmark = pytest.mark.backends
 
 # Everything off except what a test switches on.
 OFF = dict(crop_scale=(1.0, 1.0), crop_ratio=(1.0, 1.0), flip=False, jitter_prob=0.0,
@@ -101,54 +104,12 @@ def test_seed_reproducible():
     np.testing.assert_array_equal(a, b)
 
 
-def test_in_tf_function_and_model_fit():
-    aug = simclr_augmentation(16, seed=0)
-    f = tf.function(lambda x: aug.two_views(x, training=True))
-    v1, v2 = f(tf.constant(_images()))
-    assert v1.shape == (8, 16, 16, 3) and not np.allclose(v1, v2)
-
-    class Tiny(keras.Model):
-        def __init__(self):
-            super().__init__()
-            self.aug = simclr_augmentation(16, seed=0)
-            self.net = keras.Sequential([keras.layers.Flatten(), keras.layers.Dense(2)])
-
-        def train_step(self, data):
-            x1, x2 = self.aug.two_views(data, training=True)
-            with tf.GradientTape() as tape:
-                loss = tf.reduce_mean(tf.square(self.net(x1) - self.net(x2)))
-            grads = tape.gradient(loss, self.net.trainable_variables)
-            self.optimizer.apply(grads, self.net.trainable_variables)
-            return {"loss": loss}
-
-        def call(self, x):
-            return self.net(x)
-
-    model = Tiny()
-    model.compile(optimizer="sgd")
-    hist = model.fit(tf.data.Dataset.from_tensor_slices(_images(16)).batch(8), epochs=1,
-                     verbose=0)
-    assert np.isfinite(hist.history["loss"][0])
-
-
-def test_in_tf_data_batched_and_unbatched():
-    aug = simclr_augmentation(16, version="v3", seed=0)
-    ds = tf.data.Dataset.from_tensor_slices(_same_image_batch(8))
-    batched = ds.batch(4).map(lambda x: aug.two_views(x), num_parallel_calls=2)
-    views = list(batched)
-    assert len(views) == 2 and views[0][0].shape == (4, 16, 16, 3)
-    assert _n_distinct(np.concatenate([v[0] for v in views])) == 8
-    single = ds.map(lambda x: aug(x, view=2), num_parallel_calls=2).batch(8)
-    out = next(iter(single))
-    assert out.shape == (8, 16, 16, 3) and _n_distinct(out) == 8
-
-
 def test_mixed_precision_policy_keeps_float32():
     old = keras.mixed_precision.global_policy()
     try:
         keras.mixed_precision.set_global_policy("mixed_bfloat16")
         out = simclr_augmentation(16, seed=0)(_images())
-        assert out.dtype == tf.float32
+        assert keras.backend.standardize_dtype(out.dtype) == "float32"
     finally:
         keras.mixed_precision.set_global_policy(old)
 
@@ -199,3 +160,89 @@ def test_affine_jitter_close_to_exact_reference_jitter():
         exact = np.asarray(SimCLRAugmentation(16, seed=4, exact_color_jitter=True, **kw)(x))
         assert not np.allclose(fast, x, atol=1e-3)
         assert np.abs(fast - exact).mean() < 0.01
+
+
+def _coordinate_images(b, height, width):
+    """Channel 0 = row / (H - 1), channel 1 = column / (W - 1), channel 2 = 0.5."""
+    rows = np.broadcast_to(np.linspace(0, 1, height)[:, None], (height, width))
+    cols = np.broadcast_to(np.linspace(0, 1, width)[None, :], (height, width))
+    img = np.stack([rows, cols, np.full((height, width), 0.5)], axis=-1).astype("float32")
+    return np.repeat(img[None], b, axis=0)
+
+
+@pytest.mark.parametrize("crop_scale, crop_ratio", [((0.08, 1.0), (3 / 4, 4 / 3)),
+                                                    ((0.3, 0.3), (2.0, 2.0))])
+def test_random_resized_crop_is_a_bilinear_window(crop_scale, crop_ratio):
+    """Replaces the TF version's pixel-exact CropAndResize behaviour: resampling a linear
+    ramp bilinearly gives a linear ramp, so each output recovers its crop window, whose
+    area fraction and aspect ratio must be in range (crop_ratio 2 on a 3/4 image fits; a
+    window that never fits falls back to the whole image)."""
+    h, w, s = 30, 40, 16
+    x = _coordinate_images(64, h, w)
+    aug = SimCLRAugmentation(s, seed=5, **dict(OFF, crop_scale=crop_scale,
+                                                  crop_ratio=crop_ratio))
+    out = np.asarray(aug(x))
+    rows, cols = out[..., 0], out[..., 1]
+    # Rows depend only on the output row, columns only on the output column, linearly.
+    np.testing.assert_allclose(rows, rows[:, :, :1].repeat(s, axis=2), atol=1e-5)
+    np.testing.assert_allclose(cols, cols[:, :1, :].repeat(s, axis=1), atol=1e-5)
+    np.testing.assert_allclose(np.diff(rows[:, :, 0], 2, axis=1), 0, atol=1e-4)
+    np.testing.assert_allclose(out[..., 2], 0.5, atol=1e-6)
+    assert rows.min() >= 0 and rows.max() <= 1 and cols.min() >= 0 and cols.max() <= 1
+    ch = (rows[:, -1, 0] - rows[:, 0, 0]) * (h - 1) + 1          # crop height in pixels
+    cw = (cols[:, 0, -1] - cols[:, 0, 0]) * (w - 1) + 1
+    area, ratio = ch * cw / (h * w), cw / ch
+    whole = np.isclose(area, 1.0, atol=1e-3)
+    fits = ~whole
+    assert fits.sum() >= 48                      # 10 attempts: nearly always a crop
+    assert np.all(area[fits] >= crop_scale[0] - 1e-3) and np.all(area[fits] <= crop_scale[1] + 1e-3)
+    assert np.all(ratio[fits] >= crop_ratio[0] - 1e-3) and np.all(ratio[fits] <= crop_ratio[1] + 1e-3)
+    if crop_scale[0] < crop_scale[1]:
+        assert np.ptp(area) > 0.3 and len(np.unique(np.round(rows[:, 0, 0], 3))) > 32
+
+
+def test_flip_reverses_columns_exactly():
+    x = _images(32)
+    out = np.asarray(SimCLRAugmentation(16, seed=1, **dict(OFF, flip=True))(x))
+    flipped = np.all(np.isclose(out, x[:, :, ::-1], atol=1e-5), axis=(1, 2, 3))
+    same = np.all(np.isclose(out, x, atol=1e-5), axis=(1, 2, 3))
+    assert np.all(flipped ^ same) and 0 < flipped.sum() < 32
+
+
+def _reflect_blur_reference(x, sigma, radius):
+    """NumPy: separable Gaussian (radius r, normalised over 2r+1 taps), reflect border."""
+    t = np.arange(-radius, radius + 1)
+    out = []
+    for img, s in zip(x, sigma):
+        k = np.exp(-t ** 2 / (2 * s ** 2))
+        k /= k.sum()
+        pad = np.pad(img, ((radius, radius), (radius, radius), (0, 0)), mode="reflect")
+        rows = sum(k[i] * pad[i:i + img.shape[0]] for i in range(len(t)))
+        out.append(sum(k[i] * rows[:, i:i + img.shape[1]] for i in range(len(t))))
+    return np.stack(out)
+
+
+@pytest.mark.parametrize("size", [8, 40])
+def test_blur_matrices_equal_reflect_padded_gaussian(size):
+    aug = SimCLRAugmentation(size, seed=2, **dict(OFF, blur_prob=1.0))
+    aug.blur_radius = 5 if size == 8 else aug.blur_radius   # radius > size / 2 on 8 px
+    x = _images(3, size)
+    # Replay the call's one uniform draw to read each image's sigma.
+    state = keras.ops.convert_to_numpy(aug.seed_generator.state.value).copy()
+    out = np.asarray(aug(x))
+    aug.seed_generator.state.assign(state)
+    sigma = keras.ops.convert_to_numpy(aug._take(aug._draw(3), "sigma", 0.1, 2.0))
+    np.testing.assert_allclose(out, _reflect_blur_reference(x, sigma, aug.blur_radius),
+                               atol=1e-5)
+
+
+def test_bad_image_shape_names_the_input():
+    with pytest.raises(ValueError, match=r"images must have shape"):
+        simclr_augmentation(16)(np.zeros((2, 16, 16, 4), "float32"))
+
+
+def test_seed_generator_state_is_a_layer_variable():
+    """What lets a compiled step (JAX trainer, stateless_call) carry the random state."""
+    aug = simclr_augmentation(16, seed=0)
+    assert any(v is aug.seed_generator.state for v in aug.non_trainable_variables)
+    assert not aug.trainable_variables
