@@ -86,6 +86,9 @@ class ImageViews(ViewMaker):
             raise ValueError("`augmentation` must be a layer drawing one random view of a "
                              f"batch of images; got {augmentation!r}.")
         self.augmentation = augmentation
+        # No weights of its own (the augmentation's are created with it): usable by
+        # ``stateless_call`` in a compiled step before any call.
+        self.built = True
 
     def check_input(self, x: Any) -> None:
         # Static checks only (numpy, TF and JAX arrays, KerasTensors): a TF tensor of
