@@ -346,7 +346,7 @@ class SamplerPyDataset(keras.utils.PyDataset):
 
     Batches come from the sampler in order: reading element ``i`` draws the sampler's
     batches up to the ``i``-th of the current pass (worker threads may ask out of order;
-    the draws stay sequential). A read of element 0 after others starts a new pass that
+    the draws stay sequential). Reading element 0 a second time starts a new pass that
     continues the sampler's stream (Keras restarts its iterator when ``fit`` starts; the
     batch it read ahead to build an unbuilt model is drawn but not trained on, as
     ``tf.data``'s prefetch does with :func:`make_dataset`). The dataset keeps no state of
@@ -386,7 +386,7 @@ class SamplerPyDataset(keras.utils.PyDataset):
         self._lock = threading.Lock()
         self._pending = {}      # position in this pass -> index batch drawn, not yet read
         self._drawn = 0         # batches drawn in this pass
-        self._read = False      # some element of this pass was read
+        self._read_first = False  # element 0 of this pass was read
 
     @property
     def num_batches(self) -> None:
@@ -394,10 +394,11 @@ class SamplerPyDataset(keras.utils.PyDataset):
 
     def _indices(self, i: int) -> np.ndarray:
         with self._lock:
-            if i == 0 and self._read:  # a new pass: continue the sampler's stream
-                self._pending.clear()
-                self._drawn = 0
-            self._read = True
+            if i == 0:
+                if self._read_first:  # a new pass: continue the sampler's stream
+                    self._pending.clear()
+                    self._drawn = 0
+                self._read_first = True
             if i < self._drawn and i not in self._pending:
                 raise IndexError(f"element {i} of this pass was already read; a pass reads "
                                  "each element once (start a new pass at element 0).")

@@ -1,0 +1,71 @@
+"""run.make_train_feed follows the Keras backend (tf.data on TensorFlow, a PyDataset
+elsewhere), and run.train trains a BatchSampler recipe end to end on either."""
+
+import contextlib
+import json
+import os
+
+import keras
+import numpy as np
+import pytest
+
+from keras_hardneg import run
+from keras_hardneg.data import load_digits
+
+pytestmark = pytest.mark.backends
+
+TINY = {"encoder": {"name": "small_convnet", "width": 8}, "projection_dims": [16, 8],
+        "data": {"name": "digits", "test_fraction": 0.75}, "batch_size": 64, "epochs": 2,
+        "evaluation": {"monitor_every": 1, "linear_probe": False, "knn_k": 20}}
+GRAPH = {"name": "batchsampler", "num_candidates": 40, "num_neighbors": 8, "refresh_every": 3}
+
+
+@pytest.fixture(scope="module")
+def digits():
+    return load_digits(test_fraction=0.75)[0]
+
+
+def _is_tf_data(ds):
+    return type(ds).__module__.startswith("tensorflow")
+
+
+@pytest.mark.parametrize("sampler", [{"name": "uniform"}, GRAPH])
+def test_feed_type_and_elements_follow_the_backend(digits, sampler):
+    x, y = digits
+    feed = run.make_train_feed({**TINY, "sampler": sampler}, x, y)
+    on_tf = keras.backend.backend() == "tensorflow"
+    if on_tf:
+        assert _is_tf_data(feed.dataset)
+        element = next(iter(feed.dataset))
+    else:
+        assert isinstance(feed.dataset, keras.utils.PyDataset)
+        element = feed.dataset[0]
+    features, labels = element
+    if sampler["name"] == "uniform":
+        assert feed.sampler is None and feed.steps_per_epoch == len(x) // 64
+        images = np.asarray(features)
+    else:
+        assert feed.steps_per_epoch == feed.sampler.steps_per_epoch
+        assert len(feed.callbacks) == 1  # the graph refresh
+        index = np.asarray(features["index"])
+        images = np.asarray(features["images"])
+        np.testing.assert_array_equal(images, x[index])
+        np.testing.assert_array_equal(np.asarray(labels), y[index])
+    assert images.shape == (64, 8, 8, 3) and images.dtype == np.float32
+
+
+def test_train_batchsampler_recipe_saves_sampler_state(tmp_path):
+    out = str(tmp_path / "run")
+    on_tf = keras.backend.backend() == "tensorflow"
+    with contextlib.nullcontext() if on_tf else pytest.warns(UserWarning, match="TensorFlow backend"):
+        result = run.train({**TINY, "sampler": GRAPH}, out, verbose=0)
+    assert result["epochs_run"] == 2 and np.isfinite(result["history"]["loss"]).all()
+    assert 0.0 <= result["knn_accuracy"] <= 1.0 and len(result["history"]["knn_accuracy"]) == 2
+    with open(os.path.join(out, "backup", "training_metadata.json")) as f:
+        meta = json.load(f)
+    assert meta["epoch"] == 2 and meta["state"]  # the sampler's state is in the backup
+    if on_tf:
+        assert os.path.isdir(result["export_dir"])
+    else:
+        assert "TensorFlow backend" in result["export_skipped"]
+        assert "export_dir" not in result
