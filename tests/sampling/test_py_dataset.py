@@ -134,7 +134,10 @@ def test_fit_trains_on_the_sampler_batches(images):
     model.compile(optimizer="sgd", loss="mse")
     history = model.fit(feed, epochs=2, steps_per_epoch=feed.steps_per_epoch, verbose=0)
     assert len(history.history["loss"]) == 2
-    # 2 epochs of 10 steps. Keras reads one element ahead to build the unbuilt model (on
-    # TensorFlow two more to find the tf.data signature; run.train uses make_dataset there).
-    extra = len(drawn) - 20
-    assert extra == 1 if keras.backend.backend() == "jax" else 0 <= extra <= 3, len(drawn)
+    # 2 epochs of 10 steps. Keras reads one element ahead to build the unbuilt model. (On
+    # TensorFlow Keras wraps a PyDataset in tf.data, whose prefetch reads a varying number
+    # ahead; run.train uses make_dataset there.)
+    if keras.backend.backend() == "jax":
+        assert len(drawn) == 21
+    else:
+        assert len(drawn) >= 20
