@@ -265,7 +265,7 @@ def in_batch_pairs(z1, z2, pool=None) -> ContrastivePairs:
     norms, u = _norms_and_unit(ops.concatenate([z1, z2], axis=0))
     feats = None if f1 is None else ops.concatenate([f1, f2], axis=0)
     batch = _rows(z1)
-    positives = ops.concatenate([u[batch:], u[:batch]], axis=0)  # row a: a's partner
+    positives = ops.roll(u, shift=batch, axis=0)  # row a now holds a's partner
     if pool is None:
         pool_u, pool_norms, pool_feats = u, norms, feats
         global_batch, offset = batch, 0
