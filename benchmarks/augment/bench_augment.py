@@ -6,6 +6,10 @@ Modes (each draws two views of every image with keras_hardneg's SimCLRAugmentati
   data_batched   -- ``tf.data``: ``.batch(256).map(two_views, num_parallel_calls=AUTOTUNE)``.
   data_unbatched -- ``tf.data``: per-image ``.map(two views, num_parallel_calls=AUTOTUNE)``
                     then ``.batch(256)``.
+  jax_jit        -- ``KERAS_BACKEND=jax`` only: ``jax.jit`` of ``aug.stateless_call`` (two
+                    views, seed state threaded through), as inside Keras's JAX train step.
+The TF modes run under the TensorFlow backend (the default); ``--modes jax_jit`` needs
+``KERAS_BACKEND=jax``.
 Reports images/s (= pairs/s: each image gives one pair of views), median over repeats.
 
 Usage:
@@ -21,8 +25,8 @@ import statistics
 import sys
 import time
 
+import keras
 import numpy as np
-import tensorflow as tf
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 from keras_hardneg.augment import simclr_augmentation  # noqa: E402
@@ -53,8 +57,29 @@ def main():
     aug = simclr_augmentation(args.size, version=args.version, seed=0, blur_prob=args.blur_prob)
     n = args.batch * (args.batches + 1)
     images = np.random.default_rng(0).random((n, args.size, args.size, 3)).astype("float32")
-    auto = tf.data.AUTOTUNE
-    base = tf.data.Dataset.from_tensor_slices(images).repeat()
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+        auto = tf.data.AUTOTUNE
+        base = tf.data.Dataset.from_tensor_slices(images).repeat()
+
+    def jax_jit():
+        import jax
+
+        def step(state, x):
+            out1, state = aug.stateless_call([], state, x, training=True, view=1)
+            out2, state = aug.stateless_call([], state, x, training=True, view=2)
+            return out1, out2, state
+
+        f = jax.jit(step)
+        state = [v.value for v in aug.non_trainable_variables]
+        batch = jax.numpy.asarray(images[: args.batch])
+        v1, _, state = f(state, batch)
+        v1.block_until_ready()
+        t0 = time.perf_counter()
+        for _ in range(args.batches):
+            v1, _, state = f(state, batch)
+        v1.block_until_ready()
+        return time.perf_counter() - t0
 
     def graph_mode():
         f = tf.function(lambda x: aug.two_views(x, training=True))
@@ -77,7 +102,8 @@ def main():
                                                      ).prefetch(auto)
         return _time_dataset(ds, args.batches)
 
-    modes = {"graph": graph_mode, "data_batched": data_batched, "data_unbatched": data_unbatched}
+    modes = {"graph": graph_mode, "data_batched": data_batched, "data_unbatched": data_unbatched,
+             "jax_jit": jax_jit}
     results = []
     for name in args.modes.split(","):
         secs = [modes[name]() for _ in range(args.repeats)]
@@ -92,6 +118,7 @@ def main():
     os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
     with open(args.output, "w") as f:
         json.dump({"machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
+                   "backend": keras.backend.backend(),
                    "command": " ".join(["python3"] + sys.argv), "batch": args.batch,
                    "image_size": args.size, "version": args.version,
                    "blur_prob": aug.blur_prob, "results": results}, f, indent=1)
