@@ -1,0 +1,28 @@
+"""JAX: keras.distribution.DataParallel over 2 virtual CPU devices equals one device (the
+step is compiled over the global batch, so in-batch negatives are the global batch). Runs
+in a subprocess: XLA_FLAGS must be set before JAX is imported."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+@pytest.mark.parametrize("kind", ["simclr", "moco_v3"])
+def test_data_parallel_equals_one_device(kind):
+    pytest.importorskip("jax")
+    env = {**os.environ, "KERAS_BACKEND": "jax",
+           "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
+    proc = subprocess.run([sys.executable, os.path.join(HERE, "jax_data_parallel_check.py"), kind],
+                          capture_output=True, text=True, timeout=600, env=env)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    assert lines, proc.stderr[-3000:]
+    result = json.loads(lines[-1][len("RESULT "):])
+    assert result["devices"] == 2  # the weights really live on both devices
+    assert result["loss_parallel"] == pytest.approx(result["loss_single"], rel=2e-5)
+    assert result["moved"] > 0 and result["max_weight_change"] > 1e-3
+    assert result["max_weight_diff"] < 1e-5
