@@ -5,6 +5,10 @@ Subpackages: :mod:`losses`, :mod:`encoders`, :mod:`augment`, :mod:`models`,
 :mod:`sampling`, :mod:`export`, :mod:`run` (recipes and ``train``), :mod:`tuning`,
 and :mod:`registry` (one registry per kind of component); imported on first use.
 See ``docs/architecture.md`` for the layers.
+
+Backends: TensorFlow (the default) and JAX (``KERAS_BACKEND=jax``). Importing the package and
+training under JAX load no TensorFlow; the TensorFlow-only parts (SavedModel export,
+``tf.data`` pipelines, TFDS, ScaNN) load it when used and say so when it is missing.
 """
 
 import importlib
