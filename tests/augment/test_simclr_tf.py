@@ -63,7 +63,7 @@ def test_in_tf_data_batched_and_unbatched():
     views = list(batched)
     assert len(views) == 2 and views[0][0].shape == (4, 16, 16, 3)
     assert _n_distinct(np.concatenate([v[0] for v in views])) == 8
-    single = ds.map(lambda x: aug(x, view=2), num_parallel_calls=2).batch(8)
+    single = ds.map(lambda x: aug(x, view=2)).batch(8)
     out = next(iter(single))
     assert out.shape == (8, 16, 16, 3) and _n_distinct(out) == 8
 
