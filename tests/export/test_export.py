@@ -11,20 +11,25 @@ import subprocess
 import sys
 import textwrap
 
+import keras
 import numpy as np
 import pytest
-import tensorflow as tf
 
-import keras
-import keras_hardneg
-from keras_hardneg.export import (
+if keras.backend.backend() != "tensorflow":  # collected by the JAX run of tests/test_backends.py
+    pytest.skip("SavedModel export needs the TensorFlow backend (tested there)",
+                allow_module_level=True)
+
+import tensorflow as tf  # noqa: E402
+
+import keras_hardneg  # noqa: E402
+from keras_hardneg.export import (  # noqa: E402
     ModelCard,
     export_encoder,
     find_device_strings,
     load_encoder,
     load_model_card,
 )
-from keras_hardneg import _io
+from keras_hardneg import _io  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(keras_hardneg.__file__)))
 ATOL = 1e-5
