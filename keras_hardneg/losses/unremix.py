@@ -50,8 +50,10 @@ def pseudo_label_gradients(query_unit, query_norms, pool_unit, self_mask=None):
     if self_mask is not None:
         logits = ops.where(self_mask, float("-inf"), logits)
     probs = ops.softmax(logits, axis=-1)
-    label = ops.cast(_one_hot_mask(ops.argmax(logits, axis=-1), ops.shape(pool_unit)[0]),
-                     probs.dtype)
+    # top_k(., 1) is argmax with the first index on ties, in one pass (Keras's TF argmax adds
+    # a negative-zero fix: extra passes over the [Q, P] logits).
+    _, first = ops.top_k(logits, 1)
+    label = ops.cast(_one_hot_mask(first[:, 0], ops.shape(pool_unit)[0]), probs.dtype)
     v = ops.matmul(probs - label, pool_unit)
     v = v - ops.sum(query_unit * v, axis=-1, keepdims=True) * query_unit
     return v / ops.maximum(query_norms, _EPS)[:, None]
