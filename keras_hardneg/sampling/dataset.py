@@ -361,8 +361,11 @@ class SamplerPyDataset(keras.utils.PyDataset):
             :func:`make_dataset` (``num_workers`` threads fetch the items of a random-access
             source).
         **kwargs: ``workers``, ``use_multiprocessing``, ``max_queue_size`` of
-            ``keras.utils.PyDataset`` (``workers > 1`` decodes batches in parallel threads;
-            multiprocessing is refused: the sampler lives in this process).
+            ``keras.utils.PyDataset`` (``workers > 1`` decodes batches in parallel threads,
+            and the sampler then runs ahead of training by up to ``max_queue_size`` batches,
+            as with ``make_dataset``'s prefetch: measured 36 draws for 30 steps with
+            ``workers=3, max_queue_size=4``; multiprocessing is refused: the sampler lives
+            in this process).
 
     Attributes:
         steps_per_epoch: ``sampler.steps_per_epoch``; pass it to ``fit``.
