@@ -376,9 +376,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     _quiet_tensorflow_logs()
     parser = build_parser()
     args = parser.parse_args(argv)
+    from keras_hardneg.data import TensorFlowBackendRequiredError, TensorFlowRequiredError
+
     try:
         return args.func(args)
-    except (CliError, FileNotFoundError, ValueError) as e:
+    except (CliError, FileNotFoundError, ValueError, TensorFlowRequiredError,
+            TensorFlowBackendRequiredError) as e:
         if os.environ.get("KERAS_HARDNEG_DEBUG"):
             raise
         print(f"keras-hardneg {args.command}: error: {_with_flag(str(e))}", file=sys.stderr)

@@ -9,6 +9,7 @@ and labels int64 ``[B]``.
 * :mod:`sources`: the datasets a recipe can name; :func:`dataset_spec` parses ``--dataset``.
 """
 
+from keras_hardneg.data._tf import TensorFlowBackendRequiredError, TensorFlowRequiredError
 from keras_hardneg.data.batches import ShuffledBatches
 from keras_hardneg.data.digits import load_digits
 from keras_hardneg.data.image_folder import (
@@ -23,6 +24,8 @@ from keras_hardneg.data.sources import dataset_spec
 from keras_hardneg.data.tfds_loader import tfds_dataset, to_rgb_float
 
 __all__ = [
+    "TensorFlowBackendRequiredError",
+    "TensorFlowRequiredError",
     "dataset_spec",
     "IMAGE_EXTENSIONS",
     "ImageFolderReport",

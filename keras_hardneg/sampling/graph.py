@@ -26,7 +26,8 @@ Backends
     Approximate kNN graph with ScaNN (tree + anisotropic hashing + exact re-ordering).  Only for
     ``M >= N - 1`` (the kNN graph).  Recall is measured in the benchmark.
 ``"auto"``
-    ``"scann"`` when the kNN graph is requested (``M >= N - 1``) and ``N > 50_000`` (exact kNN
+    ``"scann"`` when the kNN graph is requested (``M >= N - 1``), ``N > 50_000`` and ScaNN
+    imports (it needs TensorFlow; without it, ``"brute"``) (exact kNN
     costs ``2 N^2 d`` flops: 6 min at N = 200k on 2 cores), otherwise ``"brute"``.  A proximity
     graph with ``M < N - 1`` is always built exactly by ``"brute"``: its cost ``2 N M d`` is a
     GEMM (ImageNet, M = 1000: 3.3e11 flop).
@@ -192,7 +193,8 @@ class ProximityGraph:
                 f"N-1={n - 1}).")
         knn = m >= n - 1
         if backend == "auto":
-            backend = "scann" if (knn and n > _SCANN_MIN_NODES) else "brute"
+            backend = "scann" if (knn and n > _SCANN_MIN_NODES and _scann_available()) \
+                else "brute"
         if backend == "scann" and not knn:
             raise ValueError(
                 "`backend`='scann' builds the kNN graph only (num_candidates >= N - 1); use "
@@ -371,12 +373,22 @@ def _brute(x, m, k, rng, block_size, sort_neighbors, num_threads):
 
 
 # ---------------------------------------------------------------------- scann
+def _scann_available():
+    """Whether ScaNN imports (it needs TensorFlow: "auto" falls back to exact search without)."""
+    try:
+        import scann  # noqa: F401  (imports TensorFlow; keep lazy)
+    except ImportError:
+        return False
+    return True
+
+
 def _scann_knn(x, k, opts):
     """Approximate kNN graph (self removed) with ScaNN. Returns (int32 [N, K], info)."""
     try:
         import scann  # noqa: F401  (imports TensorFlow; keep lazy)
     except ImportError as e:  # pragma: no cover
-        raise ImportError("backend='scann' needs the `scann` package (pip install scann).") from e
+        raise ImportError("backend='scann' needs the `scann` package and TensorFlow, whose "
+                          "ops it uses (pip install scann); backend='brute' needs neither.") from e
     searcher, info = _scann_searcher(x, k, opts)
     kk = min(k + 1, x.shape[0])
     idx, _ = searcher.search_batched_parallel(x, final_num_neighbors=kk, batch_size=256)

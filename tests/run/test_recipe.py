@@ -120,8 +120,10 @@ def test_upgrade_v1_keeps_what_each_optimizer_used():
 
 def test_wave1_run_directory_resumes_with_the_wave1_loss_and_exports(tmp_path):
     """The wave-1 code trained this run for one epoch and was killed; resumed by the wave-1
-    code it trained epoch 2 to the loss in EXPECTED.json. Today's code resumes it to the
-    same loss, then exports it from the run directory."""
+    code it trained epoch 2 to the loss in EXPECTED.json. Today's code restores epoch 1
+    exactly, trains only epoch 2, to the wave-1 loss within 1e-3 (the augmentation's random
+    stream changed with the move to keras.random in wave 2: the issue-14 code, before that
+    move, reproduced it to 1e-5), then exports it from the run directory."""
     from keras_hardneg import cli, run
 
     work = tmp_path / "wave1"
@@ -130,7 +132,8 @@ def test_wave1_run_directory_resumes_with_the_wave1_loss_and_exports(tmp_path):
         expected = json.load(f)
     result = run.train(str(work / "recipe.json"), str(work), verbose=0, export=False)
     assert result["epochs_trained_now"] == 1
-    assert result["history"]["loss"] == pytest.approx(expected["resumed_loss"], rel=1e-5)
+    assert result["history"]["loss"][0] == expected["resumed_loss"][0]  # restored, not re-run
+    assert result["history"]["loss"][1] == pytest.approx(expected["resumed_loss"][1], rel=1e-3)
     assert result["knn_accuracy"] == pytest.approx(expected["resumed_knn_accuracy"], abs=0.02)
     assert cli.main(["export", str(work), "--output", str(tmp_path / "enc")]) == 0
     assert (tmp_path / "enc" / "saved_model.pb").exists()
