@@ -165,10 +165,9 @@ class ContrastiveModel(keras.Model):
                 not self.view_maker.jit_compatible:
             raise ValueError(
                 "`jit_compile=True` cannot compile this model's in-model `augmentation` "
-                "(its random resized crop uses CropAndResize, which has no XLA kernel). "
-                "Use jit_compile=False (the default, faster on CPU), or build the model with "
-                "augmentation=None and feed {'view1', 'view2'} made in tf.data with "
-                "khn.augment.two_views.")
+                f"({type(self.view_maker).__name__} is not jit-compatible). Use "
+                "jit_compile=False, or build the model with augmentation=None and feed "
+                "{'view1', 'view2'} made in the input pipeline.")
         loss = losses_lib.NTXentLoss() if loss is None else loss
         if isinstance(loss, str):
             loss = losses_lib.get(loss)
