@@ -340,10 +340,10 @@ class ContrastiveModel(keras.Model):
     def train_step(self, *args: Any) -> Any:
         """Keras's train step: ``(data)`` on TensorFlow, ``(state, data)`` on JAX
         (see :mod:`keras_hardneg.models.steps`)."""
-        return steps.train_step(self, *args)
+        return steps.run_train_step(self, *args)
 
     def test_step(self, *args: Any) -> Any:
-        return steps.test_step(self, *args)
+        return steps.run_test_step(self, *args)
 
     def fit(self, *args: Any, callbacks: Any = None, **kwargs: Any):
         """:meth:`keras.Model.fit`, with a :class:`~keras_hardneg.models.health.NonFiniteGuard`

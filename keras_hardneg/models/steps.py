@@ -48,10 +48,10 @@ from keras import ops
 
 from keras_hardneg import distribute
 
-__all__ = ["train_step", "test_step"]
+__all__ = ["run_train_step", "run_test_step"]
 
 
-def train_step(model: Any, *args: Any) -> Any:
+def run_train_step(model: Any, *args: Any) -> Any:
     """``model``'s training step on the current backend (``(data)`` on TensorFlow,
     ``(state, data)`` on JAX, as Keras's trainers call it)."""
     backend = keras.backend.backend()
@@ -64,8 +64,8 @@ def train_step(model: Any, *args: Any) -> Any:
         "(set KERAS_BACKEND).")
 
 
-def test_step(model: Any, *args: Any) -> Any:
-    """``model``'s test step on the current backend (same arguments as :func:`train_step`)."""
+def run_test_step(model: Any, *args: Any) -> Any:
+    """``model``'s test step on the current backend (same arguments as :func:`run_train_step`)."""
     if keras.backend.backend() == "jax":
         return _jax_test_step(model, *args)
     inputs = model.step_inputs(args[0], training=False)
