@@ -29,6 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 import keras
+import numpy as np
 from keras import ops
 
 from keras_hardneg.augment.simclr import VERSIONS, simclr_augmentation, two_views
@@ -65,7 +66,9 @@ class ViewMaker(keras.layers.Layer):
 
 @keras.saving.register_keras_serializable(package="keras_hardneg")
 class ImageViews(ViewMaker):
-    """Two augmented views of a batch of images ``[B, H, W, 3]`` in ``[0, 1]``.
+    """Two augmented views of a batch of images ``[B, H, W, 3]``: float in ``[0, 1]``, or
+    uint8 in ``[0, 255]`` (scaled by 1/255 inside the step, so a feed can send 4x fewer
+    bytes to the accelerator).
 
     Args:
         augmentation: a layer drawing one random view of a batch of images, e.g.
@@ -103,6 +106,8 @@ class ImageViews(ViewMaker):
             raise ValueError(f"Images must have shape [batch, height, width, 3]; got {shape}.")
 
     def make_views(self, x: Any, training: bool | None) -> tuple[Any, Any]:
+        if keras.backend.standardize_dtype(x.dtype) == "uint8":
+            x = ops.cast(x, "float32") * np.float32(1.0 / 255.0)  # as data.decode.to_unit_float
         return two_views(self.augmentation)(ops.cast(x, "float32"), training=training)
 
     def compute_output_spec(self, x: Any, training: bool | None = None):

@@ -109,3 +109,22 @@ def test_model_wraps_augmentation_and_keeps_it_as_given():
     assert model.augmentation is aug
     assert isinstance(model.view_maker, ImageViews) and model.view_maker.augmentation is aug
     assert model.get_config()["augmentation"]["class_name"] == "SimCLRAugmentation"
+
+
+@pytest.mark.backends
+def test_uint8_images_are_scaled_to_unit_floats():
+    """A uint8 batch gives the views of the same images as floats in [0, 1]."""
+    import numpy as np
+
+    from keras_hardneg.augment.views import ImageViews
+
+    class Identity(keras.layers.Layer):
+        def call(self, x, training=None):
+            return x
+
+    views = ImageViews(Identity())
+    x = np.random.default_rng(0).integers(0, 256, (2, 4, 4, 3), dtype=np.uint8)
+    v1, v2 = views(x, training=True)
+    expected = x.astype("float32") * np.float32(1 / 255)
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(v1), expected)
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(v2), expected)
