@@ -1,16 +1,19 @@
-"""Every loss, in-batch and queue, against the NumPy transcriptions over a grid."""
+"""Every loss, in-batch and queue, against the NumPy transcriptions over a grid.
 
-import itertools
+The full grids run under TensorFlow; under JAX a covering subset (every batch size,
+dimension, temperature and hyper-parameter setting at least once), each case compiled
+once with ``jax.jit`` (see ``backend_utils.grid`` and ``evaluate``)."""
 
 import numpy as np
 import pytest
 
 from keras_hardneg import losses as L
 from tests.losses import numpy_reference as ref
+from tests.losses.backend_utils import evaluate, grid
 
 pytestmark = pytest.mark.backends
 
-GRID = list(itertools.product([2, 5, 16], [3, 32], [0.07, 0.5, 1.0]))
+B, D, T = [2, 5, 16], [3, 32], [0.07, 0.5, 1.0]
 
 
 def _data(b, d, seed, k=None):
@@ -22,48 +25,46 @@ def _data(b, d, seed, k=None):
 
 def _check(loss, fn, b, d, t, seed, **kw):
     z1, z2, queue = _data(b, d, seed)
-    got = float(loss(z1, z2))
+    got = float(evaluate(loss, z1, z2))
     want = ref.in_batch_loss(fn, z1, z2, t, **kw)
     np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5)
-    got_q = float(loss.call_with_negatives(z1, z2, queue))
+    got_q = float(evaluate(loss.call_with_negatives, z1, z2, queue))
     want_q = ref.queue_loss(fn, z1, z2, queue, t, **kw)
     np.testing.assert_allclose(got_q, want_q, rtol=2e-5, atol=2e-5)
 
 
-@pytest.mark.parametrize("b,d,t", GRID)
+@pytest.mark.parametrize("b,d,t", grid(B, D, T))
 def test_ntxent(b, d, t):
     _check(L.NTXentLoss(temperature=t), ref.ntxent, b, d, t, seed=b * d)
 
 
-@pytest.mark.parametrize("b,d,t", GRID)
-@pytest.mark.parametrize("tau_plus", [0.0, 0.05, 0.1, 0.5])
+@pytest.mark.parametrize("b,d,t,tau_plus", grid(B, D, T, [0.0, 0.05, 0.1, 0.5]))
 def test_debiased(b, d, t, tau_plus):
     _check(L.DebiasedContrastiveLoss(temperature=t, tau_plus=tau_plus), ref.debiased,
            b, d, t, seed=b + d, tau_plus=tau_plus)
 
 
-@pytest.mark.parametrize("b,d,t", GRID)
-@pytest.mark.parametrize("tau_plus,beta", [(0.0, 0.5), (0.1, 1.0), (0.05, 2.0), (0.1, 0.0)])
+@pytest.mark.parametrize("b,d,t,tau_plus,beta",
+                         grid(B, D, T, [(0.0, 0.5), (0.1, 1.0), (0.05, 2.0), (0.1, 0.0)]))
 def test_hard_negative(b, d, t, tau_plus, beta):
     _check(L.HardNegativeContrastiveLoss(temperature=t, tau_plus=tau_plus, beta=beta), ref.hard,
            b, d, t, seed=3 * b + d, tau_plus=tau_plus, beta=beta)
 
 
-@pytest.mark.parametrize("b,d,t", GRID)
-@pytest.mark.parametrize("lower,upper", [(0, 100), (5, 50), (1, 10), (10, 90), (0, 30), (50, 100)])
+@pytest.mark.parametrize("b,d,t,lower,upper", grid(
+    B, D, T, [(0, 100), (5, 50), (1, 10), (10, 90), (0, 30), (50, 100)]))
 def test_ring(b, d, t, lower, upper):
     _check(L.RingContrastiveLoss(temperature=t, lower_percentile=lower, upper_percentile=upper),
            ref.ring, b, d, t, seed=b * 7 + d, lower=lower, upper=upper)
 
 
-@pytest.mark.parametrize("b,d", [(2, 3), (4, 6)])
-@pytest.mark.parametrize("t,tau_plus,beta,weights", [
-    (0.5, 0.0, 1.0, (1, 1, 1)),
-    (0.2, 0.1, 0.5, (1, 2, 0.5)),
-    (1.0, 0.0, 0.0, (1, 0, 0)),
-    (0.5, 0.05, 1.0, (0, 0, 1)),
-])
-@pytest.mark.parametrize("with_features", [False, True])
+@pytest.mark.parametrize("b,d,t,tau_plus,beta,weights,with_features", grid(
+    [(2, 3), (4, 6)],
+    [(0.5, 0.0, 1.0, (1, 1, 1)),
+     (0.2, 0.1, 0.5, (1, 2, 0.5)),
+     (1.0, 0.0, 0.0, (1, 0, 0)),
+     (0.5, 0.05, 1.0, (0, 0, 1))],
+    [False, True]))
 def test_unremix(b, d, t, tau_plus, beta, weights, with_features):
     rng = np.random.default_rng(b * 11 + d)
     z1, z2 = rng.normal(size=(2, b, d))
@@ -75,9 +76,9 @@ def test_unremix(b, d, t, tau_plus, beta, weights, with_features):
     def wrap(z, f):
         return z if f is None else {"embeddings": z, "features": f}
 
-    got = float(loss(wrap(z1, f1), wrap(z2, f2)))
+    got = float(evaluate(loss, wrap(z1, f1), wrap(z2, f2)))
     want = ref.unremix_in_batch(z1, z2, t, tau_plus, beta, weights, f1, f2)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
-    got_q = float(loss.call_with_negatives(wrap(z1, f1), z2, wrap(queue, fqueue)))
+    got_q = float(evaluate(loss.call_with_negatives, wrap(z1, f1), z2, wrap(queue, fqueue)))
     want_q = ref.unremix_queue(z1, z2, queue, t, tau_plus, beta, weights, f1, fqueue)
     np.testing.assert_allclose(got_q, want_q, rtol=1e-4, atol=1e-4)
