@@ -57,7 +57,8 @@ def test_gradients_agree_between_paths():
     for loss in (L.RingContrastiveLoss(0.2, 5, 50), _threshold_loss(
             temperature=0.2, lower_percentile=5, upper_percentile=50)):
         _, g = value_and_grad(
-            lambda a, b, loss=loss: loss.call_with_negatives(a, b, queue) + loss(a, b), z1, z2)
+            lambda a, b, loss=loss: loss.call_with_negatives(a, b, queue) + loss(a, b), z1, z2,
+            jit=True)
         grads.append(g)
     for a, b in zip(*grads):
         np.testing.assert_allclose(a, b, atol=1e-6)
