@@ -25,7 +25,8 @@ def grid(*axes, jax_every=None):
     every new shape or configuration costs XLA compilations, a covering subset: greedily,
     in order, the cases that bring an entry of some axis not run yet, until every entry of
     every axis has run at least once (as many cases as the longest axis has entries), ties
-    going to the case whose entries have run least (so the cases spread); plus every ``jax_every``-th case of the product when given.
+    going to the case whose entries have run least (so the cases spread); plus every
+    ``jax_every``-th case of the product when given.
 
     >>> len(grid([2, 5, 16], [3, 32], [0.07, 0.5, 1.0])) == (3 if on_jax() else 18)
     True
