@@ -9,6 +9,7 @@ layer advances exactly as after an eager call. Under TensorFlow it is the plain 
 """
 
 import keras
+import numpy as np
 
 
 def run(layer, *args, method=None, **kwargs):
@@ -41,3 +42,19 @@ def run(layer, *args, method=None, **kwargs):
     for v, value in zip(variables, new):
         v.assign(value)
     return out
+
+
+def images(b=8, size=16, seed=0):
+    """Random float32 images ``[b, size, size, 3]`` in ``[0, 1)``."""
+    return np.random.default_rng(seed).random((b, size, size, 3)).astype("float32")
+
+
+def same_image_batch(b=16, size=16):
+    """One random image repeated ``b`` times (distinct views come from the augmentation)."""
+    return np.repeat(images(1, size), b, axis=0)
+
+
+def n_distinct(batch):
+    """How many distinct images a batch holds (to 5 decimals)."""
+    flat = np.round(np.asarray(batch).reshape(len(batch), -1), 5)
+    return len({row.tobytes() for row in flat})

@@ -7,26 +7,16 @@ import numpy as np
 import pytest
 
 from keras_hardneg.augment import RandomApply, SimCLRAugmentation, simclr_augmentation, two_views
+from tests.augment.backend_utils import images as _images
+from tests.augment.backend_utils import n_distinct as _n_distinct
 from tests.augment.backend_utils import run
+from tests.augment.backend_utils import same_image_batch as _same_image_batch
 
 pytestmark = pytest.mark.backends
 
 # Everything off except what a test switches on.
 OFF = dict(crop_scale=(1.0, 1.0), crop_ratio=(1.0, 1.0), flip=False, jitter_prob=0.0,
            grayscale_prob=0.0, blur_prob=0.0, solarize_prob=(0.0, 0.0))
-
-
-def _images(b=8, size=16, seed=0):
-    return np.random.default_rng(seed).random((b, size, size, 3)).astype("float32")
-
-
-def _same_image_batch(b=16, size=16):
-    return np.repeat(_images(1, size), b, axis=0)
-
-
-def _n_distinct(batch):
-    flat = np.round(np.asarray(batch).reshape(len(batch), -1), 5)
-    return len({row.tobytes() for row in flat})
 
 
 @pytest.mark.parametrize("version", ["v1", "v2", "v3"])

@@ -8,22 +8,12 @@ import pytest
 tf = pytest.importorskip("tensorflow")
 
 from keras_hardneg.augment import simclr_augmentation  # noqa: E402
+from tests.augment.backend_utils import images as _images  # noqa: E402
+from tests.augment.backend_utils import n_distinct as _n_distinct  # noqa: E402
+from tests.augment.backend_utils import same_image_batch as _same_image_batch  # noqa: E402
 
 if keras.backend.backend() != "tensorflow":
     pytest.skip("TensorFlow-backend tests", allow_module_level=True)
-
-
-def _images(b=8, size=16, seed=0):
-    return np.random.default_rng(seed).random((b, size, size, 3)).astype("float32")
-
-
-def _same_image_batch(b=16, size=16):
-    return np.repeat(_images(1, size), b, axis=0)
-
-
-def _n_distinct(batch):
-    flat = np.round(np.asarray(batch).reshape(len(batch), -1), 5)
-    return len({row.tobytes() for row in flat})
 
 
 def test_in_tf_function_and_model_fit():

@@ -20,22 +20,15 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
 import keras_hardneg as khn  # noqa: E402
+import check_frameworks  # noqa: E402  (beside this script)
 
 BATCH = 8
 
 
 def build(kind):
     keras.utils.set_random_seed(0)
-    enc = khn.encoders.small_convnet(input_shape=(8, 8, 3), width=4)  # with batch norm
-    if kind == "simclr":
-        model = khn.models.SimCLR(enc, projection_dims=(16, 8))
-        loss = khn.losses.HardNegativeContrastiveLoss(temperature=0.5, tau_plus=0.1, beta=1.0)
-    else:
-        model = khn.models.MoCo(enc, projection_dims=(16, 8), momentum=0.9, version="v3",
-                                predictor_dims=(16, 8))
-        loss = khn.losses.DebiasedContrastiveLoss(temperature=0.2, tau_plus=0.1)
-    model.compile(optimizer=keras.optimizers.SGD(0.1), loss=loss)
-    return model
+    return check_frameworks.build(kind, khn.encoders.small_convnet(input_shape=(8, 8, 3),
+                                                                   width=4))  # with batch norm
 
 
 def data():
