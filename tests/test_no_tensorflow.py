@@ -19,7 +19,8 @@ pytest.importorskip("jax")
 
 def _child(*scenarios, timeout=600):
     env = dict(os.environ, KERAS_BACKEND="jax", PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="3",
-               JAX_PLATFORMS="cpu")
+               JAX_PLATFORMS="cpu",  # tiny arrays: compiling dominates, optimise less
+               XLA_FLAGS="--xla_backend_optimization_level=0")
     done = subprocess.run([sys.executable, "-m", "tests._no_tensorflow_child", *scenarios],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
     passed = [line.split()[1] for line in done.stdout.splitlines() if line.startswith("OK ")]
