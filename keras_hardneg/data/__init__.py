@@ -7,11 +7,17 @@ and labels int64 ``[B]``.
   (the uniform feed without TensorFlow).
 * :func:`tfds_dataset`: a prepared TensorFlow Datasets dataset (TensorFlow, imported on call).
 * :mod:`sources`: the datasets a recipe can name; :func:`dataset_spec` parses ``--dataset``.
+* :mod:`text`: sentence files as token ids (:class:`TokenizedSentences`, the ``text_file``
+  source); :mod:`tokenizer`: :func:`train_tokenizer`, :func:`load_tokenizer`,
+  :func:`wordllama_start` (the ``tokenizers`` package, imported on use).
+* :func:`load_tu` / :class:`GraphSet` / :func:`pad_graphs`: TU graph-classification folders
+  and padded graph batches (:mod:`keras_hardneg.data.graphs`, dataset ``"tu"``).
 """
 
 from keras_hardneg.data._tf import TensorFlowBackendRequiredError, TensorFlowRequiredError
 from keras_hardneg.data.batches import ShuffledBatches
 from keras_hardneg.data.digits import load_digits
+from keras_hardneg.data.graphs import GraphSet, is_tu_folder, load_tu, pad_graphs
 from keras_hardneg.data.image_folder import (
     IMAGE_EXTENSIONS,
     ImageFolderReport,
@@ -21,20 +27,35 @@ from keras_hardneg.data.image_folder import (
     scan_image_folder,
 )
 from keras_hardneg.data.sources import dataset_spec
+from keras_hardneg.data.text import TokenizedSentences, read_sentences, text_file
 from keras_hardneg.data.tfds_loader import tfds_dataset, to_rgb_float
+from keras_hardneg.data.tokenizer import (SentenceTokenizer, load_tokenizer, train_tokenizer,
+                                          wordllama_available, wordllama_start)
 
 __all__ = [
     "TensorFlowBackendRequiredError",
     "TensorFlowRequiredError",
     "dataset_spec",
+    "GraphSet",
     "IMAGE_EXTENSIONS",
     "ImageFolderReport",
     "image_folder",
+    "is_tu_folder",
     "list_image_files",
     "load_digits",
     "load_image_folder_arrays",
+    "load_tu",
+    "pad_graphs",
     "scan_image_folder",
+    "read_sentences",
+    "SentenceTokenizer",
     "ShuffledBatches",
+    "text_file",
     "tfds_dataset",
     "to_rgb_float",
+    "TokenizedSentences",
+    "load_tokenizer",
+    "train_tokenizer",
+    "wordllama_available",
+    "wordllama_start",
 ]
