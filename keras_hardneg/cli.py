@@ -92,8 +92,12 @@ def _add_model_flags(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("what to train (override the recipe)")
     g.add_argument("--recipe", help="JSON recipe file (e.g. one from models/); flags below "
                                     "override it")
-    g.add_argument("--dataset", help="'digits' (embedded, default), 'tfds:NAME', or an image "
-                                     "folder (class subfolders, or train/ and test/ inside)")
+    g.add_argument("--dataset", help="'digits' (embedded, default), 'tfds:NAME', an image "
+                                     "folder (class subfolders, or train/ and test/ inside), a "
+                                     "TU graph folder (graph recipe: GraphCL), or a .txt file of "
+                                     "sentences (text recipe: SimCSE)")
+    g.add_argument("--benchmark-dir", help="text: evaluate on the STS sets under this folder "
+                                           "at the end (the layout of shared/data/text)")
     g.add_argument("--image-size", type=_number(int, "--image-size"),
                    help="resize images to this side (>= 8)")
     g.add_argument("--limit-per-class", type=_number(int, "--limit-per-class"),
@@ -113,24 +117,29 @@ def _add_model_flags(p: argparse.ArgumentParser) -> None:
                        if kind is not str else str, help=param.help)
 
 
-def _overrides(args: argparse.Namespace) -> dict[str, Any]:
-    """The recipe keys set by the flags."""
+def _data_overrides(args: argparse.Namespace) -> dict[str, Any]:
     from keras_hardneg.data import dataset_spec
 
-    given: dict[str, Any] = {}
     if args.dataset:
         try:
-            given["data"] = dataset_spec(args.dataset, image_size=args.image_size,
-                                         limit_per_class=args.limit_per_class)
+            return {"data": dataset_spec(args.dataset, image_size=args.image_size,
+                                         limit_per_class=args.limit_per_class)}
         except ValueError as e:
-            if "'data." in str(e):  # a key of the dataset: named by its own flag
+            if "'data." in str(e):
                 raise
             raise CliError(f"--dataset {args.dataset!r}: {e}") from None
-    else:
-        data = {k: v for k, v in (("image_size", args.image_size),
-                                  ("limit_per_class", args.limit_per_class)) if v is not None}
-        if data:
-            given["data"] = data
+    data = {k: v for k, v in (("image_size", args.image_size),
+                              ("limit_per_class", args.limit_per_class)) if v is not None}
+    return {"data": data} if data else {}
+
+
+def _overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The recipe keys set by the flags."""
+    given: dict[str, Any] = _data_overrides(args)
+    if getattr(args, "benchmark_dir", None):
+        if not os.path.isdir(args.benchmark_dir):
+            raise CliError(f"--benchmark-dir {args.benchmark_dir!r}: no such folder.")
+        given["evaluation"] = {"benchmark_dir": os.path.abspath(args.benchmark_dir)}
     for key in _RUN_FLAGS:
         if getattr(args, key) is not None:
             given[key] = getattr(args, key)
@@ -172,13 +181,9 @@ def cmd_train(args: argparse.Namespace) -> int:
         ("data", result["data"]),
         ("epochs run", result["epochs_run"]),
         ("wall time", f"{result['seconds']:.1f} s"),
-        ("training images/s", f"{result['images_per_second']:.1f}" if result["images_per_second"]
-         else "n/a (nothing left to train: the run was complete)"),
-        ("kNN accuracy",
-         f"{result['knn_accuracy']:.4f} (weighted, k={recipe['evaluation']['knn_k']})"),
-    ]
-    if "linear_probe_accuracy" in result:
-        rows.append(("linear probe", f"{result['linear_probe_accuracy']:.4f}"))
+        ("training examples/s", f"{result['images_per_second']:.1f}"
+         if result["images_per_second"] else "n/a (nothing left to train: the run was complete)"),
+    ] + _figure_rows(result, recipe)
     rows += [(label, os.path.join(output, name)) for label, name in (
         ("run directory", ""), ("recipe", "recipe.json"), ("history", "history.json"),
         ("results", "results.json"), ("resume state", "backup"))]
@@ -189,10 +194,28 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def _figure_rows(result: dict[str, Any], recipe: dict[str, Any] | None) -> list:
+    """Summary rows of a modality's figures (images, graphs, sentences)."""
+    rows = []
+    if "knn_accuracy" in result:
+        ev = (recipe or {}).get("evaluation", {})
+        rows.append(("kNN accuracy", f"{result['knn_accuracy']:.4f} (weighted, "
+                                     f"k={ev.get('knn_k')}, t={ev.get('knn_temperature')})"))
+    if "linear_probe_accuracy" in result:
+        rows.append(("linear probe", f"{result['linear_probe_accuracy']:.4f}"))
+    if "svm_accuracy" in result:
+        rows.append(("SVM accuracy", f"{result['svm_accuracy']:.4f} +- "
+                                     f"{result['svm_accuracy_std']:.4f} (10-fold CV)"))
+    for group in ("sts", "senteval"):
+        if isinstance(result.get(group), dict):
+            scores = result[group]
+            rows.append((group.upper() if group == "sts" else "SentEval", ", ".join(
+                f"{k} {v:.2f}" for k, v in scores.items() if isinstance(v, (int, float)))))
+    return rows
+
+
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from keras_hardneg import export as export_lib
     from keras_hardneg import run
-    from keras_hardneg.data import dataset_spec
     from keras_hardneg.registry import EVALUATIONS
 
     knn = {k: v for k, v in (("k", args.k), ("temperature", args.temperature)) if v is not None}
@@ -202,51 +225,44 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         flag = "--temperature" if "'temperature'" in str(e) else "--k"
         raise CliError(f"{flag}: {e}") from None
     path = os.path.abspath(args.encoder)
-    if os.path.isfile(os.path.join(path, "recipe.json")) and \
-            os.path.isdir(os.path.join(path, "encoder")):
-        path = os.path.join(path, "encoder")  # a run directory: its exported encoder
     if not os.path.exists(path):
         raise CliError(f"encoder {args.encoder!r}: no such SavedModel or run directory.")
-    encoder = export_lib.load_encoder(path)
-    card = export_lib.load_model_card(path)
-    run_recipe = os.path.join(os.path.dirname(path), "recipe.json")
-    overrides = {}
-    if args.dataset:
-        overrides["data"] = dataset_spec(args.dataset, image_size=args.image_size,
-                                         limit_per_class=args.limit_per_class)
-    else:
-        data = {k: v for k, v in (("image_size", args.image_size),
-                                  ("limit_per_class", args.limit_per_class)) if v is not None}
-        if data:
-            overrides["data"] = data
+    if args.recipe and not os.path.isfile(args.recipe):
+        raise CliError(f"--recipe {args.recipe!r}: file not found.")
+    if args.benchmark_dir and not os.path.isdir(args.benchmark_dir):
+        raise CliError(f"--benchmark-dir {args.benchmark_dir!r}: no such folder.")
+    overrides = _data_overrides(args)
     if args.seed is not None:
         overrides["seed"] = args.seed
-    if args.recipe:
-        recipe = run.load_recipe(args.recipe, overrides)
-    elif args.dataset or os.path.isfile(run_recipe):
-        recipe = run.load_recipe(None if args.dataset else run_recipe, overrides)
-    else:
-        raise CliError("evaluate needs --dataset or --recipe (no recipe.json next to the "
-                       "encoder).")
+    evaluation = {key: value for key, value in (
+        ("knn_k", args.k), ("knn_temperature", args.temperature),
+        ("linear_probe", False if args.no_linear_probe else None)) if value is not None}
+    if evaluation:
+        overrides["evaluation"] = evaluation
+    recipe = args.recipe
+    if recipe is None and args.dataset:
+        recipe = {}  # the data's own default recipe: not the run's
     start = time.perf_counter()
-    train, test, description = run.load_data(recipe)
-    ev = recipe["evaluation"]
-    k = args.k if args.k is not None else ev["knn_k"]
-    t = args.temperature if args.temperature is not None else ev["knn_temperature"]
-    result = run.evaluate_encoder(encoder, train, test, k=k, temperature=t,
-                                  linear_probe=not args.no_linear_probe)
-    rows = [("encoder", path), ("data", description),
-            ("kNN accuracy", f"{result['knn_accuracy']:.4f} (weighted, k={k}, t={t})")]
-    if card.knn_accuracy is not None:
-        rows.append(("model card kNN", f"{card.knn_accuracy:.4f}"))
-    if "linear_probe_accuracy" in result:
-        rows.append(("linear probe", f"{result['linear_probe_accuracy']:.4f}"))
-        if card.linear_probe_accuracy is not None:
-            rows.append(("model card probe", f"{card.linear_probe_accuracy:.4f}"))
+    try:
+        result, info = run.evaluate_directory(
+            path, recipe=recipe, overrides=overrides or None,
+            benchmark_dir=args.benchmark_dir, senteval=args.senteval)
+    except run.RunDirectoryError as e:
+        raise CliError(str(e)) from None
+    rows = [("encoder", info["encoder"]), ("modality", info["modality"]),
+            ("data", info.get("data"))] + _figure_rows(result, info.get("recipe"))
+    card_path = os.path.join(info["encoder"], "model_card.json")
+    if os.path.isfile(card_path):
+        with open(card_path) as f:
+            card = json.load(f)
+        for key, label in (("knn_accuracy", "model card kNN"),
+                           ("linear_probe_accuracy", "model card probe")):
+            if key in result and card.get(key) is not None:
+                rows.append((label, f"{card[key]:.4f}"))
     rows.append(("time", f"{time.perf_counter() - start:.1f} s"))
     _print_summary("evaluation", rows)
     if args.json:
-        print(json.dumps(result))
+        print(json.dumps(result), flush=True)
     return 0
 
 
@@ -256,9 +272,10 @@ def cmd_export(args: argparse.Namespace) -> int:
     output = os.path.abspath(args.output)
     if os.path.exists(output) and not args.overwrite:
         raise CliError(f"--output {args.output!r} exists; pass --overwrite to replace it.")
-    model, recipe, results, description = run.restore_run(args.run_dir)
+    model, recipe, results, description, train = run.restore_run(args.run_dir, with_data=True)
     results.setdefault("epochs_run", None)
-    run.export_trained_encoder(model, recipe, results, description, output)
+    run.export_trained_encoder(model, recipe, results, description, output, x_train=train[0],
+                               run_dir=os.path.abspath(args.run_dir))
     _print_summary("exported", [("encoder", output),
                                 ("model card", os.path.join(output, "model_card.md"))])
     return 0
@@ -307,16 +324,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_train)
 
     knn = EVALUATIONS.get("knn").params
-    p = sub.add_parser("evaluate", help="kNN and linear-probe accuracy of an exported encoder",
-                       description=f"Weighted kNN (k={knn['k'].default}, "
+    p = sub.add_parser("evaluate", help="evaluate an exported encoder or a run (any modality)",
+                       description=f"Images: weighted kNN (k={knn['k'].default}, "
                                    f"t={knn['temperature'].default}) and a logistic-regression "
-                                   "probe on frozen features: fit on the train split, score the "
-                                   "test split.")
+                                   "probe on frozen features (train split -> test split). "
+                                   "Graphs: 10-fold SVM accuracy on frozen graph embeddings. "
+                                   "Sentences: STS Spearman (and SentEval with --senteval) on "
+                                   "the sets under --benchmark-dir. With --json the last stdout "
+                                   "line is the result as one JSON object.")
     p.add_argument("encoder", help="SavedModel directory written by export/train, or a run "
                                    "directory")
     p.add_argument("--recipe", help="take the data from this recipe (default: recipe.json of "
                                     "the run)")
-    p.add_argument("--dataset", help="'digits', 'tfds:NAME' or an image folder")
+    p.add_argument("--dataset", help="'digits', 'tfds:NAME', an image folder or a TU graph "
+                                     "folder (default: the run's data)")
+    p.add_argument("--benchmark-dir", help="text: folder of the STS/SentEval sets (the layout "
+                                           "of shared/data/text)")
+    p.add_argument("--senteval", action="store_true",
+                   help="text: also run SentEval (MR, CR, SUBJ, MPQA, TREC, MRPC)")
     p.add_argument("--image-size", type=_number(int, "--image-size"))
     p.add_argument("--limit-per-class", type=_number(int, "--limit-per-class"))
     p.add_argument("--k", type=_positive_int,

@@ -34,7 +34,7 @@ from keras_hardneg._validation import describe_interval, outside_interval
 __all__ = [
     "ConfigError", "Param", "Component", "Registry", "REQUIRED",
     "FRAMEWORKS", "LOSSES", "ENCODERS", "HEADS", "OPTIMIZERS", "SCHEDULES", "SAMPLERS",
-    "DATASETS", "VIEW_MAKERS", "EVALUATIONS",
+    "DATASETS", "VIEW_MAKERS", "EVALUATIONS", "MODALITIES",
 ]
 
 
@@ -289,3 +289,6 @@ SAMPLERS = Registry("sampler")
 DATASETS = Registry("dataset")
 VIEW_MAKERS = Registry("view maker")
 EVALUATIONS = Registry("evaluation")
+#: Modalities (image, graph, text): how the run layer feeds, evaluates and exports each kind
+#: of data (``keras_hardneg/run/modality.py``).
+MODALITIES = Registry("modality")

@@ -103,19 +103,27 @@ def tfds(seed: int, dataset: str | None = None, data_dir: str | None = None,
     return train, arrays(test_split), f"tfds {dataset} ({len(train[0])} train images)"
 
 
+def _is_tu_folder(path: str) -> bool:
+    from keras_hardneg.data.graphs import is_tu_folder
+
+    return is_tu_folder(path)
+
+
 def dataset_spec(text: str, **overrides: Any) -> dict[str, Any]:
     """A recipe ``data`` section from a ``--dataset`` string.
 
-    ``"digits"``, ``"tfds:NAME"``, or an existing folder: with ``train/`` (and ``test/``)
-    inside, or itself holding the class subfolders. ``overrides`` (e.g.
+    ``"digits"``, ``"tfds:NAME"``, a ``.txt`` file of sentences (one per line: the
+    ``text_file`` dataset), a folder in the TU graph format (recognised by its
+    ``*_A.txt`` / ``*_graph_indicator.txt`` files: the ``tu`` dataset), or an image folder:
+    with ``train/`` (and ``test/``) inside, or itself holding the class subfolders. ``overrides`` (e.g.
     ``image_size=32``) are added to the section and checked with it.
 
     Raises:
         ConfigError: the string is none of these, naming what is allowed.
     """
     if not isinstance(text, (str, os.PathLike)) or not os.fspath(text):
-        raise ConfigError(f"dataset must be 'digits', 'tfds:NAME' or an image folder; got "
-                          f"{text!r}.")
+        raise ConfigError(f"dataset must be 'digits', 'tfds:NAME', an image folder, a TU graph "
+                          f"folder or a .txt file of sentences; got {text!r}.")
     text = os.fspath(text)
     if text in DATASETS and text != "image_folder" and text != "tfds":
         spec = {"name": DATASETS.canonical(text)}
@@ -123,6 +131,10 @@ def dataset_spec(text: str, **overrides: Any) -> dict[str, Any]:
         if not text[len("tfds:"):]:
             raise ConfigError("dataset 'tfds:' needs a dataset name, e.g. 'tfds:cifar10'.")
         spec = {"name": "tfds", "dataset": text[len("tfds:"):]}
+    elif os.path.isfile(text) and text.endswith(".txt"):
+        spec = {"name": "text_file", "path": os.path.abspath(text)}
+    elif os.path.isdir(text) and _is_tu_folder(text):
+        spec = {"name": "tu", "folder": os.path.abspath(text)}
     elif os.path.isdir(text):
         path = os.path.abspath(text)
         if os.path.isdir(os.path.join(path, "train")):
@@ -132,7 +144,8 @@ def dataset_spec(text: str, **overrides: Any) -> dict[str, Any]:
         else:
             spec = {"name": "image_folder", "train": path}
     else:
-        raise ConfigError(f"dataset {text!r} is not 'digits', 'tfds:NAME' or an existing folder.")
+        raise ConfigError(f"dataset {text!r} is not 'digits', 'tfds:NAME', an existing folder "
+                          "(images, or a TU graph dataset) or a .txt file of sentences.")
     spec.update({k: v for k, v in overrides.items() if v is not None})
     DATASETS.check(spec["name"], spec, where="recipe key", prefix="data.")
     return spec

@@ -6,11 +6,13 @@ the component packages (data, encoders, augment, losses, sampling, models, callb
 evaluation, export); only ``tuning`` and ``cli`` use it.
 """
 
-from keras_hardneg.run.artifacts import RunDirectoryError, export_trained_encoder, restore_run
+from keras_hardneg.run.artifacts import (RunDirectoryError, evaluate_directory,
+                                         export_trained_encoder, is_run_directory, restore_run)
 from keras_hardneg.run.build import (TrainFeed, build_encoder, build_loss, build_model,
                                      build_optimizer, build_view_maker, load_data,
                                      make_train_feed)
 from keras_hardneg.run.evaluate import evaluate_encoder
+from keras_hardneg.run.modality import modality_of
 from keras_hardneg.run.recipe import (DEFAULT_RECIPE, RUN_PARAMS, SECTIONS, RecipeError,
                                       load_recipe, save_recipe, section_choices)
 from keras_hardneg.run.training import train
@@ -18,6 +20,6 @@ from keras_hardneg.run.training import train
 __all__ = [
     "DEFAULT_RECIPE", "RUN_PARAMS", "SECTIONS", "RecipeError", "RunDirectoryError", "TrainFeed",
     "build_encoder", "build_loss", "build_model", "build_optimizer", "build_view_maker",
-    "evaluate_encoder", "export_trained_encoder", "load_data", "load_recipe",
-    "make_train_feed", "restore_run", "save_recipe", "section_choices", "train",
+    "evaluate_directory", "evaluate_encoder", "export_trained_encoder", "is_run_directory", "load_data", "load_recipe",
+    "make_train_feed", "modality_of", "restore_run", "save_recipe", "section_choices", "train",
 ]

@@ -17,6 +17,7 @@ import numpy as np
 
 from keras_hardneg.registry import (DATASETS, ENCODERS, FRAMEWORKS, LOSSES, OPTIMIZERS,
                                     SAMPLERS, SCHEDULES, VIEW_MAKERS)
+from keras_hardneg.run.modality import TrainFeed, modality_of
 from keras_hardneg.run.recipe import RecipeError, load_recipe
 
 __all__ = ["load_data", "build_loss", "build_encoder", "build_view_maker", "build_optimizer",
@@ -46,17 +47,29 @@ def build_loss(recipe: Any):
     return LOSSES.build(name, **spec)
 
 
-def build_encoder(recipe: Any, input_shape: tuple[int, ...]) -> keras.Model:
-    """The recipe's encoder for inputs of ``input_shape`` (without the batch axis)."""
+def build_encoder(recipe: Any, input_shape: tuple[int, ...], **context: Any) -> keras.Model:
+    """The recipe's encoder for inputs of ``input_shape`` (without the batch axis);
+    ``context`` adds what the encoder takes from the data (a text encoder's
+    ``vocab_size``: see :meth:`~keras_hardneg.run.modality.Modality.encoder_context`)."""
     name, spec = _section(_recipe(recipe), "encoder")
-    return ENCODERS.make(name, spec, input_shape=tuple(input_shape))
+    return ENCODERS.make(name, spec, input_shape=tuple(input_shape), **context)
 
 
-def build_view_maker(recipe: Any, input_shape: tuple[int, ...]):
-    """The recipe's view maker (``augmentation`` section) for inputs of ``input_shape``."""
+def _accepted(registry, name: str, context: dict[str, Any]) -> dict[str, Any]:
+    component = registry.get(name)
+    return {k: v for k, v in context.items() if component.accepts(k)}
+
+
+def build_view_maker(recipe: Any, input_shape: tuple[int, ...] | None = None, **context: Any):
+    """The recipe's view maker (``augmentation`` section). Image view makers take
+    ``image_size`` from ``input_shape``; every factory gets the recipe's ``seed`` and the
+    ``context`` arguments it accepts."""
     recipe = _recipe(recipe)
     name, spec = _section(recipe, "augmentation")
-    return VIEW_MAKERS.make(name, spec, image_size=int(input_shape[0]), seed=recipe["seed"])
+    if input_shape is not None and len(input_shape) == 3:
+        context.setdefault("image_size", int(input_shape[0]))
+    context.setdefault("seed", recipe["seed"])
+    return VIEW_MAKERS.make(name, spec, **_accepted(VIEW_MAKERS, name, context))
 
 
 def build_optimizer(recipe: Any, steps_per_epoch: int) -> keras.optimizers.Optimizer:
@@ -70,16 +83,32 @@ def build_optimizer(recipe: Any, steps_per_epoch: int) -> keras.optimizers.Optim
     return OPTIMIZERS.get(name).factory(**spec)
 
 
-def build_model(recipe: Any, input_shape: tuple[int, ...], num_examples: int | None = None):
-    """The recipe's framework (e.g. SimCLR, MoCo v2), compiled with its loss and optimizer.
+def build_model(recipe: Any, input_shape: tuple[int, ...] | None = None,
+                num_examples: int | None = None, *, x_train: Any = None):
+    """The recipe's framework (e.g. SimCLR, MoCo v2, GraphCL), compiled with its loss and
+    optimizer.
 
-    ``num_examples`` (the training set size) sizes the embedding bank that graph
-    samplers read, and the steps of the learning-rate schedule.
+    Give ``x_train`` (the training data of :func:`load_data`) or ``input_shape`` (the
+    encoder's input without the batch axis; enough for images). With ``x_train`` the
+    data's modality supplies the input shape and what the encoder takes from the data.
+    ``num_examples`` (the training set size) sizes the embedding bank that graph samplers
+    read, and the steps of the learning-rate schedule.
     """
     recipe = _recipe(recipe)
+    modality = modality_of(recipe)
+    context: dict[str, Any] = {}
+    if x_train is not None:
+        input_shape = modality.input_shape(x_train)
+        context = modality.encoder_context(x_train)
+        if num_examples is None:
+            num_examples = modality.num_examples(x_train)
+    if input_shape is None:
+        raise ValueError("build_model needs `x_train` or `input_shape`.")
     keras.utils.set_random_seed(recipe["seed"])
-    encoder = build_encoder(recipe, input_shape)
-    views = build_view_maker(recipe, input_shape)
+    encoder = build_encoder(recipe, input_shape, **context)
+    # Views drawn by the feed (graphs) never reach the framework.
+    views = None if modality.views_in_feed else build_view_maker(
+        recipe, input_shape, **(modality.view_context(x_train) if x_train is not None else {}))
     graph = SAMPLERS.get(recipe["sampler"]["name"]).tags.get("graph", False)
     name, spec = _section(recipe, "framework")
     # A framework with random state of its own (MoCo's initial queue) takes the run's seed.
@@ -92,57 +121,34 @@ def build_model(recipe: Any, input_shape: tuple[int, ...], num_examples: int | N
     return model
 
 
-class TrainFeed(tuple):
-    """``(dataset, steps_per_epoch, callbacks, sampler)``: what :func:`make_train_feed` returns."""
-
-    __slots__ = ()
-
-    def __new__(cls, dataset, steps_per_epoch, callbacks, sampler):
-        return super().__new__(cls, (dataset, steps_per_epoch, callbacks, sampler))
-
-    dataset = property(lambda self: self[0])
-    steps_per_epoch = property(lambda self: self[1])
-    callbacks = property(lambda self: self[2])
-    sampler = property(lambda self: self[3])
-
-
-def make_train_feed(recipe: Any, x_train: np.ndarray, y_train: np.ndarray) -> TrainFeed:
+def make_train_feed(recipe: Any, x_train: Any, y_train: Any) -> TrainFeed:
     """The training batches of the recipe's ``sampler``, in the input format of the running
     Keras backend: ``tf.data`` on TensorFlow, a ``keras.utils.PyDataset`` (NumPy, no
-    TensorFlow) on every other backend.
+    TensorFlow) on every other backend; what a batch holds is the data's modality's
+    (:meth:`~keras_hardneg.run.modality.Modality.feed`).
 
     ``uniform``: shuffled batches, a new order every epoch (seeded), the last partial batch
-    dropped (:class:`~keras_hardneg.data.ShuffledBatches` off TensorFlow). Graph samplers
-    (``batchsampler``, ``knn``): index batches from :mod:`keras_hardneg.sampling`
-    (``make_dataset`` / ``make_py_dataset``), with a
-    :class:`~keras_hardneg.callbacks.GraphRefreshCallback` that rebuilds the graph from the
-    embeddings the model computes in training. The first graph comes from a fixed random
-    projection of the inputs (no forward pass).
+    dropped. Graph samplers (``batchsampler``, ``knn``): index batches from
+    :mod:`keras_hardneg.sampling`, with a :class:`~keras_hardneg.callbacks.GraphRefreshCallback`
+    that rebuilds the graph from the embeddings the model computes in training. The first
+    graph comes from a fixed random projection of the inputs (no forward pass;
+    :meth:`~keras_hardneg.run.modality.Modality.initial_embeddings`).
     """
-    from keras_hardneg import callbacks, sampling
-    from keras_hardneg.data import ShuffledBatches
-    from keras_hardneg.data._tf import tensorflow_backend
+    from keras_hardneg import callbacks
 
     recipe = _recipe(recipe)
-    b, n = recipe["batch_size"], len(x_train)
+    modality = modality_of(recipe)
+    b, n = recipe["batch_size"], modality.num_examples(x_train)
     if b > n:
         raise RecipeError(f"recipe key 'batch_size' = {b} is larger than the dataset "
                           f"({n} examples).")
+    views = (build_view_maker(recipe, **modality.view_context(x_train))
+             if modality.views_in_feed else None)
     name, spec = _section(recipe, "sampler")
-    on_tf = tensorflow_backend()
     if not SAMPLERS.get(name).tags.get("graph"):
-        if not on_tf:
-            return TrainFeed(ShuffledBatches(x_train.astype("float32"), y_train, b,
-                                             seed=recipe["seed"]), n // b, [], None)
-        import tensorflow as tf
-
-        ds = tf.data.Dataset.from_tensor_slices((x_train.astype("float32"), y_train))
-        ds = ds.shuffle(n, seed=recipe["seed"], reshuffle_each_iteration=True)
-        ds = ds.batch(b, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
-        return TrainFeed(ds.repeat(), n // b, [], None)
-    rng = np.random.default_rng(recipe["seed"])
-    flat = x_train.reshape(n, -1).astype("float32")
-    initial = flat @ rng.normal(size=(flat.shape[1], 64)).astype("float32")
+        dataset, state = modality.feed(recipe, x_train, y_train, None, views)
+        return TrainFeed(dataset, n // b, [], None, state)
+    initial = modality.initial_embeddings(x_train, recipe["seed"])
     every = spec.pop("refresh_every")
     # The graph cannot ask for more candidates or neighbours than the dataset has.
     if "num_candidates" in spec:
@@ -151,9 +157,8 @@ def make_train_feed(recipe: Any, x_train: np.ndarray, y_train: np.ndarray) -> Tr
         spec["num_neighbors"] = min(spec["num_neighbors"],
                                     spec.get("num_candidates", n - 1) - 1)
     sampler = SAMPLERS.get(name).factory(initial, b, seed=recipe["seed"], **spec)
-    feed = sampling.make_dataset if on_tf else sampling.make_py_dataset
-    ds = feed(sampler, x_train.astype("float32"), y_train)
+    dataset, state = modality.feed(recipe, x_train, y_train, sampler, views)
     refresh = callbacks.GraphRefreshCallback(
         sampler, every_n_steps=every, num_candidates=spec.get("num_candidates"),
         num_neighbors=spec.get("num_neighbors"))
-    return TrainFeed(ds, sampler.steps_per_epoch, [refresh], sampler)
+    return TrainFeed(dataset, sampler.steps_per_epoch, [refresh], sampler, state)

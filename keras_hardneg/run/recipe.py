@@ -35,7 +35,8 @@ from keras_hardneg.registry import (DATASETS, ENCODERS, EVALUATIONS, FRAMEWORKS,
 _REGISTERING = (augment, data.sources, encoders, evaluation, losses, models, optimizers, sampling)
 
 __all__ = ["RecipeError", "SECTIONS", "RUN_PARAMS", "ANNEALING_PARAMS", "EVALUATION_PARAMS",
-           "DEFAULT_RECIPE", "RECIPE_VERSION", "load_recipe", "save_recipe", "upgrade_v1",
+           "DEFAULT_RECIPE", "GRAPH_RECIPE", "TEXT_RECIPE", "DEFAULT_RECIPES", "default_recipe_for",
+           "RECIPE_VERSION", "load_recipe", "save_recipe", "upgrade_v1",
            "section_choices"]
 
 #: Raised for a bad recipe (a :class:`~keras_hardneg.registry.ConfigError`).
@@ -87,6 +88,11 @@ EVALUATION_PARAMS: dict[str, Param] = {
     "monitor_every": Param(int, default=1, low=0,
                            help="kNN monitor every N epochs (0: off)"),
     "linear_probe": Param(bool, default=True, help="also fit a linear probe at the end"),
+    "benchmark_dir": Param("path", default=None,
+                           help="text: folder of STS/SentEval sets (the layout of "
+                                "shared/data/text) to evaluate on at the end"),
+    "senteval": Param(bool, default=False,
+                      help="text: also run the SentEval classification tasks"),
 }
 
 _PLAIN_SECTIONS = {"annealing": ANNEALING_PARAMS, "evaluation": EVALUATION_PARAMS}
@@ -104,6 +110,69 @@ DEFAULT_RECIPE: dict[str, Any] = {
     "annealing": {},
     "evaluation": {},
 }
+
+
+#: The default graph run: GraphCL (You et al. 2020) as in its unsupervised TU setting
+#: (GIN encoder, node dropping / subgraph views, Adam 0.01, batch 128, 20 epochs,
+#: temperature 0.2), NT-Xent loss; evaluated by 10-fold SVM accuracy.
+GRAPH_RECIPE: dict[str, Any] = {
+    "framework": {"name": "graphcl"},
+    "encoder": {"name": "gin"},
+    "loss": {"name": "nt_xent", "temperature": 0.2},
+    "sampler": {"name": "uniform"},
+    "optimizer": {"name": "adam", "learning_rate": 0.01},
+    "schedule": {"name": "constant"},
+    "augmentation": {"name": "graphcl"},
+    "data": {"name": "tu"},
+    "annealing": {},
+    "evaluation": {"monitor_every": 0, "linear_probe": False},
+    "batch_size": 128,
+    "epochs": 20,
+    "projection_dims": [96, 96],
+}
+
+#: The default text run: unsupervised SimCSE (Gao et al. 2021): the same sentence twice
+#: through a small Transformer with dropout, NT-Xent at temperature 0.05.
+TEXT_RECIPE: dict[str, Any] = {
+    "framework": {"name": "simclr"},
+    "encoder": {"name": "transformer"},
+    "loss": {"name": "nt_xent", "temperature": 0.05},
+    "sampler": {"name": "uniform"},
+    "optimizer": {"name": "adam", "learning_rate": 5e-4},
+    "schedule": {"name": "warmup_cosine"},
+    "augmentation": {"name": "simcse"},
+    "data": {"name": "text_file"},
+    "annealing": {},
+    "evaluation": {"monitor_every": 0, "linear_probe": False},
+    "batch_size": 64,
+    "epochs": 3,
+    "projection_dims": [256, 128],
+}
+
+#: modality -> its default recipe (the base a recipe of that modality's data starts from).
+DEFAULT_RECIPES: dict[str, dict[str, Any]] = {
+    "image": DEFAULT_RECIPE, "graph": GRAPH_RECIPE, "text": TEXT_RECIPE}
+
+
+def _data_name(*sources: dict[str, Any] | None) -> str:
+    name = DEFAULT_RECIPE["data"]["name"]
+    for source in sources:
+        data = (source or {}).get("data")
+        if isinstance(data, str):
+            name = data
+        elif isinstance(data, dict) and data.get("name") is not None:
+            name = data["name"]
+    return name
+
+
+def default_recipe_for(given: dict[str, Any] | None = None,
+                       overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The default recipe of the modality of the data that ``given`` (then ``overrides``)
+    names: :data:`DEFAULT_RECIPE` for images, :data:`GRAPH_RECIPE`, :data:`TEXT_RECIPE`."""
+    name = _data_name(given, overrides)
+    modality = (DATASETS.get(name).tags.get("modality", "image")
+                if name in DATASETS else "image")
+    return DEFAULT_RECIPES.get(modality, DEFAULT_RECIPE)
 
 
 def section_choices(section: str) -> list[str]:
@@ -199,8 +268,10 @@ def _check_plain(section: str, params: dict[str, Param], values: dict[str, Any])
 
 
 def _resolve_paths(recipe: dict[str, Any], base_dir: str) -> None:
-    for section, registry in SECTIONS.items():
-        params = registry.get(recipe[section]["name"]).params
+    sections = {section: registry.get(recipe[section]["name"]).params
+                for section, registry in SECTIONS.items()}
+    sections.update(_PLAIN_SECTIONS)
+    for section, params in sections.items():
         for key, param in params.items():
             value = recipe[section].get(key)
             if param.kind == "path" and isinstance(value, str) and not os.path.isabs(value):
@@ -230,7 +301,9 @@ def load_recipe(source: Any = None, overrides: dict[str, Any] | None = None) -> 
 
     Args:
         source: a JSON file path, a dict, or None (the default recipe). Missing keys take
-            :data:`DEFAULT_RECIPE` and then the components' defaults. Relative paths in
+            the default recipe of the data's modality (:data:`DEFAULT_RECIPES`: images
+            :data:`DEFAULT_RECIPE`, graphs :data:`GRAPH_RECIPE`, sentences
+            :data:`TEXT_RECIPE`) and then the components' defaults. Relative paths in
             a recipe file are resolved against its folder.
         overrides: keys applied on top (the CLI's flags), with the same section rules.
 
@@ -245,7 +318,7 @@ def load_recipe(source: Any = None, overrides: dict[str, Any] | None = None) -> 
     given, base_dir = _read({} if source is None else source)
     if "recipe_version" not in given and "moco" in given:
         given = upgrade_v1(given)
-    recipe = _merge(DEFAULT_RECIPE, given)
+    recipe = _merge(default_recipe_for(given, overrides), given)
     if overrides:
         recipe = _merge(recipe, overrides)
     for key, param in RUN_PARAMS.items():

@@ -11,29 +11,15 @@ import warnings
 from typing import Any, Iterable
 
 import keras
-import numpy as np
 
 from keras_hardneg import callbacks
 from keras_hardneg._io import atomic_write_json
 from keras_hardneg.run.artifacts import export_trained_encoder
 from keras_hardneg.run.build import build_model, load_data, make_train_feed
-from keras_hardneg.run.evaluate import evaluate_encoder
+from keras_hardneg.run.modality import MONITOR_TEST_LIMIT, MONITOR_TRAIN_LIMIT, modality_of
 from keras_hardneg.run.recipe import load_recipe, save_recipe
 
 __all__ = ["train", "MONITOR_TRAIN_LIMIT", "MONITOR_TEST_LIMIT"]
-
-#: The kNN monitor scores at most this many train / test examples per epoch.
-MONITOR_TRAIN_LIMIT = 10000
-MONITOR_TEST_LIMIT = 2000
-
-
-def _subset(arrays, limit, seed):
-    x, y = arrays
-    if len(x) <= limit:
-        return x, y
-    idx = np.random.default_rng(seed).permutation(len(x))[:limit]
-    return x[idx], y[idx]
-
 
 class _EpochTimer(keras.callbacks.Callback):
     def on_epoch_begin(self, epoch, logs=None):
@@ -44,14 +30,9 @@ class _EpochTimer(keras.callbacks.Callback):
             logs["epoch_seconds"] = time.perf_counter() - self._start
 
 
-def _recipe_callbacks(recipe, train, test):
-    ev, ann = recipe["evaluation"], recipe["annealing"]
-    out = [_EpochTimer()]
-    if ev["monitor_every"]:
-        out.append(callbacks.KNNMonitor(
-            _subset(train, MONITOR_TRAIN_LIMIT, recipe["seed"]),
-            _subset(test, MONITOR_TEST_LIMIT, recipe["seed"]),
-            k=ev["knn_k"], temperature=ev["knn_temperature"], every_n_epochs=ev["monitor_every"]))
+def _recipe_callbacks(recipe, modality, train, test):
+    ann = recipe["annealing"]
+    out = [_EpochTimer()] + modality.monitors(recipe, train, test)
     if "beta_changes" in ann:
         out.append(callbacks.BetaAnnealing(recipe["epochs"], ann["beta_changes"]))
     if "ring_start" in ann or "ring_end" in ann:
@@ -84,7 +65,10 @@ def train(recipe: Any, output_dir: str, *, resume: bool = True, verbose: int = 1
             :func:`~keras_hardneg.run.load_data` (the tuner reuses loaded data).
 
     Returns:
-        dict with ``knn_accuracy``, ``linear_probe_accuracy``, ``history`` (all epochs,
+        dict with the modality's figures (images: ``knn_accuracy``,
+        ``linear_probe_accuracy``; graphs: ``svm_accuracy``, ``svm_accuracy_std``; text:
+        ``sts`` and ``senteval`` when the recipe's ``evaluation.benchmark_dir`` is set),
+        ``modality``, ``history`` (all epochs,
         restored ones included), ``epochs_run``, ``epochs_trained_now`` (the epochs this
         call trained; ``seconds`` and ``images_per_second`` cover only those),
         ``steps_per_epoch``, ``seconds``, ``images_per_second``, ``data``, ``export_dir``
@@ -103,11 +87,13 @@ def train(recipe: Any, output_dir: str, *, resume: bool = True, verbose: int = 1
     try:
         train_split, test_split, description = data if data is not None else load_data(recipe)
         x_train, y_train = train_split
+        modality = modality_of(recipe)
+        modality.save_run_files(x_train, output_dir)
         keras.utils.set_random_seed(recipe["seed"])
         feed = make_train_feed(recipe, x_train, y_train)
-        model = build_model(recipe, x_train.shape[1:], num_examples=len(x_train))
+        model = build_model(recipe, x_train=x_train)
 
-        cbs = _recipe_callbacks(recipe, train_split, test_split) + list(feed.callbacks)
+        cbs = _recipe_callbacks(recipe, modality, train_split, test_split) + list(feed.callbacks)
         backup = os.path.join(output_dir, "backup")
         if not resume and os.path.isdir(backup):
             shutil.rmtree(backup)
@@ -116,6 +102,7 @@ def train(recipe: Any, output_dir: str, *, resume: bool = True, verbose: int = 1
         if feed.sampler is not None:
             state["sampler"] = feed.sampler
             state.update({f"refresh{i}": cb for i, cb in enumerate(feed.callbacks)})
+        state.update(feed.state)
         backup_cb = callbacks.AtomicBackupAndRestore(backup, delete_checkpoint=False, state=state)
         cbs += [backup_cb, *extra_callbacks]
 
@@ -134,17 +121,14 @@ def train(recipe: Any, output_dir: str, *, resume: bool = True, verbose: int = 1
         with open(os.path.join(output_dir, "history.json"), "w") as f:
             json.dump(hist, f, indent=1)
 
-        ev = recipe["evaluation"]
-        results = evaluate_encoder(model.encoder, train_split, test_split, k=ev["knn_k"],
-                                   temperature=ev["knn_temperature"],
-                                   linear_probe=ev["linear_probe"])
+        results = modality.evaluate(model.encoder, recipe, train_split, test_split)
         trained_now = len(history.history.get("loss", []))
         results.update(
             history=hist, seconds=seconds, epochs_run=len(hist.get("loss", [])),
             epochs_trained_now=trained_now, steps_per_epoch=feed.steps_per_epoch,
             images_per_second=(trained_now * feed.steps_per_epoch * recipe["batch_size"] / seconds
                                if seconds > 0 and trained_now else None),
-            data=description, output_dir=output_dir)
+            data=description, modality=modality.name, output_dir=output_dir)
         if export and keras.backend.backend() != "tensorflow":
             # SavedModel export needs the TensorFlow backend: the weights stay in backup/
             # and `keras-hardneg export OUTPUT_DIR` writes encoder/ in a TensorFlow process.
@@ -155,7 +139,8 @@ def train(recipe: Any, output_dir: str, *, resume: bool = True, verbose: int = 1
             warnings.warn(results["export_skipped"], stacklevel=2)
         elif export:
             results["export_dir"] = export_trained_encoder(
-                model, recipe, results, description, os.path.join(output_dir, "encoder"))
+                model, recipe, results, description, os.path.join(output_dir, "encoder"),
+                x_train=x_train, run_dir=output_dir)
         atomic_write_json(os.path.join(output_dir, "results.json"),
                           {k: v for k, v in results.items() if k != "history"}, indent=1,
                           default=str)

@@ -1,0 +1,384 @@
+"""Modalities: what the run layer does differently for images, graphs and sentences.
+
+The frameworks, losses and samplers do not care what an example is; the run layer does, in
+six places, and a :class:`Modality` holds exactly those:
+
+* the encoder's input shape and build context (:meth:`Modality.input_shape`,
+  :meth:`Modality.encoder_context`; a text encoder needs the tokenizer's vocabulary);
+* the training feed (:meth:`Modality.feed`): images as arrays (``tf.data`` on TensorFlow,
+  a ``PyDataset`` elsewhere), graphs as padded disjoint unions whose two views are drawn on
+  the host (GraphCL's views remove nodes and edges, which a static-shape step cannot do),
+  sentences as token ids;
+* the first embedding a graph sampler (BatchSampler) sees, before the model has computed any
+  (:meth:`Modality.initial_embeddings`): a fixed random projection of each example;
+* the monitors during training (:meth:`Modality.monitors`: the kNN monitor for images);
+* the final evaluation (:meth:`Modality.evaluate`): weighted kNN and linear probe for images;
+  10-fold SVM accuracy for graphs (the protocol of InfoGraph and GraphCL); STS Spearman and
+  SentEval for sentences (SimCSE's protocol; only where a benchmark folder is given);
+* the export (:meth:`Modality.export_spec`): the SavedModel's input signature and assets.
+
+One class per modality, registered in :data:`keras_hardneg.registry.MODALITIES` under the
+``modality`` tag of its datasets (``DATASETS.get(name).tags["modality"]``).
+
+Example:
+>>> from keras_hardneg.run.modality import modality_of
+>>> modality_of({"data": {"name": "digits"}}).name
+'image'
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from typing import Any
+
+import keras
+import numpy as np
+
+from keras_hardneg.registry import DATASETS, MODALITIES, SAMPLERS
+
+__all__ = ["Modality", "ImageModality", "GraphModality", "TextModality", "TrainFeed",
+           "modality_of", "INITIAL_EMBEDDING_DIM"]
+
+#: Width of the fixed random projection that seeds a graph sampler's first graph.
+INITIAL_EMBEDDING_DIM = 64
+
+
+class TrainFeed(tuple):
+    """``(dataset, steps_per_epoch, callbacks, sampler)``: what
+    :func:`~keras_hardneg.run.make_train_feed` returns. The attribute ``state`` (not a
+    tuple item) holds the feed's own resumable objects (``get_state``/``set_state``)
+    besides the sampler, e.g. the graph feed's view draws."""
+
+    def __new__(cls, dataset, steps_per_epoch, callbacks, sampler, state=None):
+        feed = super().__new__(cls, (dataset, steps_per_epoch, callbacks, sampler))
+        feed.state = dict(state or {})
+        return feed
+
+    dataset = property(lambda self: self[0])
+    steps_per_epoch = property(lambda self: self[1])
+    callbacks = property(lambda self: self[2])
+    sampler = property(lambda self: self[3])
+
+
+def modality_of(recipe: dict[str, Any]) -> "Modality":
+    """The :class:`Modality` of a recipe's ``data`` section."""
+    name = DATASETS.get(recipe["data"]["name"]).tags.get("modality", "image")
+    return MODALITIES.get(name).factory()
+
+
+def _random_projection(flat: np.ndarray, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    proj = rng.normal(size=(flat.shape[1], INITIAL_EMBEDDING_DIM)).astype("float32")
+    return flat.astype("float32") @ proj
+
+
+class Modality:
+    """What the run layer needs to know about one kind of data (see the module docstring).
+
+    Attributes:
+        name: the modality (``"image"``, ``"graph"``, ``"text"``).
+        views_in_feed: whether the training feed draws the two views (the framework then
+            gets ``augmentation=None`` and the feed gets the recipe's view maker).
+        result_keys: the figures :meth:`evaluate` puts in ``results.json``.
+    """
+
+    name = "any"
+    views_in_feed = False
+    result_keys: tuple[str, ...] = ()
+
+    # ----------------------------------------------------------------- building
+    def input_shape(self, x: Any) -> tuple:
+        """The encoder's input shape (without the batch axis) for training data ``x``."""
+        return tuple(int(d) for d in np.shape(x)[1:])
+
+    def encoder_context(self, x: Any) -> dict[str, Any]:
+        """Arguments the encoder factory takes from the data (not recipe keys)."""
+        return {}
+
+    def view_context(self, x: Any) -> dict[str, Any]:
+        """Arguments the view maker factory takes from the data (not recipe keys)."""
+        return {}
+
+    def num_examples(self, x: Any) -> int:
+        return len(x)
+
+    # --------------------------------------------------------------------- feed
+    def initial_embeddings(self, x: Any, seed: int) -> np.ndarray:
+        """``[N, 64]`` float32: the fixed random projection a graph sampler starts from."""
+        n = self.num_examples(x)
+        return _random_projection(np.asarray(x).reshape(n, -1), seed)
+
+    def feed(self, recipe: dict[str, Any], x: Any, y: Any, sampler: Any,
+             views: Any) -> tuple[Any, dict[str, Any]]:
+        """``(dataset, state)``: the training feed, ``sampler`` (None for uniform shuffled
+        batches) drawn into batches of ``x`` (and ``y``; ``views`` is the view maker when
+        :attr:`views_in_feed`), and the feed's own objects to back up with the run
+        (``{"name": obj}`` with ``get_state``/``set_state``)."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------ evaluation
+    def monitors(self, recipe: dict[str, Any], train: tuple, test: tuple) -> list:
+        """Callbacks that measure the encoder during training."""
+        return []
+
+    def evaluate(self, encoder: Any, recipe: dict[str, Any], train: tuple, test: tuple,
+                 extras: Any = None) -> dict[str, Any]:
+        """The final evaluation's figures (keys of :attr:`result_keys`)."""
+        raise NotImplementedError
+
+    def describe_evaluation(self, recipe: dict[str, Any]) -> str:
+        return ""
+
+    # ------------------------------------------------------------------ export
+    def export_spec(self, encoder: Any, x: Any, run_dir: str | None = None) -> dict[str, Any]:
+        """Keyword arguments of :func:`keras_hardneg.export.export_encoder` for this data
+        (``input_shape`` or ``input_signature``, ``assets``)."""
+        return {"input_shape": tuple(encoder.input_shape[1:])}
+
+    def save_run_files(self, x: Any, run_dir: str) -> None:
+        """Writes what a run directory needs besides weights to embed new data (a text
+        run's tokenizer)."""
+
+
+# ------------------------------------------------------------------------ images
+@MODALITIES.register("image")
+class ImageModality(Modality):
+    """Images ``[N, H, W, C]`` with class labels: kNN monitor, kNN + linear probe."""
+
+    name = "image"
+    result_keys = ("knn_accuracy", "linear_probe_accuracy")
+
+    def view_context(self, x):
+        return {"image_size": int(np.shape(x)[1])}
+
+    def feed(self, recipe, x, y, sampler, views):
+        from keras_hardneg import sampling
+        from keras_hardneg.data import ShuffledBatches
+        from keras_hardneg.data._tf import tensorflow_backend
+
+        b, n = recipe["batch_size"], len(x)
+        on_tf = tensorflow_backend()
+        if sampler is not None:
+            feed = sampling.make_dataset if on_tf else sampling.make_py_dataset
+            return feed(sampler, x.astype("float32"), y), {}
+        if not on_tf:
+            return ShuffledBatches(x.astype("float32"), y, b, seed=recipe["seed"]), {}
+        import tensorflow as tf
+
+        ds = tf.data.Dataset.from_tensor_slices((x.astype("float32"), y))
+        ds = ds.shuffle(n, seed=recipe["seed"], reshuffle_each_iteration=True)
+        return ds.batch(b, drop_remainder=True).prefetch(tf.data.AUTOTUNE).repeat(), {}
+
+    def monitors(self, recipe, train, test):
+        from keras_hardneg import callbacks
+
+        ev = recipe["evaluation"]
+        if not ev["monitor_every"]:
+            return []
+        return [callbacks.KNNMonitor(
+            _subset(train, MONITOR_TRAIN_LIMIT, recipe["seed"]),
+            _subset(test, MONITOR_TEST_LIMIT, recipe["seed"]),
+            k=ev["knn_k"], temperature=ev["knn_temperature"],
+            every_n_epochs=ev["monitor_every"])]
+
+    def evaluate(self, encoder, recipe, train, test, extras=None):
+        from keras_hardneg.run.evaluate import evaluate_encoder
+
+        ev = recipe["evaluation"]
+        return evaluate_encoder(encoder, train, test, k=ev["knn_k"],
+                                temperature=ev["knn_temperature"],
+                                linear_probe=ev["linear_probe"])
+
+    def describe_evaluation(self, recipe):
+        ev = recipe["evaluation"]
+        return (f"weighted kNN (k={ev['knn_k']}, t={ev['knn_temperature']})"
+                + (" and logistic-regression linear probe" if ev["linear_probe"] else "")
+                + " on frozen features, train split -> test split")
+
+
+#: The kNN monitor scores at most this many train / test examples per epoch.
+MONITOR_TRAIN_LIMIT = 10000
+MONITOR_TEST_LIMIT = 2000
+
+
+def _subset(arrays, limit, seed):
+    x, y = arrays
+    if len(x) <= limit:
+        return x, y
+    idx = np.random.default_rng(seed).permutation(len(x))[:limit]
+    return x[idx], y[idx]
+
+
+# ------------------------------------------------------------------------ graphs
+@MODALITIES.register("graph")
+class GraphModality(Modality):
+    """Graphs (:class:`keras_hardneg.data.graphs.GraphSet`): padded disjoint unions, views
+    drawn on the host (GraphCL), 10-fold SVM accuracy on frozen graph embeddings."""
+
+    name = "graph"
+    views_in_feed = True
+    result_keys = ("svm_accuracy", "svm_accuracy_std")
+
+    def input_shape(self, x):
+        return (int(x.feature_dim),)
+
+    def initial_embeddings(self, x, seed):
+        # Per graph: summed node features, node and edge counts (log), projected.
+        feats = np.stack([
+            np.concatenate([x.graph(i)[0].sum(axis=0),
+                            [np.log1p(x.num_nodes[i]), np.log1p(x.num_edges[i])]])
+            for i in range(len(x))]).astype("float32")
+        return _random_projection(feats, seed)
+
+    def feed(self, recipe, x, y, sampler, views):
+        from keras_hardneg.data._tf import tensorflow_backend
+        from keras_hardneg.data.graph_feed import GraphFeed, graph_tf_dataset
+        from keras_hardneg.sampling import UniformSampler
+
+        if sampler is None:
+            sampler = UniformSampler(len(x), recipe["batch_size"], seed=recipe["seed"])
+        feed = GraphFeed(x, sampler, views, seed=recipe["seed"])
+        return (graph_tf_dataset(feed) if tensorflow_backend() else feed), {"views": feed}
+
+    def evaluate(self, encoder, recipe, train, test, extras=None):
+        from keras_hardneg.evaluation.svm import embed_graphs, svm_cross_validation
+
+        graphs, labels = train
+        features = embed_graphs(encoder, graphs)
+        out = svm_cross_validation(features, np.asarray(labels), seed=recipe["seed"])
+        return {"svm_accuracy": float(out["svm_accuracy"]),
+                "svm_accuracy_std": float(out["svm_accuracy_std"])}
+
+    def describe_evaluation(self, recipe):
+        return ("SVM (RBF, C by inner cross-validation) on frozen graph embeddings, "
+                "10-fold cross-validation accuracy over all graphs (InfoGraph/GraphCL protocol)")
+
+    def export_spec(self, encoder, x, run_dir=None):
+        f = int(x.feature_dim) if x is not None else int(encoder.input_dim)
+        return {"input_signature": {
+            "nodes": ((None, f), "float32"), "edges": ((None, 2), "int32"),
+            "node_graph": ((None,), "int32"), "node_mask": ((None,), "float32"),
+            "edge_mask": ((None,), "float32"), "graph_mask": ((None,), "float32")}}
+
+
+# ------------------------------------------------------------------------- text
+#: File name of a text run's tokenizer inside its run directory (and export assets).
+TOKENIZER_FILE = "tokenizer.json"
+
+
+@MODALITIES.register("text")
+class TextModality(Modality):
+    """Sentences as token ids ``[N, L]`` (or adjacent pairs ``[N, 2, L]``): SimCSE /
+    quick-thought views in the step, STS and SentEval on frozen sentence embeddings."""
+
+    name = "text"
+    result_keys = ("sts", "senteval")
+
+    def input_shape(self, x):
+        return (int(np.shape(x)[-1]),)
+
+    def encoder_context(self, x):
+        out = {"vocab_size": int(x.tokenizer.vocab_size)}
+        if getattr(x, "initial_embeddings", None) is not None:
+            out["initial_embeddings"] = x.initial_embeddings
+        return out
+
+    def initial_embeddings(self, x, seed):
+        # Bag of tokens through a fixed random table (padding id 0 excluded).
+        ids = np.asarray(x.ids if hasattr(x, "ids") else x)
+        ids = ids.reshape(len(ids), -1)
+        rng = np.random.default_rng(seed)
+        table = rng.normal(size=(int(ids.max()) + 1, INITIAL_EMBEDDING_DIM)).astype("float32")
+        table[0] = 0.0
+        counts = np.maximum((ids != 0).sum(axis=1, keepdims=True), 1)
+        return table[ids].sum(axis=1) / counts
+
+    def feed(self, recipe, x, y, sampler, views):
+        from keras_hardneg import sampling
+        from keras_hardneg.data import ShuffledBatches
+        from keras_hardneg.data._tf import tensorflow_backend
+
+        ids = np.asarray(x.ids if hasattr(x, "ids") else x, dtype="int32")
+        b, n = recipe["batch_size"], len(ids)
+        on_tf = tensorflow_backend()
+        if sampler is not None:
+            feed = sampling.make_dataset if on_tf else sampling.make_py_dataset
+            return feed(sampler, ids, y), {}
+        if not on_tf:
+            return ShuffledBatches(ids, y, b, seed=recipe["seed"]), {}
+        import tensorflow as tf
+
+        ds = tf.data.Dataset.from_tensor_slices(ids if y is None else (ids, y))
+        ds = ds.shuffle(n, seed=recipe["seed"], reshuffle_each_iteration=True)
+        return ds.batch(b, drop_remainder=True).prefetch(tf.data.AUTOTUNE).repeat(), {}
+
+    def evaluate(self, encoder, recipe, train, test, extras=None):
+        ev = recipe["evaluation"]
+        if not ev.get("benchmark_dir"):
+            return {}
+        tokenizer = train[0].tokenizer
+        length = self.input_shape(train[0])[0]
+        return evaluate_sentences(sentence_embedder(encoder, tokenizer, length),
+                                  ev["benchmark_dir"], senteval=ev.get("senteval", False),
+                                  seed=recipe["seed"])
+
+    def describe_evaluation(self, recipe):
+        return ("STS12-16, STS-B test and SICK-R: Spearman x 100 of cosine similarity "
+                "(SimCSE's 'all' setting); SentEval classification where run")
+
+    def export_spec(self, encoder, x, run_dir=None):
+        spec = {"input_signature": ((None,), "int32")}
+        path = _tokenizer_path(x, run_dir)
+        if path is not None:
+            spec["assets"] = {TOKENIZER_FILE: path}
+        return spec
+
+    def save_run_files(self, x, run_dir):
+        x.tokenizer.save(os.path.join(run_dir, TOKENIZER_FILE))
+
+
+def _tokenizer_path(x, run_dir):
+    if run_dir is not None and os.path.isfile(os.path.join(run_dir, TOKENIZER_FILE)):
+        return os.path.join(run_dir, TOKENIZER_FILE)
+    return None
+
+
+def sentence_embedder(encoder: Any, tokenizer: Any, max_length: int, batch_size: int = 256):
+    """``embed_fn(list[str]) -> float32 [n, d]``: tokenize to ``max_length`` ids and encode
+    with ``encoder`` in inference mode, ``batch_size`` sentences at a time (the last batch
+    padded to the same shape, so a compiled encoder compiles once)."""
+    def embed(sentences):
+        ids = np.asarray(tokenizer.encode(list(sentences), max_length), dtype="int32")
+        out = []
+        for start in range(0, len(ids), batch_size):
+            chunk = ids[start:start + batch_size]
+            real = len(chunk)
+            if real < batch_size and len(ids) > batch_size:
+                chunk = np.concatenate([chunk, np.zeros((batch_size - real, ids.shape[1]),
+                                                        "int32")])
+            vec = keras.ops.convert_to_numpy(encoder(chunk, training=False))
+            out.append(np.asarray(vec, dtype="float32")[:real])
+        return np.concatenate(out) if out else np.zeros((0, 0), "float32")
+    return embed
+
+
+def evaluate_sentences(embed_fn, benchmark_dir: str, senteval: bool = False,
+                       seed: int = 0) -> dict[str, Any]:
+    """``{"sts": {...}, "senteval": {...}}`` of ``embed_fn`` on the sets under
+    ``benchmark_dir`` (the layout of ``shared/data/text``); ``senteval`` only when asked."""
+    from keras_hardneg.evaluation.sts import sts_scores
+
+    out = {"sts": sts_scores(embed_fn, benchmark_dir)}
+    if senteval:
+        from keras_hardneg.evaluation.senteval import senteval_scores
+
+        out["senteval"] = senteval_scores(embed_fn, benchmark_dir, seed=seed)
+    return out
+
+
+def copy_tokenizer(src_dir: str, dst_dir: str) -> None:
+    """Copies a text run's tokenizer between directories (no-op when absent)."""
+    src = os.path.join(src_dir, TOKENIZER_FILE)
+    if os.path.isfile(src):
+        shutil.copyfile(src, os.path.join(dst_dir, TOKENIZER_FILE))
