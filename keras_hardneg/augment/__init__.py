@@ -7,11 +7,20 @@
 * :class:`ViewMaker` / :class:`ImageViews` / :func:`simclr_views` -- how the frameworks
   draw two views of a batch, one view maker per modality (registered in
   :data:`keras_hardneg.registry.VIEW_MAKERS`).
+* :class:`DropoutViews` / :class:`AdjacentViews` -- sentence views: unsupervised SimCSE (the
+  same ids twice; the encoder's dropout makes them differ) and quick-thought (a sentence and
+  the next one), registered as ``"simcse"`` and ``"quick_thought"``.
+* :class:`GraphViews` / :func:`graphcl_views` -- GraphCL's graph augmentations (node dropping,
+  edge perturbation, attribute masking, subgraph), host-side NumPy, for the graph feed.
 """
 
+from keras_hardneg.augment.graph_views import GraphViews, graphcl_views
 from keras_hardneg.augment.simclr import (VERSIONS, RandomApply, SimCLRAugmentation,
                                           simclr_augmentation, two_views)
+from keras_hardneg.augment.text_views import AdjacentViews, DropoutViews
 from keras_hardneg.augment.views import ImageViews, ViewMaker, as_view_maker, simclr_views
 
-__all__ = ["VERSIONS", "ImageViews", "RandomApply", "SimCLRAugmentation", "ViewMaker",
-           "as_view_maker", "simclr_augmentation", "simclr_views", "two_views"]
+__all__ = ["AdjacentViews", "DropoutViews",
+           "VERSIONS", "GraphViews", "ImageViews", "RandomApply", "SimCLRAugmentation",
+           "ViewMaker", "as_view_maker", "graphcl_views", "simclr_augmentation", "simclr_views",
+           "two_views"]
