@@ -183,6 +183,10 @@ class Registry:
         def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
             if name in self._components or name in self._aliases:
                 raise ValueError(f"{self.kind} {name!r} is already registered.")
+            if "name" in (params or {}):
+                raise ValueError(f"{self.kind} {name!r}: the config key 'name' is reserved (a "
+                                 "recipe section's 'name' names the component); call it "
+                                 "something else, e.g. 'prefix'.")
             sig = _signature_defaults(fn)
             resolved = {}
             for key, param in (params or {}).items():

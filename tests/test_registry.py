@@ -9,18 +9,31 @@ import pytest
 from keras_hardneg import cli, tuning
 from keras_hardneg.registry import ConfigError, Param, Registry
 from keras_hardneg.run import SECTIONS, load_recipe
-from keras_hardneg.run.recipe import DEFAULT_RECIPE
+from keras_hardneg.run.recipe import DEFAULT_RECIPE, default_recipe_for
 
 CLI_SECTIONS = ("framework", "encoder", "loss", "sampler", "optimizer")
 ALL = [(section, name) for section in SECTIONS for name in SECTIONS[section].names()]
 
 
+# A dataset of each modality with the keys it requires (paths are not opened by the check).
+_DATA_OF = {"image": {"name": "digits"}, "graph": {"name": "tu", "folder": "/tmp/x"},
+            "text": {"name": "text_file", "path": "/tmp/x.txt"}}
+
+
 def _minimal(section, name):
-    """A recipe selecting ``name`` for ``section`` (with the keys it requires)."""
+    """A recipe selecting ``name`` for ``section`` (with the keys it requires), on data of
+    the component's modality."""
     spec = {"name": name}
     if section == "data":
-        spec.update({"image_folder": {"train": "/tmp/x"}, "tfds": {"dataset": "x"}}.get(name, {}))
-    return {section: spec}
+        spec.update({"image_folder": {"train": "/tmp/x"}, "tfds": {"dataset": "x"},
+                     "tu": {"folder": "/tmp/x"}, "text_file": {"path": "/tmp/x.txt"}
+                     }.get(name, {}))
+        return {section: spec}
+    modality = SECTIONS[section].get(name).tags.get("modality")
+    recipe = {section: spec}
+    if modality not in (None, "image"):
+        recipe["data"] = dict(_DATA_OF[modality])
+    return recipe
 
 
 def _signature_defaults(factory, keys):
@@ -35,8 +48,9 @@ def test_every_name_is_accepted_with_the_factory_defaults(section, name):
     registry = SECTIONS[section]
     comp = registry.get(name)
     given = _minimal(section, name)[section]
-    # the default recipe's own choices apply when it names the same component
-    preset = DEFAULT_RECIPE[section] if DEFAULT_RECIPE[section]["name"] == name else {}
+    # the modality's default recipe's own choices apply when it names the same component
+    base = default_recipe_for(_minimal(section, name))
+    preset = base[section] if base[section]["name"] == name else {}
     got = load_recipe(_minimal(section, name))[section]
     assert got == {"name": name, **registry.defaults(name), **preset, **given}
     # Defaults not restated in the registration come from the factory's signature.
@@ -70,12 +84,15 @@ def test_cli_choices_are_the_registered_names(section, capsys):
 
 @pytest.mark.parametrize("section", CLI_SECTIONS)
 def test_cli_and_recipe_agree_on_defaults(section):
-    """A CLI flag selecting a component gives exactly the recipe the Python API gives."""
+    """A CLI flag selecting a component gives exactly the recipe the Python API gives (on
+    data of the component's modality)."""
     parser = cli.build_parser()
     for name in SECTIONS[section].names():
-        via_cli = load_recipe(None, cli._overrides(parser.parse_args(["train", f"--{section}",
+        given = _minimal(section, name)
+        data = {"data": given["data"]} if "data" in given else None
+        via_cli = load_recipe(data, cli._overrides(parser.parse_args(["train", f"--{section}",
                                                                        name])))
-        assert via_cli == load_recipe({section: {"name": name}})
+        assert via_cli == load_recipe(given)
 
 
 def test_tuner_accepts_every_loss_and_refuses_unknown_ones(tmp_path):

@@ -341,7 +341,7 @@ def load_recipe(source: Any = None, overrides: dict[str, Any] | None = None) -> 
 
 def _check_modalities(recipe: dict[str, Any]) -> None:
     data_modality = DATASETS.get(recipe["data"]["name"]).tags.get("modality")
-    for section in ("encoder", "augmentation"):
+    for section in ("framework", "encoder", "augmentation"):
         modality = SECTIONS[section].get(recipe[section]["name"]).tags.get("modality")
         if modality is not None and data_modality is not None and modality != data_modality:
             raise RecipeError(
