@@ -593,22 +593,24 @@ def _check_tu(config: dict[str, Any]) -> str | None:
     "tu", modality="graph", check=_check_tu,
     params={"folder": Param("path", help="a TU-format folder, e.g. .../tudataset/MUTAG "
                                          "(required)"),
-            "name": Param(str, help="file prefix D of D_A.txt (default: read from the folder)"),
+            "prefix": Param(str, help="file prefix D of D_A.txt (default: read from the "
+                                      "folder)"),
             "node_features": Param(str, choices=("auto", "labels", "degree"),
                                    help="one-hot node labels, or one-hot degree (auto: labels "
                                         "when the folder has them)"),
             "node_attributes": Param(bool, help="append the node attributes when present"),
             "max_degree": Param(int, low=0, help="one-hot degree width - 1 (default: the "
                                                  "largest degree)")})
-def tu(seed: int, folder: str | None = None, name: str | None = None,
+def tu(seed: int, folder: str | None = None, prefix: str | None = None,
        node_features: str = "auto", node_attributes: bool = True,
        max_degree: int | None = None) -> tuple[tuple[GraphSet, np.ndarray], tuple[None, None],
                                                 str]:
     """A TU graph-classification folder: all graphs, no test split (the papers' protocol is
-    10-fold cross-validation of an SVM over all graphs; ``seed`` is unused)."""
+    10-fold cross-validation of an SVM over all graphs; ``seed`` is unused). ``prefix`` is
+    :func:`load_tu`'s ``name`` (a recipe section's ``name`` names the component)."""
     if not folder:
         raise ValueError("`folder` (a TU-format folder) is required.")
-    graphs = load_tu(folder, name, node_features=node_features,
+    graphs = load_tu(folder, prefix, node_features=node_features,
                      node_attributes=node_attributes, max_degree=max_degree)
     desc = (f"TU {graphs.name} ({len(graphs)} graphs, {graphs.num_classes} classes, "
             f"{int(graphs.num_nodes.sum())} nodes, F={graphs.feature_dim}: "
