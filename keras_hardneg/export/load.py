@@ -1,10 +1,12 @@
-"""Loading an export: its model card, and the encoder as a fine-tunable Keras 3 layer."""
+"""Loading an export: its model card, and the encoder as a fine-tunable Keras 3 layer
+(images, graph batches or token ids; text exports with a tokenizer also embed strings)."""
 
 from __future__ import annotations
 
 import os
 
 import keras
+import numpy as np
 
 from keras_hardneg.data._tf import require_tensorflow_backend
 
@@ -13,7 +15,8 @@ require_tensorflow_backend("keras_hardneg.export (SavedModel export and loading)
 import tensorflow as tf  # noqa: E402  (after the backend check)
 
 from keras_hardneg.export.inspection import parse_saved_model_pb
-from keras_hardneg.export.model_card import ModelCard, load_model_card
+from keras_hardneg.export.model_card import TOKENIZER_ASSET, ModelCard, load_model_card
+from keras_hardneg.export.signatures import GRAPH_INPUTS
 
 __all__ = ["SavedModelEncoder", "load_encoder", "load_model_card"]
 
@@ -86,9 +89,16 @@ class _RestoredRegularization:
 
 @keras.saving.register_keras_serializable(package="keras_hardneg")
 class SavedModelEncoder(keras.layers.Layer):
-    """Keras 3 layer around an exported encoder: images ``[B, H, W, 3]`` -> ``[B, F]``.
+    """Keras 3 layer around an exported encoder: inputs -> features ``[B, F]``.
 
-    Calls the restored ``__call__(images, training=...)``: ``training=True`` only if
+    Inputs by ``modality`` (from the model card): images ``[B, H, W, 3]`` float32;
+    a graph batch (a dict with the six tensors ``nodes``, ``edges``, ``node_graph``,
+    ``node_mask``, ``edge_mask``, ``graph_mask``; other keys are ignored, ``B`` is the
+    length of ``graph_mask``); token ids ``[B, L]`` (cast to int32). A text export that
+    ships ``assets/tokenizer.json`` also embeds strings: :meth:`embed_sentences`
+    (tokenized in Python with the ``tokenizers`` package, like in training).
+
+    Calls the restored ``__call__(inputs, training=...)``: ``training=True`` only if
     the layer is trainable and called in training mode (like BatchNormalization and
     ``hub.KerasLayer``), in which case batch-norm moving statistics update. The
     SavedModel's variables are this layer's weights (trainable ones trainable, BN
@@ -96,11 +106,14 @@ class SavedModelEncoder(keras.layers.Layer):
     regularization losses appear in ``layer.losses`` (and the training loss) while the
     layer is trainable.
 
+    Attributes: ``model_card``, ``modality``, ``output_dim``, ``max_length`` (text).
+
     Example::
 
         enc = SavedModelEncoder("/tmp/enc")            # or load_encoder("/tmp/enc")
         inp = keras.Input((16, 16, 3))
         model = keras.Model(inp, keras.layers.Dense(10)(enc(inp)))
+        load_encoder("/tmp/text").embed_sentences(["a cat", "a dog"])   # [2, F]
     """
 
     def __init__(self, export_dir, trainable=True, **kwargs):
@@ -108,7 +121,10 @@ class SavedModelEncoder(keras.layers.Layer):
         obj, card = _restore(export_dir)
         self.export_dir = os.fspath(export_dir)
         self.model_card = card
+        self.modality = card.modality
         self.output_dim = card.output_dim
+        self.max_length = card.max_length
+        self._tokenizer = None
         self._restored = obj
         trainable_ids = {id(v) for v in obj.trainable_variables}
         first_trainable = None
@@ -130,8 +146,20 @@ class SavedModelEncoder(keras.layers.Layer):
             first_trainable.regularizer = _RestoredRegularization(obj.regularization_losses)
         self.built = True
 
+    def _prepare(self, inputs):
+        if self.modality == "image":
+            return tf.cast(inputs, tf.float32)
+        if self.modality == "text":
+            return tf.cast(inputs, tf.int32)
+        if not isinstance(inputs, dict) or not set(GRAPH_INPUTS) <= set(inputs):
+            got = sorted(inputs) if isinstance(inputs, dict) else type(inputs).__name__
+            raise ValueError(f"{self.export_dir}: this graph encoder takes a dict with the "
+                             f"keys {list(GRAPH_INPUTS)} (a padded graph batch); got {got}")
+        return {name: tf.cast(inputs[name], dtype)
+                for name, (_, dtype) in GRAPH_INPUTS.items()}
+
     def call(self, inputs, training=None):
-        inputs = tf.cast(inputs, tf.float32)
+        inputs = self._prepare(inputs)
         if not self.trainable or training is None:
             training = False
         if tf.is_tensor(training):
@@ -141,7 +169,63 @@ class SavedModelEncoder(keras.layers.Layer):
         return self._restored(inputs, training=bool(training))
 
     def compute_output_shape(self, input_shape):
+        if self.modality == "graph":
+            batch = None
+            if isinstance(input_shape, dict) and "graph_mask" in input_shape:
+                batch = tuple(input_shape["graph_mask"])[0]
+            return (batch, self.output_dim)
         return (input_shape[0], self.output_dim)
+
+    # ------------------------------------------------------------------ text
+    @property
+    def tokenizer(self):
+        """The export's :class:`keras_hardneg.data.SentenceTokenizer` (text exports with
+        ``assets/tokenizer.json``; loaded on first use, needs the ``tokenizers`` package)."""
+        if self._tokenizer is None:
+            if self.modality != "text":
+                raise ValueError(f"{self.export_dir}: a {self.modality} encoder has no "
+                                 "tokenizer (only text exports do)")
+            path = os.path.join(self.export_dir, "assets", TOKENIZER_ASSET)
+            if not os.path.isfile(path):
+                raise ValueError(f"{self.export_dir}: this text export ships no tokenizer "
+                                 f"(no assets/{TOKENIZER_ASSET}); pass token ids [B, L] "
+                                 "to the encoder instead")
+            from keras_hardneg.data.tokenizer import load_tokenizer
+
+            try:
+                self._tokenizer = load_tokenizer(path)
+            except ImportError as e:
+                raise ImportError(f"{self.export_dir}: embedding strings needs the "
+                                  f"`tokenizers` package ({e})") from None
+        return self._tokenizer
+
+    def tokenize(self, sentences):
+        """``int32 [n, max_length]`` token ids of ``sentences`` (a list of strings), made
+        exactly as in training (``SentenceTokenizer.encode(sentences, max_length)``)."""
+        if self.max_length is None:
+            raise ValueError(f"{self.export_dir}: the model card records no max_length, so "
+                             "strings cannot be encoded as in training")
+        return self.tokenizer.encode(sentences, max_length=self.max_length)
+
+    def embed_sentences(self, sentences, batch_size=256):
+        """Embeds strings: ``float32 np.ndarray [n, F]`` (inference mode).
+
+        Tokenizes with the export's tokenizer (:meth:`tokenize`) and runs the encoder in
+        chunks of ``batch_size`` sentences.
+
+        Raises:
+            ValueError: not a text export, no tokenizer asset, or ``sentences`` is not a
+                list of strings.
+            ImportError: the ``tokenizers`` package is missing.
+        """
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+        ids = self.tokenize(sentences)
+        if len(ids) == 0:
+            return np.zeros((0, self.output_dim), np.float32)
+        chunks = [self._restored(tf.constant(ids[i:i + batch_size]), training=False).numpy()
+                  for i in range(0, len(ids), batch_size)]
+        return np.concatenate(chunks, axis=0).astype(np.float32)
 
     def get_config(self):
         config = super().get_config()
@@ -150,15 +234,17 @@ class SavedModelEncoder(keras.layers.Layer):
 
 
 def load_encoder(export_dir, *, trainable=True, name=None) -> SavedModelEncoder:
-    """Loads an export as a Keras 3 layer (see :class:`SavedModelEncoder`).
+    """Loads an export (image, graph or text) as a Keras 3 layer (see
+    :class:`SavedModelEncoder`).
 
     Raises ``FileNotFoundError`` (missing directory or ``saved_model.pb``) or
     ``ValueError`` (corrupt file, not written by :func:`export_encoder`, missing
-    ``__call__(images, training)``), each naming the directory.
+    ``__call__(inputs, training)``), each naming the directory.
 
     Example::
 
         encoder = load_encoder("/tmp/enc")
         encoder(np.zeros((2, 16, 16, 3), "float32")).shape   # (2, F)
+        load_encoder("/tmp/text").embed_sentences(["a sentence"]).shape   # (1, F)
     """
     return SavedModelEncoder(export_dir, trainable=trainable, name=name)

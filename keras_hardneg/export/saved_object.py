@@ -1,9 +1,19 @@
 """The object a SavedModel export holds: the TF Hub "reusable SavedModel" interface.
 
-``__call__(images, training=False)`` traced for both modes, ``variables``,
-``trainable_variables``, ``regularization_losses``, and the ``serving_default``,
-``serve`` and ``call_training`` endpoints. Images ``[B, H, W, 3]`` float32 in [0, 1] ->
-features ``[B, F]`` float32.
+``__call__(inputs, training=False)`` traced for both modes, ``variables``,
+``trainable_variables``, ``regularization_losses``, the ``serving_default``, ``serve`` and
+``call_training`` endpoints, and ``assets`` (``{file name: tf.saved_model.Asset}``,
+possibly empty). ``inputs`` is, per modality (see ``keras_hardneg.export.signatures``):
+
+- image: ``images`` float32 ``[B, H, W, 3]`` in [0, 1];
+- text: ``token_ids`` int32 ``[B, L]``;
+- graph: a dict of the six graph-batch tensors (``nodes``, ``edges``, ``node_graph``,
+  ``node_mask``, ``edge_mask``, ``graph_mask``), ``B`` = length of ``graph_mask``.
+
+The output is features ``[B, F]`` float32. ``serving_default`` takes the input tensors
+by name (``images=``, ``token_ids=``, or the six graph names) and returns
+``{"features": [B, F]}``; ``serve`` / ``call_training`` take ``inputs`` as one argument
+(a tensor, or the graph dict) and return the features tensor.
 """
 
 from __future__ import annotations
@@ -21,10 +31,17 @@ class ReusableEncoder(tf.__internal__.tracking.AutoTrackable):
 
     ``variables``, ``trainable_variables``: lists of ``tf.Variable`` (same order as
     ``encoder.variables``); ``regularization_losses``: list of argument-less
-    ``tf.function``s; ``__call__(images, training=False)``.
+    ``tf.function``s; ``__call__(inputs, training=False)``; ``assets``.
+
+    Args:
+        encoder: the Keras 3 model (TensorFlow backend).
+        input_spec: a named ``tf.TensorSpec`` (images, token ids) or a dict of them
+            (graph batch), the batch / node / edge axes ``None``.
+        assets: ``{file name: path}`` of files to ship in ``assets/`` (the path's base
+            name must be the file name), or ``None``.
     """
 
-    def __init__(self, encoder, input_spec):
+    def __init__(self, encoder, input_spec, assets=None):
         super().__init__()
         # Keras 3 (TF backend) variables wrap a tf.Variable in `.value`; save those,
         # not the Keras objects, so that loaders need no Keras at all.
@@ -33,31 +50,56 @@ class ReusableEncoder(tf.__internal__.tracking.AutoTrackable):
         self.variables = [v.value for v in encoder.variables]
         self.trainable_variables = [v for v in self.variables if id(v) in tids]
         self.regularization_losses = _regularization_fns(encoder)
+        self.assets = {name: tf.saved_model.Asset(path)
+                       for name, path in (assets or {}).items()}
         # The Keras model itself is not an attribute (only reached through the
         # closure below), so the SavedModel holds plain TF objects only.
 
-        def call(images, training=False):
-            images = tf.cast(images, tf.float32)
+        def body(inputs, training):
+            # No-op casts for exact matches; the traced signatures fix the dtypes.
+            inputs = tf.nest.map_structure(lambda x, s: tf.cast(x, s.dtype), inputs,
+                                           input_spec)
             # Python bool -> one graph per mode. In training=True, Keras 3
             # BatchNormalization assigns its moving mean/variance inside the graph.
-            return tf.cast(encoder(images, training=bool(training)), tf.float32)
+            return tf.cast(encoder(inputs, training=bool(training)), tf.float32)
 
-        self.__call__ = tf.function(call)
+        # The argument is named after the input (`images`, `token_ids`; `inputs` for
+        # the graph dict), so keyword calls such as obj(images=x) keep working.
+        arg = input_spec.name if isinstance(input_spec, tf.TensorSpec) else "inputs"
+        self.__call__ = tf.function(_named(arg, body, training_arg=True))
         # Trace both modes now, so the SavedModel holds exactly these two.
-        self.__call__.get_concrete_function(input_spec, training=False)
-        self.__call__.get_concrete_function(input_spec, training=True)
+        infer = self.__call__.get_concrete_function(input_spec, training=False)
+        train = self.__call__.get_concrete_function(input_spec, training=True)
 
-        def serve(images):
-            return {SERVING_OUTPUT: self.__call__(images, training=False)}
-
-        self.serving_default = tf.function(serve, input_signature=[input_spec])
+        # The endpoints call these concrete functions (calling the tf.function again
+        # would trace a third graph when the argument's placeholder names differ).
+        # Signature input names are the TensorSpec names (the graph dict's keys).
+        self.serving_default = tf.function(
+            _named(arg, lambda x: {SERVING_OUTPUT: infer(x, training=False)}),
+            input_signature=[input_spec])
         # Tensor-in/tensor-out endpoints for Keras 3 `TFSMLayer`, whose default
         # call_endpoint is "serve"; "call_training" is its call_training_endpoint.
-        self.serve = tf.function(lambda images: self.__call__(images, training=False),
+        self.serve = tf.function(_named(arg, lambda x: infer(x, training=False)),
                                  input_signature=[input_spec])
-        self.call_training = tf.function(lambda images: self.__call__(images, training=True),
+        self.call_training = tf.function(_named(arg, lambda x: train(x, training=True)),
                                          input_signature=[input_spec])
 
+def _named(arg, fn, training_arg=False):
+    """``fn`` as a function whose first argument is called ``arg`` (tf.function and
+    tensorflow_hub read argument names)."""
+    if training_arg:
+        variants = {
+            "images": lambda images, training=False: fn(images, training),
+            "token_ids": lambda token_ids, training=False: fn(token_ids, training),
+            "inputs": lambda inputs, training=False: fn(inputs, training),
+        }
+    else:
+        variants = {
+            "images": lambda images: fn(images),
+            "token_ids": lambda token_ids: fn(token_ids),
+            "inputs": lambda inputs: fn(inputs),
+        }
+    return variants[arg]
 
 def _regularization_fns(encoder):
     """One argument-less tf.function per regularized trainable variable (may be [])."""

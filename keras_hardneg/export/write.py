@@ -1,14 +1,16 @@
-"""``export_encoder``: a Keras 3 encoder -> a reusable TF2 SavedModel plus model card,
-written atomically."""
+"""``export_encoder``: a Keras 3 encoder (images, graphs or text) -> a reusable TF2
+SavedModel plus model card (and assets), written atomically."""
 
 from __future__ import annotations
 
 import datetime
+import json
 import os
 import shutil
 import uuid
 
 import keras
+import numpy as np
 
 from keras_hardneg.data._tf import require_tensorflow_backend
 
@@ -18,8 +20,20 @@ import tensorflow as tf  # noqa: E402  (after the backend check)
 
 from keras_hardneg._io import atomic_replace_dir, fsync_tree
 from keras_hardneg.export.inspection import find_device_strings
-from keras_hardneg.export.model_card import MODEL_CARD_JSON, MODEL_CARD_MD, ModelCard
+from keras_hardneg.export.model_card import (
+    _PREPROCESSING,
+    MODEL_CARD_JSON,
+    MODEL_CARD_MD,
+    TEXT_PREPROCESSING_NO_TOKENIZER,
+    TOKENIZER_ASSET,
+    ModelCard,
+)
 from keras_hardneg.export.saved_object import SERVING_INPUT, ReusableEncoder
+from keras_hardneg.export.signatures import (
+    TEXT_INPUT,
+    normalize_input_signature,
+    signature_to_json,
+)
 
 __all__ = ["export_encoder"]
 
@@ -51,25 +65,171 @@ def _resolve_input_shape(encoder, input_shape):
     return tuple(None if d is None else int(d) for d in shape)
 
 
-def _make_card(model_card, input_shape, output_dim):
+def _resolve_text_length(encoder, length):
+    """``L`` of the token-id signature: the given one, else the encoder's fixed one."""
+    model_length = None
+    try:
+        model_shape = tuple(encoder.input_shape)
+        if len(model_shape) == 2 and not isinstance(model_shape[0], tuple):
+            model_length = model_shape[1]
+    except (AttributeError, ValueError, TypeError):
+        pass
+    if length is not None and model_length is not None and length != model_length:
+        raise ValueError(f"export_encoder: input_signature fixes L={length} but the "
+                         f"encoder's input shape is {encoder.input_shape}")
+    return length if length is not None else model_length
+
+
+def _resolve_signature(encoder, input_shape, input_signature):
+    """(modality, {name: (full shape, dtype)}, traced spec: TensorSpec or dict of them)."""
+    if input_signature is None:
+        modality = "image"
+        shape = _resolve_input_shape(encoder, input_shape)
+        signature = {SERVING_INPUT: ((None,) + shape, "float32")}
+    else:
+        if input_shape is not None:
+            raise ValueError("export_encoder: pass input_shape (images) or input_signature, "
+                             "not both")
+        modality, signature = normalize_input_signature(input_signature)
+        if modality == "image":
+            shape = _resolve_input_shape(encoder, signature[SERVING_INPUT][0][1:])
+            signature = {SERVING_INPUT: ((None,) + shape, "float32")}
+        elif modality == "text":
+            length = _resolve_text_length(encoder, signature[TEXT_INPUT][0][1])
+            signature = {TEXT_INPUT: ((None, length), "int32")}
+    specs = {name: tf.TensorSpec(shape, dtype, name=name)
+             for name, (shape, dtype) in signature.items()}
+    spec = specs if modality == "graph" else next(iter(specs.values()))
+    return modality, signature, spec
+
+
+def _dummy_input(modality, signature):
+    """A smallest valid input (one graph with one node, one sentence) to build a model."""
+    if modality == "text":
+        length = signature[TEXT_INPUT][0][1] or 1
+        return np.ones((1, length), "int32")
+    features = signature["nodes"][0][1]
+    if features is None:
+        raise ValueError("export_encoder: the encoder is not built and input_signature "
+                         "leaves the node feature dimension F unknown; build the encoder "
+                         "or give nodes=((None, F), 'float32')")
+    return {"nodes": np.zeros((1, features), "float32"),
+            "edges": np.zeros((1, 2), "int32"),
+            "node_graph": np.zeros((1,), "int32"),
+            "node_mask": np.ones((1,), "float32"),
+            "edge_mask": np.zeros((1,), "float32"),
+            "graph_mask": np.ones((1,), "float32")}
+
+
+def _declared_output_dim(encoder):
+    try:
+        shape = encoder.output_shape
+    except (AttributeError, ValueError, TypeError, RuntimeError):
+        return None
+    if isinstance(shape, tuple) and len(shape) == 2 and isinstance(shape[1], int):
+        return shape[1]
+    return None
+
+
+def _stage_assets(assets, staging_dir):
+    """Copies ``assets`` ({file name: path}) into ``staging_dir``; returns {name: staged path}."""
+    if assets is None:
+        return {}
+    if not isinstance(assets, dict):
+        raise TypeError("export_encoder: assets must be a dict {file name: path} or None, "
+                        f"got {type(assets).__name__}")
+    staged = {}
+    for name, path in assets.items():
+        if (not isinstance(name, str) or not name or name.startswith(".")
+                or "/" in name or "\\" in name or name.strip() != name):
+            raise ValueError(f"export_encoder: assets key {name!r} must be a plain file name "
+                             "(no '/', not starting with '.'), e.g. 'tokenizer.json'")
+        path = os.fspath(path)
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"export_encoder: assets[{name!r}]: no such file {path}")
+        if name == TOKENIZER_ASSET:
+            _check_tokenizer_file(path)
+        os.makedirs(staging_dir, exist_ok=True)
+        staged[name] = os.path.join(staging_dir, name)
+        shutil.copyfile(path, staged[name])
+    return staged
+
+
+def _check_tokenizer_file(path):
+    """A text export's tokenizer must be a saved ``keras_hardneg.data.SentenceTokenizer``
+    (loaded here when the ``tokenizers`` package is installed, so a bad file fails early)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"export_encoder: assets[{TOKENIZER_ASSET!r}] = {path} is not a "
+                         f"JSON file ({e})") from None
+    if not isinstance(data, dict) or not str(data.get("format", "")).startswith(
+            "keras_hardneg.SentenceTokenizer"):
+        raise ValueError(f"export_encoder: assets[{TOKENIZER_ASSET!r}] = {path} is not a "
+                         "saved keras_hardneg SentenceTokenizer (SentenceTokenizer.save); "
+                         "embed_sentences could not encode strings as in training")
+    try:
+        import tokenizers  # noqa: F401
+    except ImportError:
+        return  # the format looks right; load_encoder(...).embed_sentences needs the package
+    from keras_hardneg.data.tokenizer import load_tokenizer
+
+    load_tokenizer(path)  # ValueError naming the file if it does not load
+
+
+def _make_card(model_card, modality, signature, output_dim, asset_names):
     if model_card is None:
-        card = ModelCard()
+        card = ModelCard(modality=modality)
     elif isinstance(model_card, ModelCard):
         card = ModelCard.from_dict(model_card.to_dict())  # copy; caller's stays untouched
     elif isinstance(model_card, dict):
-        card = ModelCard(**model_card)
+        card = ModelCard(**{"modality": modality, **model_card})
     else:
         raise TypeError("export_encoder: model_card must be a ModelCard, a dict or None, "
                         f"got {type(model_card).__name__}")
-    if card.input_shape is not None and tuple(card.input_shape) != tuple(input_shape):
-        raise ValueError(f"export_encoder: model_card.input_shape={card.input_shape} but the "
-                         f"exported input shape is {input_shape}")
+    if card.modality != modality:
+        what = {"image": "images (input_shape)", "graph": "a graph batch",
+                "text": "token ids"}[modality]
+        raise ValueError(f"export_encoder: model_card.modality={card.modality!r} but the "
+                         f"exported input is {what}; pass ModelCard(modality={modality!r}, ...)")
     if card.output_dim is not None and card.output_dim != output_dim:
         raise ValueError(f"export_encoder: model_card.output_dim={card.output_dim} but the "
                          f"encoder outputs {output_dim} features")
+    if modality == "image":
+        input_shape = signature[SERVING_INPUT][0][1:]
+        if card.input_shape is not None and tuple(card.input_shape) != tuple(input_shape):
+            raise ValueError(f"export_encoder: model_card.input_shape={card.input_shape} but "
+                             f"the exported input shape is {input_shape}")
+        card.input_shape = tuple(input_shape)
+    else:
+        json_signature = signature_to_json(signature)
+        if card.input_signature is not None and card.input_signature != json_signature:
+            raise ValueError(f"export_encoder: model_card.input_signature="
+                             f"{card.input_signature} but the exported input signature is "
+                             f"{json_signature}")
+        card.input_signature = json_signature
+    if modality == "text":
+        length = signature[TEXT_INPUT][0][1]
+        if card.max_length is not None and length is not None and card.max_length != length:
+            raise ValueError(f"export_encoder: model_card.max_length={card.max_length} but "
+                             f"the exported token ids have L={length}")
+        if card.max_length is None:
+            card.max_length = length
+        if TOKENIZER_ASSET in asset_names and card.max_length is None:
+            raise ValueError(
+                "export_encoder: a text export with a tokenizer needs max_length L (strings "
+                "are truncated / padded to it as in training): give a fixed L in "
+                "input_signature ((L,), 'int32') or ModelCard(max_length=L)")
+        if (TOKENIZER_ASSET not in asset_names
+                and card.preprocessing == _PREPROCESSING["text"]):
+            card.preprocessing = TEXT_PREPROCESSING_NO_TOKENIZER
+    if card.assets and sorted(card.assets) != sorted(asset_names):
+        raise ValueError(f"export_encoder: model_card.assets={card.assets} but the export "
+                         f"ships {sorted(asset_names)}")
+    card.assets = list(asset_names)
     import keras_hardneg
 
-    card.input_shape = tuple(input_shape)
     card.output_dim = int(output_dim)
     card.library_version = getattr(keras_hardneg, "__version__", None)
     card.tensorflow_version = tf.__version__
@@ -79,17 +239,39 @@ def _make_card(model_card, input_shape, output_dim):
     return card.validate()
 
 
-def export_encoder(encoder, export_dir, *, input_shape=None, model_card=None, overwrite=False):
+def export_encoder(encoder, export_dir, *, input_shape=None, input_signature=None,
+                   assets=None, model_card=None, overwrite=False):
     """Writes ``encoder`` as a reusable TF2 SavedModel plus a model card, atomically.
 
     Args:
-        encoder: built Keras 3 model (TensorFlow backend), images ``[B, H, W, 3]``
-            float32 in [0, 1] -> features ``[B, F]``. May contain BatchNormalization,
-            Dropout and kernel regularizers.
+        encoder: built Keras 3 model (TensorFlow backend) mapping one of (modality)
+
+            - images ``[B, H, W, 3]`` float32 in [0, 1] (the default);
+            - a graph batch, the dict of ``nodes [N, F]``, ``edges [E, 2]``,
+              ``node_graph [N]``, ``node_mask [N]``, ``edge_mask [E]``, ``graph_mask [B]``
+              (``input_signature=graph_input_signature(F)``);
+            - token ids ``[B, L]`` int32, 0 = padding
+              (``input_signature=text_input_signature(L)``)
+
+            to features ``[B, F]``. May contain BatchNormalization, Dropout and kernel
+            regularizers. An unbuilt graph / text encoder is built by calling it once on
+            a one-graph / one-sentence input.
         export_dir: directory to create. Its parent must exist.
-        input_shape: ``(H, W, 3)``; defaults to ``encoder.input_shape[1:]``. ``H``/``W``
-            may be ``None`` if the encoder accepts any size.
-        model_card: :class:`ModelCard`, dict of its fields, or ``None``. Shape, output
+        input_shape: images: ``(H, W, 3)``; defaults to ``encoder.input_shape[1:]``.
+            ``H``/``W`` may be ``None`` if the encoder accepts any size.
+        input_signature: graph or text input instead of images (see
+            ``keras_hardneg.export.signatures``): a dict ``{name: (full shape, dtype)}`` of
+            the six graph tensors with ``N``, ``E``, ``B`` as ``None``, or ``((L,), "int32")``
+            for token ids (``L`` may be ``None``: then the encoder's fixed length is used if
+            it has one). Not together with ``input_shape``.
+        assets: ``{file name: path}`` of files copied into ``export_dir/assets/`` (and
+            tracked as ``tf.saved_model.Asset``, reachable as ``obj.assets[name]`` after
+            ``tf.saved_model.load``). A text encoder's tokenizer goes in as
+            ``{"tokenizer.json": path}`` (a ``tokenizers`` JSON file), which
+            :meth:`SavedModelEncoder.embed_sentences` uses.
+        model_card: :class:`ModelCard`, dict of its fields, or ``None``. Its
+            ``modality`` must match the input (a dict or ``None`` gets it filled in).
+            Shape / signature, ``max_length`` (text, from a fixed ``L``), assets, output
             dim, versions and creation time are filled in.
         overwrite: replace an existing ``export_dir`` (atomic swap); otherwise raise
             ``FileExistsError``.
@@ -97,16 +279,23 @@ def export_encoder(encoder, export_dir, *, input_shape=None, model_card=None, ov
     Returns:
         The :class:`ModelCard` that was written.
 
-    The directory holds ``saved_model.pb``, ``variables/``, ``model_card.json`` and
-    ``model_card.md``. Nothing in it is pinned to a device (checked before commit). It
-    is built in ``.khn-export-tmp-*`` next to ``export_dir`` and renamed into place,
-    so a crash never leaves a half-written ``export_dir`` or damages a previous one
-    (after a hard kill, a stale temp dir may remain; it is safe to delete).
+    The directory holds ``saved_model.pb``, ``variables/``, ``assets/``,
+    ``model_card.json`` and ``model_card.md``. Nothing in it is pinned to a device
+    (checked before commit). It is built in ``.khn-export-tmp-*`` next to ``export_dir``
+    and renamed into place, so a crash never leaves a half-written ``export_dir`` or
+    damages a previous one (after a hard kill, a stale temp dir may remain; it is safe
+    to delete).
 
     Example::
 
         card = export_encoder(enc, "/tmp/enc", model_card=ModelCard(name="r18"))
         card.output_dim        # F
+        export_encoder(gin, "/tmp/gin", input_signature=graph_input_signature(7),
+                       model_card=ModelCard(name="gin", modality="graph",
+                                            metrics={"svm_accuracy": 0.89}))
+        export_encoder(bert, "/tmp/txt", input_signature=text_input_signature(32),
+                       assets={"tokenizer.json": "/tmp/tok.json"},
+                       model_card=ModelCard(name="simcse", modality="text"))
     """
     if not isinstance(encoder, keras.Model):
         raise TypeError(f"export_encoder: encoder must be a keras.Model, "
@@ -121,20 +310,28 @@ def export_encoder(encoder, export_dir, *, input_shape=None, model_card=None, ov
     if os.path.lexists(export_dir) and not overwrite:
         raise FileExistsError(f"export_encoder: {export_dir} already exists; "
                               "pass overwrite=True to replace it.")
-    shape = _resolve_input_shape(encoder, input_shape)
+    modality, signature, spec = _resolve_signature(encoder, input_shape, input_signature)
     if not encoder.built:
-        encoder.build((None,) + shape)
-    spec = tf.TensorSpec((None,) + shape, tf.float32, name=SERVING_INPUT)
-
-    module = ReusableEncoder(encoder, spec)
-    out_shape = module.__call__.get_concrete_function(spec, training=False).output_shapes
-    if out_shape.rank != 2 or out_shape[1] is None:
-        raise ValueError(f"export_encoder: encoder must output [B, F] with known F, "
-                         f"got shape {out_shape}")
-    card = _make_card(model_card, shape, int(out_shape[1]))
+        if modality == "image":
+            encoder.build(signature[SERVING_INPUT][0])
+        else:
+            encoder(_dummy_input(modality, signature), training=False)
 
     tmp_dir = os.path.join(parent, f"{_TMP_PREFIX}{base}-{uuid.uuid4().hex[:8]}")
+    staging_dir = os.path.join(parent, f"{_TMP_PREFIX}{base}-assets-{uuid.uuid4().hex[:8]}")
     try:
+        staged = _stage_assets(assets, staging_dir)
+        module = ReusableEncoder(encoder, spec, assets=staged)
+        out_shape = module.__call__.get_concrete_function(spec, training=False).output_shapes
+        if out_shape.rank != 2 or out_shape[1] is None:
+            raise ValueError(f"export_encoder: encoder must output [B, F] with known F, "
+                             f"got shape {out_shape}")
+        declared = _declared_output_dim(encoder)
+        if declared is not None and declared != out_shape[1]:
+            raise ValueError(f"export_encoder: encoder.output_shape says F={declared} but "
+                             f"the traced encoder outputs {out_shape}")
+        card = _make_card(model_card, modality, signature, int(out_shape[1]), list(staged))
+
         options = tf.saved_model.SaveOptions(
             experimental_io_device=None,
             experimental_variable_policy=tf.saved_model.experimental.VariablePolicy.NONE,
@@ -157,6 +354,7 @@ def export_encoder(encoder, export_dir, *, input_shape=None, model_card=None, ov
         except FileExistsError as e:  # export_dir appeared or is not a directory
             raise FileExistsError(f"export_encoder: {e}") from None
     finally:
-        if os.path.lexists(tmp_dir):
-            shutil.rmtree(tmp_dir, ignore_errors=True)
+        for path in (tmp_dir, staging_dir):
+            if os.path.lexists(path):
+                shutil.rmtree(path, ignore_errors=True)
     return card
