@@ -3,6 +3,9 @@
 included), through __call__, serving_default, serve (TFSMLayer) and load_encoder."""
 
 import os
+import subprocess
+import sys
+import textwrap
 
 import keras
 import numpy as np
@@ -28,6 +31,22 @@ from keras_hardneg.export import (  # noqa: E402
 ATOL = 1e-5
 F = 4
 NAMES = ["nodes", "edges", "node_graph", "node_mask", "edge_mask", "graph_mask"]
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+# tensorflow_hub in a fresh process (it imports tf_keras): argv = [export_dir, data.npz].
+HUB_SCRIPT = """
+import sys
+import numpy as np, tensorflow as tf, tensorflow_hub as hub
+d, data = sys.argv[1], dict(np.load(sys.argv[2]))
+expected = data.pop("expected")
+obj = hub.load(d)
+for out in (obj(data, training=False),
+            obj.signatures["serving_default"](**{k: tf.constant(v) for k, v in data.items()})[
+                "features"]):
+    err = float(np.max(np.abs(np.asarray(out) - expected)))
+    assert out.shape == expected.shape and err <= 1e-5, (out.shape, err)
+print("OK")
+"""
 
 
 class StandIn(keras.Model):
@@ -83,8 +102,31 @@ def exported(tmp_path_factory, graphs):
                      evaluation="10-fold SVM")
     written = export_encoder(enc, root / "enc", input_signature=graph_input_signature(F),
                              model_card=card)
+    np.savez(root / "data.npz", expected=in_memory(enc, graphs["large"]), **graphs["large"])
+    hub_proc = start_python(HUB_SCRIPT, root / "enc", root / "data.npz")
     obj = tf.saved_model.load(str(root / "enc"))
-    return dict(enc=enc, dir=root / "enc", card=written, obj=obj)
+    yield dict(enc=enc, dir=root / "enc", card=written, obj=obj, hub=hub_proc)
+    if hub_proc.poll() is None:
+        hub_proc.kill()
+        hub_proc.communicate()
+
+
+def start_python(script, *args):
+    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
+    env.pop("TF_USE_LEGACY_KERAS", None)
+    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(script), *map(str, args)],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def assert_ok(proc, timeout=240):
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+    tail = "\n".join(err.strip().splitlines()[-20:])
+    assert proc.returncode == 0 and out.strip().endswith("OK"), f"{out}\n{tail}"
 
 
 def test_same_vectors_for_two_budgets_and_padding(exported, graphs):
@@ -207,3 +249,9 @@ def test_real_gin_encoder(tmp_path, graphs):
         np.testing.assert_allclose(out[:5], expected, atol=ATOL)   # either budget
     np.testing.assert_allclose(load_encoder(tmp_path / "gin")(graphs["large"])[:5], expected,
                                atol=ATOL)
+
+
+# Last, so the fresh process runs alongside the tests above.
+def test_hub_load_in_a_fresh_process(exported):
+    pytest.importorskip("tensorflow_hub")
+    assert_ok(exported["hub"])

@@ -3,7 +3,9 @@
 ``load_encoder(...).embed_sentences``) for strings."""
 
 import os
+import subprocess
 import sys
+import textwrap
 
 import keras
 import numpy as np
@@ -25,6 +27,25 @@ from keras_hardneg.export import (  # noqa: E402
     text_input_signature,
 )
 
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# A fresh process: tensorflow_hub (imports tf_keras) on ids, and (with `tokenizers`) strings
+# through load_encoder(...).embed_sentences. argv = [export_dir, data.npz].
+FRESH_SCRIPT = """
+import sys, importlib.util
+import numpy as np, tensorflow as tf, tensorflow_hub as hub
+d, data = sys.argv[1], np.load(sys.argv[2])
+def close(out, expected):
+    err = float(np.max(np.abs(np.asarray(out) - expected)))
+    assert out.shape == expected.shape and err <= 1e-5, (out.shape, err)
+obj = hub.load(d)
+close(obj(data["ids"], training=False), data["expected"])
+close(obj.signatures["serving_default"](token_ids=tf.constant(data["ids"]))["features"],
+      data["expected"])
+if "sentences_expected" in data:
+    from keras_hardneg.export import load_encoder
+    close(load_encoder(d).embed_sentences(list(data["sentences"])), data["sentences_expected"])
+print("OK")
+"""
 ATOL = 1e-5
 L = 8
 VOCAB = 300
@@ -78,8 +99,26 @@ def exported(tmp_path_factory, tokenizer_file):
                      evaluation="Spearman x 100 of cosine similarities")
     written = export_encoder(enc, root / "enc", input_signature=text_input_signature(L),
                              assets=assets, model_card=card)
+    ids = random_ids()
+    data = dict(ids=ids, expected=enc(ids).numpy())
+    if tokenizer_file is not None:
+        from keras_hardneg.data.tokenizer import load_tokenizer
+
+        data.update(sentences=np.array(SENTENCES), sentences_expected=enc(
+            load_tokenizer(tokenizer_file).encode(SENTENCES, max_length=L)).numpy())
+    np.savez(root / "data.npz", **data)
+    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
+    env.pop("TF_USE_LEGACY_KERAS", None)
+    fresh = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(FRESH_SCRIPT), str(root / "enc"),
+         str(root / "data.npz")], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True)
     obj = tf.saved_model.load(str(root / "enc"))
-    return dict(enc=enc, dir=root / "enc", card=written, obj=obj, root=root)
+    yield dict(enc=enc, dir=root / "enc", card=written, obj=obj, root=root, fresh=fresh)
+    if fresh.poll() is None:
+        fresh.kill()
+        fresh.communicate()
 
 
 def test_same_vectors_for_ids(exported):
@@ -204,3 +243,16 @@ def test_real_text_transformer(tmp_path, tokenizer_file):
         expected = enc(load_tokenizer(tokenizer_file).encode(SENTENCES, max_length=L))
         np.testing.assert_allclose(load_encoder(tmp_path / "tt").embed_sentences(SENTENCES),
                                    expected, atol=ATOL)
+
+
+# Last, so the fresh process runs alongside the tests above.
+def test_hub_load_and_embed_sentences_in_a_fresh_process(exported):
+    pytest.importorskip("tensorflow_hub")
+    proc = exported["fresh"]
+    try:
+        out, err = proc.communicate(timeout=240)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+    tail = "\n".join(err.strip().splitlines()[-20:])
+    assert proc.returncode == 0 and out.strip().endswith("OK"), f"{out}\n{tail}"
