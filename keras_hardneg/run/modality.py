@@ -255,11 +255,10 @@ class GraphModality(Modality):
                 "10-fold cross-validation accuracy over all graphs (InfoGraph/GraphCL protocol)")
 
     def export_spec(self, encoder, x, run_dir=None):
-        f = int(x.feature_dim) if x is not None else int(encoder.input_dim)
-        return {"input_signature": {
-            "nodes": ((None, f), "float32"), "edges": ((None, 2), "int32"),
-            "node_graph": ((None,), "int32"), "node_mask": ((None,), "float32"),
-            "edge_mask": ((None,), "float32"), "graph_mask": ((None,), "float32")}}
+        from keras_hardneg.export import graph_input_signature
+
+        return {"input_signature": graph_input_signature(
+            int(x.feature_dim) if x is not None else None)}
 
 
 # ------------------------------------------------------------------------- text
@@ -328,7 +327,9 @@ class TextModality(Modality):
                 "(SimCSE's 'all' setting); SentEval classification where run")
 
     def export_spec(self, encoder, x, run_dir=None):
-        spec = {"input_signature": ((None,), "int32")}
+        from keras_hardneg.export import text_input_signature
+
+        spec = {"input_signature": text_input_signature(self.input_shape(x)[0])}
         path = _tokenizer_path(x, run_dir)
         if path is not None:
             spec["assets"] = {TOKENIZER_FILE: path}
