@@ -3,6 +3,9 @@
 * :func:`resnet18_cifar` -- CIFAR ResNet-18 (SimCLR, Chen et al. 2020), ``F = 8 * width``.
 * :func:`resnet50` -- ImageNet ResNet-50 (He et al. 2016), ``F = 32 * width``.
 * :func:`small_convnet` -- tiny conv-BN-ReLU encoder for quick runs, ``F = 4 * width``.
+* :func:`text_transformer` -- a small Transformer sentence encoder (pre-LN, dropout, mean or
+  CLS pooling over real tokens): token ids ``int32 [B, L]`` -> ``[B, width]``;
+  :func:`mean_embedding_encoder` -- the mean-of-token-embeddings baseline.
 * :class:`FusedBatchNormalization` -- Keras batch norm computed by one fused TensorFlow
   kernel (used by the ResNets and the small convnet; faster on CPU, see docs/benchmarks.md).
 * :func:`projection_head`, :func:`prediction_head`, :class:`ProjectionHead` -- MLP heads
@@ -18,15 +21,18 @@ from keras_hardneg.encoders.heads import (HEAD_VERSIONS, ProjectionHead, predict
 from keras_hardneg.encoders.normalization import ImageNormalization
 from keras_hardneg.encoders.resnet import resnet18_cifar, resnet50
 from keras_hardneg.encoders.small_convnet import small_convnet
+from keras_hardneg.encoders.text_transformer import mean_embedding_encoder, text_transformer
 
 __all__ = [
     "FusedBatchNormalization",
     "HEAD_VERSIONS",
     "ImageNormalization",
+    "mean_embedding_encoder",
     "ProjectionHead",
     "prediction_head",
     "projection_head",
     "resnet18_cifar",
     "resnet50",
     "small_convnet",
+    "text_transformer",
 ]
