@@ -25,6 +25,15 @@ class RunDirectoryError(RecipeError):
     """A folder is not a (complete) keras-hardneg run directory, or its checkpoint is unreadable."""
 
 
+def _numbers(value: Any) -> Any:
+    """The numeric part of a figure (a number, or nested dicts of numbers): what a model
+    card's ``metrics`` holds (e.g. without the STS result's list of skipped sets)."""
+    if isinstance(value, dict):
+        return {k: _numbers(v) for k, v in value.items()
+                if isinstance(v, dict) or (isinstance(v, (int, float)) and not isinstance(v, bool))}
+    return value
+
+
 def export_trained_encoder(model: Any, recipe: dict[str, Any], results: dict[str, Any],
                            description: str, export_dir: str, *, x_train: Any = None,
                            run_dir: str | None = None) -> str:
@@ -37,7 +46,8 @@ def export_trained_encoder(model: Any, recipe: dict[str, Any], results: dict[str
 
     modality = modality_of(recipe)
     loss = model.contrastive_loss
-    metrics = {k: results[k] for k in modality.result_keys if results.get(k) is not None}
+    metrics = {k: _numbers(results[k]) for k in modality.result_keys
+               if results.get(k) is not None}
     card = export.ModelCard(
         name=recipe["name"],
         description=f"{recipe['framework']['name']} encoder pre-trained with keras-hardneg",
