@@ -31,11 +31,13 @@ Where this differs from SentEval (both are arguments):
 
 The classifier minimises scikit-learn's ``LogisticRegression(C)`` objective (L2, unpenalised
 intercept; one-vs-rest for TREC, as scikit-learn's ``liblinear`` default that SentEval ran with)
-by Newton's method in NumPy/SciPy, warm-started along the ``C`` grid: same optimum, but its cost
-does not grow with the conditioning of the embeddings (L-BFGS took hundreds of iterations on
-correlated features). Folds come from ``StratifiedKFold(shuffle=True, random_state=seed)``, so a
+by Newton's method in NumPy/SciPy, warm-started along the ``C`` grid: the same optimum, at a cost
+that does not grow with the conditioning of the embeddings (on correlated 256-d features of MR,
+scikit-learn's L-BFGS needed 364 iterations, 1.8 s, to reach it, Newton 0.08 s; at its default
+tolerance L-BFGS stopped where 4 % of the predictions still differed). Folds come from ``StratifiedKFold(shuffle=True, random_state=seed)``, so a
 result is a deterministic function of the embeddings and ``seed``. A fixed ``C`` (argument ``C``)
-skips the inner fits.
+skips the inner fits. BLAS runs single-threaded during the fits (``threadpoolctl``): with two
+OpenBLAS threads on a loaded 2-core machine the whole benchmark took 11x longer.
 
 Data: the SentEval layout under ``benchmark_dir``: ``MR/rt-polarity.{pos,neg}``,
 ``CR/custrev.{pos,neg}``, ``SUBJ/subj.{objective,subjective}``, ``MPQA/mpqa.{pos,neg}`` (one
@@ -47,6 +49,7 @@ when a file is not valid UTF-8; sentences are whitespace-normalised as in SentEv
 
 from __future__ import annotations
 
+import contextlib
 import numbers
 import os
 import time
@@ -309,6 +312,17 @@ def _choose_C(design, y, classes, grid, kfold, inner_folds, seed):
     return grid[best], float(scores[best] / inner_folds), solutions[best]
 
 
+def _one_blas_thread():
+    """BLAS single-threaded during the fits: the systems are small (d ~ 256) and OpenBLAS's
+    threads spin against other processes on a shared machine (2 threads made the whole SentEval
+    11x slower on a loaded 2-core machine; docs/notes/text_evaluation.md)."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - scikit-learn depends on threadpoolctl
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=1, user_api="blas")
+
+
 def _check_xy(features, labels, name):
     x = np.asarray(features, dtype=np.float64)
     y = np.asarray(labels).reshape(-1)
@@ -370,15 +384,16 @@ def cross_validated_accuracy(features, labels, *, kfold: int = 10, inner_folds: 
     accuracies, dev, chosen = [], [], []
     outer = StratifiedKFold(n_splits=kfold, shuffle=True, random_state=seed)
     classes = np.unique(y)
-    for train_rows, test_rows in outer.split(x, y):
-        design = _Design(x[train_rows], standardize)
-        C, devacc, warm = _choose_C(design, y[train_rows], classes, grid, kfold, inner_folds,
-                                    seed)
-        model = _Classifier(design, y[train_rows], classes).fit(C, warm)
-        predictions = model.predict_design(design.transform(x[test_rows]))
-        accuracies.append(np.mean(predictions == y[test_rows]))
-        dev.append(devacc)
-        chosen.append(C)
+    with _one_blas_thread():
+        for train_rows, test_rows in outer.split(x, y):
+            design = _Design(x[train_rows], standardize)
+            C, devacc, warm = _choose_C(design, y[train_rows], classes, grid, kfold,
+                                        inner_folds, seed)
+            model = _Classifier(design, y[train_rows], classes).fit(C, warm)
+            predictions = model.predict_design(design.transform(x[test_rows]))
+            accuracies.append(np.mean(predictions == y[test_rows]))
+            dev.append(devacc)
+            chosen.append(C)
     return {"acc": float(np.mean(accuracies)), "devacc": float(np.mean(dev)), "C": chosen}
 
 
@@ -424,10 +439,11 @@ def train_test_accuracy(train_features, train_labels, test_features, test_labels
     grid = _check_protocol(kfold, inner_folds, grid, seed)
     _check_classes(y, kfold, "train_labels")
     classes = np.unique(y)
-    design = _Design(x, standardize)
-    C, devacc, warm = _choose_C(design, y, classes, grid, kfold, inner_folds, seed)
-    model = _Classifier(design, y, classes).fit(C, warm)
-    predictions = model.predict_design(design.transform(x_test))
+    with _one_blas_thread():
+        design = _Design(x, standardize)
+        C, devacc, warm = _choose_C(design, y, classes, grid, kfold, inner_folds, seed)
+        model = _Classifier(design, y, classes).fit(C, warm)
+        predictions = model.predict_design(design.transform(x_test))
     return {"acc": float(np.mean(predictions == y_test)), "devacc": devacc, "C": C,
             "predictions": np.asarray(predictions, dtype=np.int64)}
 
@@ -472,7 +488,7 @@ def senteval_scores(embed_fn: Callable[[list], np.ndarray], benchmark_dir: str,
         kfold, inner_folds, standardize: the protocol (module docstring; SentEval:
             ``inner_folds=kfold=10``, ``standardize=False``).
         C: ``None`` (default): chosen per fold over SentEval's grids. A number: that inverse L2
-            strength for every task, no inner fits (about 5x faster for MR, CR, SUBJ, MPQA).
+            strength for every task, no inner fits (about 2x faster).
         mrpc_features: ``"senteval"`` ``[|u-v|, u*v]`` or ``"infersent"`` ``[u, v, |u-v|, u*v]``.
         batch_size: sentences per ``embed_fn`` call (each distinct sentence embedded once).
         missing: ``"error"``: a missing file raises ``FileNotFoundError`` naming it and the
