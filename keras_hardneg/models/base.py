@@ -54,6 +54,11 @@ def _feature_dim(encoder):
     )
 
 
+def _is_graph_batch(x: Any) -> bool:
+    """A padded graph batch (:mod:`keras_hardneg.data.graphs`): a dict with ``"nodes"``."""
+    return isinstance(x, dict) and "nodes" in x
+
+
 def _check_projection_dims(projection_dims):
     try:
         if isinstance(projection_dims, str):
@@ -76,9 +81,10 @@ class ContrastiveModel(keras.Model):
     """Base of :class:`SimCLR`, :class:`MoCoV2` and :class:`MoCoV3` (not used directly).
 
     Dataset elements for ``fit``: ``x`` or ``(x, labels)`` where ``x`` is a raw
-    batch (images ``[B, H, W, 3]`` in ``[0, 1]`` for the image view maker; two views
-    are drawn by ``view_maker``), or a dict with ``"view1"`` and ``"view2"`` (views
-    made elsewhere, no augmentation) or ``"images"``, optionally with ``"index"``
+    batch (images ``[B, H, W, 3]`` in ``[0, 1]`` for the image view maker, or a graph
+    batch: a dict with ``"nodes"``; two views are drawn by ``view_maker``), or a dict
+    with ``"view1"`` and ``"view2"`` (views made elsewhere, no augmentation; each may be
+    a graph batch) or ``"images"``, optionally with ``"index"``
     (``[B]`` dataset positions, from :mod:`keras_hardneg.sampling`). Labels never
     enter the loss; they feed the ``false_negative_rate`` metric.
 
@@ -203,30 +209,32 @@ class ContrastiveModel(keras.Model):
     def make_views(self, x: Any, training: bool | None) -> tuple:
         """``(view1, view2, index or None)`` from ``x`` (see the class docstring)."""
         index = None
-        if isinstance(x, dict):
+        if isinstance(x, dict) and not _is_graph_batch(x):
             index = x.get("index")
             if "view1" in x and "view2" in x:
                 return x["view1"], x["view2"], index
             if "images" not in x:
                 raise ValueError(
-                    "A dict input needs 'view1' and 'view2', or 'images'; got keys "
-                    f"{sorted(x)}."
+                    "A dict input needs 'view1' and 'view2', 'images', or is a graph batch "
+                    f"(with 'nodes'); got keys {sorted(x)}."
                 )
             x = x["images"]
         if self.view_maker is None:
             raise ValueError(
-                "This model got a batch of images but has no `augmentation` to make two "
-                "views: pass augmentation=khn.augment.simclr_augmentation(image_size=...) "
-                "or feed {'view1': ..., 'view2': ...}."
+                "This model got a raw batch (images or a graph batch) but has no "
+                "`augmentation` to make two views: pass an augmentation (e.g. "
+                "khn.augment.simclr_augmentation(image_size=...)) or feed "
+                "{'view1': ..., 'view2': ...}."
             )
         view1, view2 = self.view_maker(x, training=training)
         return view1, view2, index
 
     def call(self, x: Any, training: bool = False):
-        """Encoder features ``[B, F]`` of images (the representation downstream
-        tasks use). Accepts the training input formats too (a dict with
-        ``"images"`` or ``"view1"``)."""
-        if isinstance(x, dict):
+        """Encoder features ``[B, F]`` of images or of a graph batch (a dict with
+        ``"nodes"``, given to the encoder as is): the representation downstream tasks
+        use. Accepts the training input formats too (a dict with ``"images"`` or
+        ``"view1"``)."""
+        if isinstance(x, dict) and not _is_graph_batch(x):
             x = x["images"] if "images" in x else x["view1"]
         return self.encoder(x, training=training)
 

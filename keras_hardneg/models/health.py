@@ -51,13 +51,14 @@ def health_values(views: Sequence[Any], projections: Sequence[Any], terms: dict,
     """``[len(HEALTH_FIELDS)]`` float32 values of :data:`HEALTH_FIELDS` for one step.
 
     Args:
-        views: the input views of the step.
+        views: the input views of the step (tensors, or graph batches: dicts whose
+            ``"nodes"`` are the float values recorded).
         projections: its projections (tensors, or dicts with ``"embeddings"``).
         terms: the loss's terms (``positive_cosine``, ``negative_cosine``).
         loss_value: the scalar loss.
         grads_finite: whether every gradient was finite.
     """
-    views = [ops.cast(v, "float32") for v in views]
+    views = [ops.cast(v["nodes"] if isinstance(v, dict) else v, "float32") for v in views]
     projections = [ops.cast(p["embeddings"] if isinstance(p, dict) else p, "float32")
                    for p in projections]
 
