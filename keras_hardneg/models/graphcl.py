@@ -72,8 +72,10 @@ class GraphCL(SimCLR):
 
     Dataset elements for ``fit``: ``({"view1": graph_batch, "view2": graph_batch,
     "index": int [B]}, labels [B])`` (``index`` and labels optional; labels feed only the
-    ``false_negative_rate`` metric). ``model(graph_batch)`` returns the encoder features
-    ``[B, F]``.
+    ``false_negative_rate`` metric), one element per step: feed whole graph batches
+    (:class:`keras_hardneg.data.graph_feed.GraphFeed`, a ``tf.data`` dataset, or
+    ``train_on_batch``), never arrays for Keras to slice into batches.
+    ``model(graph_batch)`` returns the encoder features ``[B, F]``.
 
     Example:
     >>> import numpy as np, keras_hardneg as khn

@@ -259,7 +259,8 @@ class InfoGraph(ContrastiveModel):
     (``x`` a dict with ``"nodes"``, ...), ``{"graphs": graph_batch, "index": [B]}``, or the
     GraphCL feed ``{"view1": ..., "view2": ..., "index": ...}`` (``view1`` is used,
     ``view2`` ignored: feed unaugmented graphs as ``view1`` for InfoGraph proper), each
-    optionally with labels (they feed only the ``false_negative_rate`` metric).
+    optionally with labels (they feed only the ``false_negative_rate`` metric); one element
+    per step (whole graph batches, never arrays for Keras to slice).
 
     Losses: every loss of the family with ``estimator="contrastive"``; only NT-Xent (the
     default) with ``"jsd"``, which refuses any other at :meth:`compile`.
