@@ -7,7 +7,9 @@ no TensorFlow).
 sampler to its examples.  Sources:
 
 (a) in-memory arrays: ``source`` = images ``[N, H, W, C]`` (uint8 in [0, 255], uint16 in
-    [0, 65535] or float already in [0, 1]); ``labels`` = ``[N]`` array or None.  Gathering is a
+    [0, 65535] or float already in [0, 1]), or token ids ``[N, L]`` / ``[N, 2, L]``
+    (int32 / int64, passed through unchanged under the same ``"images"`` key);
+    ``labels`` = ``[N]`` array or None.  Gathering is a
     numpy fancy-index in the producer thread; scaling to float32 runs in the tf.data graph.
 (b) image files: ``source`` = list of ``N`` paths (JPEG / PNG / GIF / BMP), ``labels`` = list or
     None.  Files are decoded by the package's one decoder, :mod:`keras_hardneg.data.decode`
@@ -172,9 +174,16 @@ def _from_arrays(idx_gen, images, labels, b, prefetch):
     if with_labels:
         sig.append(tf.TensorSpec((b,) + lab.shape[1:], tf.as_dtype(lab.dtype)))
     ds = tf.data.Dataset.from_generator(gen, output_signature=tuple(sig))
-    ds = ds.map(lambda img, *rest: (to_unit_float(img),) + tuple(rest),
-                num_parallel_calls=tf.data.AUTOTUNE)
+    if not _is_token_ids(images):
+        ds = ds.map(lambda img, *rest: (to_unit_float(img),) + tuple(rest),
+                    num_parallel_calls=tf.data.AUTOTUNE)
     return _finish(ds, with_labels, prefetch)
+
+
+def _is_token_ids(array):
+    """int32 / int64 arrays are token ids (text): they pass through unscaled. Pixels are
+    uint8, uint16 or float."""
+    return np.dtype(array.dtype).name in ("int32", "int64")
 
 
 def _from_paths(idx_gen, paths, labels, b, image_size, num_parallel_calls, prefetch, channels):
@@ -311,6 +320,9 @@ class _Gather:
 
     def __call__(self, idx):
         if self.kind == "arrays":
+            if _is_token_ids(self.source):
+                return np.asarray(self.source[idx]), (None if self.labels is None
+                                                      else self.labels[idx])
             images = to_unit_float(self.source[idx])
             y = None
         elif self.kind == "paths":

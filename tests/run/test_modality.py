@@ -1,0 +1,181 @@
+"""The run path for graphs and sentences: `keras-hardneg train --dataset TU_FOLDER` and
+`--dataset FILE.txt` train the modality's default recipe end to end (uniform and
+BatchSampler batches), write the modality's figures, export, resume, and `evaluate`
+reproduces the figures from the run directory and from the exported encoder."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from keras_hardneg import cli, run
+from keras_hardneg.data import dataset_spec
+from keras_hardneg.evaluation.sts import STS_SUBSETS
+from keras_hardneg.run.modality import modality_of
+
+# ------------------------------------------------------------------ fixtures
+
+
+def write_tu(folder, graphs=24, seed=0):
+    """A small TU-format folder: two classes (rings vs stars), node labels."""
+    rng = np.random.default_rng(seed)
+    os.makedirs(folder, exist_ok=True)
+    edges, indicator, node_labels, labels = [], [], [], []
+    offset = 1
+    for g in range(graphs):
+        n = int(rng.integers(4, 9))
+        star = g % 2
+        pairs = [(0, i) for i in range(1, n)] if star else [(i, (i + 1) % n) for i in range(n)]
+        for a, b in pairs:
+            edges += [(offset + a, offset + b), (offset + b, offset + a)]
+        indicator += [g + 1] * n
+        node_labels += [int(x) for x in rng.integers(0, 3, size=n)]
+        labels.append(star)
+        offset += n
+    name = os.path.basename(folder)
+
+    def write(suffix, rows):
+        with open(os.path.join(folder, f"{name}_{suffix}.txt"), "w") as f:
+            f.write("\n".join(rows) + "\n")
+
+    write("A", [f"{a}, {b}" for a, b in edges])
+    write("graph_indicator", [str(i) for i in indicator])
+    write("graph_labels", [str(y) for y in labels])
+    write("node_labels", [str(x) for x in node_labels])
+    return folder
+
+
+WORDS = ("the cat dog bird sat ran sang on a mat in park tree big small red blue "
+         "house car road river").split()
+
+
+def write_sentences(path, n=160, seed=0):
+    rng = np.random.default_rng(seed)
+    with open(path, "w") as f:
+        for _ in range(n):
+            f.write(" ".join(rng.choice(WORDS, size=int(rng.integers(3, 9)))) + ".\n")
+    return path
+
+
+def write_sts_layout(root, seed=0):
+    """A tiny benchmark folder in the layout of shared/data/text (every STS task)."""
+    rng = np.random.default_rng(seed)
+
+    def pairs(n):
+        rows = []
+        for _ in range(n):
+            a = " ".join(rng.choice(WORDS, size=5))
+            b = " ".join(rng.choice(WORDS, size=5))
+            rows.append((a, b, float(rng.uniform(0, 5))))
+        return rows
+
+    def write(path, lines):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write("\n".join(lines) + "\n")
+
+    for task in ("STS12", "STS13", "STS14", "STS15", "STS16"):
+        folder = os.path.join(root, "STS", f"{task}-en-test")
+        for subset in STS_SUBSETS[task]:
+            rows = pairs(4)
+            write(os.path.join(folder, f"STS.input.{subset}.txt"),
+                  [f"{a}\t{b}" for a, b, _ in rows])
+            write(os.path.join(folder, f"STS.gs.{subset}.txt"), [f"{g:.2f}" for _, _, g in rows])
+    write(os.path.join(root, "STS", "STSBenchmark", "sts-test.csv"),
+          [f"main-captions\tMSRvid\t2012test\t{i:04d}\t{g:.3f}\t{a}\t{b}"
+           for i, (a, b, g) in enumerate(pairs(12))])
+    write(os.path.join(root, "SICK", "SICK_test_annotated.txt"),
+          ["pair_ID\tsentence_A\tsentence_B\trelatedness_score\tentailment_judgment"]
+          + [f"{i}\t{a}\t{b}\t{g:.1f}\tNEUTRAL" for i, (a, b, g) in enumerate(pairs(12))])
+    return root
+
+
+# ---------------------------------------------------------------------- graphs
+
+
+def test_a_tu_folder_is_a_graph_dataset_with_the_graphcl_recipe(tmp_path):
+    folder = write_tu(str(tmp_path / "TOY"))
+    spec = dataset_spec(folder)
+    assert spec == {"name": "tu", "folder": folder}
+    recipe = run.load_recipe({"data": spec})
+    assert modality_of(recipe).name == "graph"
+    assert (recipe["framework"]["name"], recipe["encoder"]["name"],
+            recipe["augmentation"]["name"]) == ("graphcl", "gin", "graphcl")
+    with pytest.raises(ValueError, match="graph"):  # an image encoder on graphs is refused
+        run.load_recipe({"data": spec, "encoder": "small_convnet"})
+
+
+@pytest.mark.parametrize("sampler", ["uniform", "batchsampler"])
+def test_cli_trains_graphcl_on_a_tu_folder_and_evaluate_reproduces_it(tmp_path, sampler, capsys):
+    folder = write_tu(str(tmp_path / "TOY"))
+    out = tmp_path / "run"
+    argv = ["train", "--dataset", folder, "--output", str(out), "--epochs", "2",
+            "--batch-size", "8", "--sampler", sampler, "--verbose", "0"]
+    assert cli.main(argv) == 0
+    results = json.loads((out / "results.json").read_text())
+    assert 0.0 <= results["svm_accuracy"] <= 1.0 and results["svm_accuracy_std"] >= 0.0
+    assert results["modality"] == "graph" and results["epochs_run"] == 2
+    card = json.loads((out / "encoder" / "model_card.json").read_text())
+    assert card["modality"] == "graph"
+    assert card["metrics"]["svm_accuracy"] == pytest.approx(results["svm_accuracy"])
+    capsys.readouterr()
+    for path in (out, out / "encoder"):  # the run directory, and the exported encoder
+        assert cli.main(["evaluate", str(path), "--json"]) == 0
+        measured = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+        assert measured["svm_accuracy"] == pytest.approx(results["svm_accuracy"], abs=1e-9)
+
+
+def test_graph_runs_resume_with_the_feed_state(tmp_path):
+    folder = write_tu(str(tmp_path / "TOY"))
+    recipe = {"data": dataset_spec(folder), "epochs": 1, "batch_size": 8}
+    out = str(tmp_path / "run")
+    first = run.train(recipe, out, verbose=0, export=False)
+    again = run.train({**recipe, "epochs": 2}, out, verbose=0, export=False)
+    assert again["epochs_trained_now"] == 1 and again["epochs_run"] == 2
+    assert first["history"]["loss"][0] == again["history"]["loss"][0]
+
+
+# ----------------------------------------------------------------------- text
+
+
+def test_a_txt_file_is_a_text_dataset_with_the_simcse_recipe(tmp_path):
+    path = write_sentences(str(tmp_path / "corpus.txt"))
+    spec = dataset_spec(path)
+    assert spec == {"name": "text_file", "path": path}
+    recipe = run.load_recipe({"data": spec})
+    assert modality_of(recipe).name == "text"
+    assert (recipe["encoder"]["name"], recipe["augmentation"]["name"],
+            recipe["loss"]["temperature"]) == ("transformer", "simcse", 0.05)
+
+
+@pytest.mark.parametrize("sampler", ["uniform", "batchsampler"])
+def test_cli_trains_simcse_on_a_text_file_and_evaluates_on_sts(tmp_path, sampler, capsys):
+    corpus = write_sentences(str(tmp_path / "corpus.txt"))
+    bench = write_sts_layout(str(tmp_path / "bench"))
+    out = tmp_path / "run"
+    argv = ["train", "--dataset", corpus, "--output", str(out), "--epochs", "1",
+            "--batch-size", "16", "--sampler", sampler, "--width", "16", "--verbose", "0",
+            "--benchmark-dir", bench]
+    assert cli.main(argv) == 0
+    results = json.loads((out / "results.json").read_text())
+    assert results["modality"] == "text"
+    assert set(results["sts"]) >= {"STS12", "STS16", "STSBenchmark", "SICKRelatedness", "avg"}
+    assert (out / "tokenizer.json").exists()
+    assert (out / "encoder" / "assets" / "tokenizer.json").exists()
+    capsys.readouterr()
+    for path in (out, out / "encoder"):
+        assert cli.main(["evaluate", str(path), "--benchmark-dir", bench, "--json"]) == 0
+        measured = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+        assert measured["sts"]["avg"] == pytest.approx(results["sts"]["avg"], abs=1e-4)
+
+
+def test_text_evaluate_without_benchmark_dir_is_one_clear_line(tmp_path, capsys):
+    corpus = write_sentences(str(tmp_path / "corpus.txt"))
+    out = tmp_path / "run"
+    assert cli.main(["train", "--dataset", corpus, "--output", str(out), "--epochs", "1",
+                     "--batch-size", "16", "--width", "16", "--verbose", "0",
+                     "--no-export"]) == 0
+    capsys.readouterr()
+    assert cli.main(["evaluate", str(out)]) == 2
+    assert "--benchmark-dir" in capsys.readouterr().err
