@@ -81,6 +81,9 @@ def grid(name: str, datasets=None, seeds=None) -> list[tuple[str, dict]]:
                 for loss in ("nt_xent", "debiased", "hard") for s in range(3)]
     else:
         raise SystemExit(f"unknown grid {name!r}")
+    # Seed-major: every setting gets seed 0 first, then seed 1, ... (a grid cut short
+    # still covers every cell).
+    plan.sort(key=lambda run: run[4])
     for d, framework, loss, sampler, seed in plan:
         if datasets and d not in datasets or seeds is not None and seed not in seeds:
             continue
@@ -93,6 +96,11 @@ def grid(name: str, datasets=None, seeds=None) -> list[tuple[str, dict]]:
             "sampler": sampler_spec(sampler, NUM_GRAPHS[d], 128),
             "seed": seed,
         }
+        if framework == "infograph":
+            # InfoGraph's (and HCL's graph) learning rate, and its three-layer projection
+            # networks.
+            recipe.update(optimizer={"name": "adam", "learning_rate": 0.001},
+                          projection_dims=[96, 96, 96])
         runs.append((rid, recipe))
     return runs
 
