@@ -156,12 +156,15 @@ def evaluate_directory(path: str, *, recipe: Any = None, overrides: dict[str, An
         from keras_hardneg import export
 
         card = export.load_model_card(export_dir)
+    text_card = card is not None and getattr(card, "modality", "image") == "text"
     if recipe is None and not overrides:
-        if card is not None and getattr(card, "modality", "image") == "text" and benchmark_dir:
-            recipe = None  # a text encoder needs only its tokenizer and the benchmark sets
-        else:
+        if text_card and not benchmark_dir:
+            raise RunDirectoryError("a text encoder is evaluated on STS/SentEval sets: give "
+                                    "--benchmark-dir DIR (the layout of shared/data/text).")
+        if not text_card:
             raise RunDirectoryError(
                 "no recipe.json next to the encoder: give the data (--dataset or --recipe).")
+        # a text encoder needs only its tokenizer (an asset) and the benchmark sets
     loaded = load_recipe(recipe, overrides) if (recipe is not None or overrides) else None
     modality = (modality_of(loaded) if loaded is not None
                 else MODALITIES.get(card.modality).factory())

@@ -5,6 +5,7 @@ reproduces the figures from the run directory and from the exported encoder."""
 
 import json
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -106,24 +107,36 @@ def test_a_tu_folder_is_a_graph_dataset_with_the_graphcl_recipe(tmp_path):
         run.load_recipe({"data": spec, "encoder": "small_convnet"})
 
 
-@pytest.mark.parametrize("sampler", ["uniform", "batchsampler"])
-def test_cli_trains_graphcl_on_a_tu_folder_and_evaluate_reproduces_it(tmp_path, sampler, capsys):
-    folder = write_tu(str(tmp_path / "TOY"))
-    out = tmp_path / "run"
+@pytest.fixture(scope="module")
+def graph_run(tmp_path_factory):
+    """`keras-hardneg train --dataset TU_FOLDER` with BatchSampler batches (the uniform
+    path is the resume test's)."""
+    root = tmp_path_factory.mktemp("graph")
+    folder = write_tu(str(root / "TOY"))
+    out = root / "run"
     argv = ["train", "--dataset", folder, "--output", str(out), "--epochs", "2",
-            "--batch-size", "8", "--sampler", sampler, "--verbose", "0"]
+            "--batch-size", "8", "--sampler", "batchsampler", "--verbose", "0"]
     assert cli.main(argv) == 0
-    results = json.loads((out / "results.json").read_text())
+    return out
+
+
+def test_cli_trains_graphcl_on_a_tu_folder(graph_run):
+    results = json.loads((graph_run / "results.json").read_text())
     assert 0.0 <= results["svm_accuracy"] <= 1.0 and results["svm_accuracy_std"] >= 0.0
     assert results["modality"] == "graph" and results["epochs_run"] == 2
-    card = json.loads((out / "encoder" / "model_card.json").read_text())
+    card = json.loads((graph_run / "encoder" / "model_card.json").read_text())
     assert card["modality"] == "graph"
     assert card["metrics"]["svm_accuracy"] == pytest.approx(results["svm_accuracy"])
+
+
+@pytest.mark.parametrize("where", ["run", "export"])
+def test_evaluate_reproduces_a_graph_run(graph_run, where, capsys):
+    results = json.loads((graph_run / "results.json").read_text())
+    path = graph_run if where == "run" else graph_run / "encoder"
     capsys.readouterr()
-    for path in (out, out / "encoder"):  # the run directory, and the exported encoder
-        assert cli.main(["evaluate", str(path), "--json"]) == 0
-        measured = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-        assert measured["svm_accuracy"] == pytest.approx(results["svm_accuracy"], abs=1e-9)
+    assert cli.main(["evaluate", str(path), "--json"]) == 0
+    measured = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert measured["svm_accuracy"] == pytest.approx(results["svm_accuracy"], abs=1e-9)
 
 
 def test_graph_runs_resume_with_the_feed_state(tmp_path):
@@ -149,33 +162,45 @@ def test_a_txt_file_is_a_text_dataset_with_the_simcse_recipe(tmp_path):
             recipe["loss"]["temperature"]) == ("transformer", "simcse", 0.05)
 
 
-@pytest.mark.parametrize("sampler", ["uniform", "batchsampler"])
-def test_cli_trains_simcse_on_a_text_file_and_evaluates_on_sts(tmp_path, sampler, capsys):
-    corpus = write_sentences(str(tmp_path / "corpus.txt"))
-    bench = write_sts_layout(str(tmp_path / "bench"))
-    out = tmp_path / "run"
+@pytest.fixture(scope="module")
+def text_run(tmp_path_factory):
+    """`keras-hardneg train --dataset FILE.txt --benchmark-dir DIR` with BatchSampler
+    batches (uniform batches: tests/models/test_text_simclr.py)."""
+    root = tmp_path_factory.mktemp("text")
+    corpus = write_sentences(str(root / "corpus.txt"))
+    bench = write_sts_layout(str(root / "bench"))
+    out = root / "run"
     argv = ["train", "--dataset", corpus, "--output", str(out), "--epochs", "1",
-            "--batch-size", "16", "--sampler", sampler, "--width", "16", "--verbose", "0",
-            "--benchmark-dir", bench]
+            "--batch-size", "16", "--sampler", "batchsampler", "--width", "16",
+            "--verbose", "0", "--benchmark-dir", bench]
     assert cli.main(argv) == 0
+    return out, bench
+
+
+def test_cli_trains_simcse_on_a_text_file_and_evaluates_on_sts(text_run):
+    out, _ = text_run
     results = json.loads((out / "results.json").read_text())
     assert results["modality"] == "text"
     assert set(results["sts"]) >= {"STS12", "STS16", "STSBenchmark", "SICKRelatedness", "avg"}
     assert (out / "tokenizer.json").exists()
     assert (out / "encoder" / "assets" / "tokenizer.json").exists()
-    capsys.readouterr()
-    for path in (out, out / "encoder"):
-        assert cli.main(["evaluate", str(path), "--benchmark-dir", bench, "--json"]) == 0
-        measured = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-        assert measured["sts"]["avg"] == pytest.approx(results["sts"]["avg"], abs=1e-4)
 
 
-def test_text_evaluate_without_benchmark_dir_is_one_clear_line(tmp_path, capsys):
-    corpus = write_sentences(str(tmp_path / "corpus.txt"))
-    out = tmp_path / "run"
-    assert cli.main(["train", "--dataset", corpus, "--output", str(out), "--epochs", "1",
-                     "--batch-size", "16", "--width", "16", "--verbose", "0",
-                     "--no-export"]) == 0
+@pytest.mark.parametrize("where", ["run", "export"])
+def test_evaluate_reproduces_a_text_run(text_run, where, capsys):
+    out, bench = text_run
+    results = json.loads((out / "results.json").read_text())
+    path = out if where == "run" else out / "encoder"
     capsys.readouterr()
-    assert cli.main(["evaluate", str(out)]) == 2
+    assert cli.main(["evaluate", str(path), "--benchmark-dir", bench, "--json"]) == 0
+    measured = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert measured["sts"]["avg"] == pytest.approx(results["sts"]["avg"], abs=1e-4)
+
+
+def test_text_evaluate_without_benchmark_dir_is_one_clear_line(text_run, tmp_path, capsys):
+    out, _ = text_run
+    alone = tmp_path / "encoder"  # an exported encoder away from its run (no recipe)
+    shutil.copytree(out / "encoder", alone)
+    capsys.readouterr()
+    assert cli.main(["evaluate", str(alone)]) == 2
     assert "--benchmark-dir" in capsys.readouterr().err
