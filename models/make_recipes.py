@@ -118,9 +118,51 @@ def entries():
     return out
 
 
+TUDATASET = "../../../shared/data/tudataset"  # relative to models/<entry>/
+TEXT = "../../../shared/data/text"
+TU_SETS = {"MUTAG": "mutag", "PTC_MR": "ptc_mr", "PROTEINS": "proteins", "ENZYMES": "enzymes",
+           "NCI1": "nci1", "IMDB-BINARY": "imdb_binary", "IMDB-MULTI": "imdb_multi"}
+
+
+def graph_entries():
+    """GraphCL (You et al. 2020) on each TU dataset: the default graph recipe (GIN 3 x 32,
+    node dropping / subgraph views, Adam 0.01, batch 128, 20 epochs, t = 0.2), NT-Xent and
+    HCL's hard negatives (beta 1, tau_plus 0.1, as BatchSampler's Table 3)."""
+    out = {}
+    for folder, short in TU_SETS.items():
+        for key, loss in (("ntxent", {"name": "nt_xent", "temperature": 0.2}),
+                          ("hard", {"name": "hard", "temperature": 0.2, "tau_plus": 0.1,
+                                    "beta": 1.0})):
+            name = f"graphcl-{key}-{short}"
+            out[name] = {"name": name, "loss": loss,
+                         "data": {"name": "tu", "folder": f"{TUDATASET}/{folder}"}}
+    return out
+
+
+def text_entries():
+    """Unsupervised SimCSE (Gao et al. 2021) on the 11,914-sentence Wikipedia prefix: the
+    default text recipe (a 2-block Transformer of width 128 from scratch, dropout views,
+    t = 0.05, one epoch as SimCSE), NT-Xent and hard negatives; evaluated on the STS sets."""
+    out = {}
+    for key, loss in (("ntxent", {"name": "nt_xent", "temperature": 0.05}),
+                      ("hard", {"name": "hard", "temperature": 0.05, "tau_plus": 0.1,
+                                "beta": 1.0})):
+        name = f"simcse-{key}-wiki"
+        out[name] = {"name": name, "loss": loss, "epochs": 1,
+                     "data": {"name": "text_file", "path": f"{TEXT}/corpus/wiki1m_prefix.txt"},
+                     "evaluation": {"benchmark_dir": TEXT, "senteval": True}}
+    return out
+
+
 def complete_entries():
     """``{entry: complete recipe}``: each entry checked and completed by the registries."""
-    return {name: load_recipe(recipe) for name, recipe in entries().items()}
+    everything = {**entries(), **graph_entries(), **text_entries()}
+    return {name: _load_relative(recipe) for name, recipe in everything.items()}
+
+
+def _load_relative(recipe):
+    """Checks and completes an entry; paths stay relative to ``models/<entry>/``."""
+    return load_recipe(recipe)
 
 
 if __name__ == "__main__":

@@ -91,8 +91,8 @@ EVALUATION_PARAMS: dict[str, Param] = {
     "benchmark_dir": Param("path", default=None,
                            help="text: folder of STS/SentEval sets (the layout of "
                                 "shared/data/text) to evaluate on at the end"),
-    "senteval": Param(bool, default=False,
-                      help="text: also run the SentEval classification tasks"),
+    "senteval": Param(bool, default=None,
+                      help="text: also run the SentEval classification tasks (default off)"),
 }
 
 _PLAIN_SECTIONS = {"annealing": ANNEALING_PARAMS, "evaluation": EVALUATION_PARAMS}
