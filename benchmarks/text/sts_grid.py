@@ -76,12 +76,24 @@ def corpus(num_sentences: int) -> str:
 
 
 def base_recipe(args, seed: int) -> dict:
-    return {
+    recipe = {
         "data": {"name": "text_file", "path": corpus(args.sentences)},
         "evaluation": {"benchmark_dir": TEXT, "senteval": True},
         "epochs": args.epochs,
         "seed": seed,
     }
+    if args.rezero:
+        recipe["encoder"] = {"name": "transformer", "rezero": True}
+    if args.views == "quick_thought":
+        recipe["augmentation"] = {"name": "quick_thought"}
+        recipe["data"]["pairs"] = "adjacent"
+    return recipe
+
+
+def variant(args) -> str:
+    """The run-id prefix of the encoder start and views (``simcse`` = the default recipe)."""
+    name = "simcse" if args.views == "simcse" else "qt"
+    return name + ("_rezero" if args.rezero else "")
 
 
 def grid(args) -> list[tuple[str, dict]]:
@@ -89,7 +101,7 @@ def grid(args) -> list[tuple[str, dict]]:
     for seed in args.seeds:  # seed-major: a grid cut short still covers every cell
         for loss in args.losses:
             for sampler in args.samplers:
-                rid = f"simcse__{loss}__{sampler}__s{seed}"
+                rid = f"{variant(args)}__{loss}__{sampler}__s{seed}"
                 recipe = base_recipe(args, seed)
                 recipe.update(name=rid, loss=dict(LOSSES[loss]), sampler=dict(SAMPLERS[sampler]))
                 if sampler == "batchsampler":
@@ -148,6 +160,10 @@ def main(argv=None) -> int:
     p.add_argument("--losses", nargs="*", default=list(LOSSES))
     p.add_argument("--samplers", nargs="*", default=list(SAMPLERS))
     p.add_argument("--seeds", nargs="*", type=int, default=[0, 1, 2])
+    p.add_argument("--views", choices=("simcse", "quick_thought"), default="simcse",
+                   help="dropout views (SimCSE) or adjacent sentences (quick-thought)")
+    p.add_argument("--rezero", action="store_true",
+                   help="ReZero encoder: starts as the bag-of-tokens baseline")
     p.add_argument("--baselines", action="store_true")
     p.add_argument("--reverse", action="store_true")
     p.add_argument("--list", action="store_true")
@@ -159,7 +175,7 @@ def main(argv=None) -> int:
     os.makedirs(WORK, exist_ok=True)
     if args.baselines:
         for seed in args.seeds:
-            target = os.path.join(RESULTS, f"baselines__s{seed}.json")
+            target = os.path.join(RESULTS, f"baselines_{variant(args)}__s{seed}.json")
             if not os.path.exists(target):
                 _write(target, baselines(args, seed))
                 print(f"baselines seed {seed} written", flush=True)

@@ -113,10 +113,11 @@ class TransformerBlock(keras.layers.Layer):
     """
 
     def __init__(self, width: int, num_heads: int, mlp_dim: int, dropout: float = 0.1,
-                 **kwargs: Any):
+                 rezero: bool = False, **kwargs: Any):
         super().__init__(**kwargs)
         self.width, self.num_heads, self.mlp_dim = int(width), int(num_heads), int(mlp_dim)
         self.dropout = float(dropout)
+        self.rezero = bool(rezero)
         self.attention_norm = keras.layers.LayerNormalization(epsilon=1e-6,
                                                               name="attention_norm")
         self.attention = keras.layers.MultiHeadAttention(
@@ -135,6 +136,10 @@ class TransformerBlock(keras.layers.Layer):
         self.mlp_norm.build(shape)
         self.mlp_hidden.build(shape)
         self.mlp_out.build(shape[:-1] + (self.mlp_dim,))
+        # ReZero (Bachlechner et al. 2021): each residual branch is scaled by a learned
+        # scalar that starts at 0, so the untrained block is the identity.
+        self.gate = (self.add_weight(shape=(), initializer="zeros", name="rezero_gate")
+                     if self.rezero else None)
 
     def call(self, x, token_mask, training=None):
         # [B, L, L]: query t may attend to key s when s is a real token.
@@ -142,9 +147,12 @@ class TransformerBlock(keras.layers.Layer):
         attention_mask = ops.cast(ops.ones_like(keys)[:, :, None] * keys[:, None, :], "bool")
         h = self.attention_norm(x)
         h = self.attention(h, h, h, attention_mask=attention_mask, training=training)
-        x = x + self.attention_dropout(h, training=training)
+        x = x + self._gated(self.attention_dropout(h, training=training))
         h = self.mlp_out(self.mlp_hidden(self.mlp_norm(x)))
-        return x + self.mlp_dropout(h, training=training)
+        return x + self._gated(self.mlp_dropout(h, training=training))
+
+    def _gated(self, h):
+        return h if self.gate is None else h * ops.cast(self.gate, h.dtype)
 
     def compute_output_shape(self, x_shape, token_mask_shape=None):
         return tuple(x_shape)
@@ -152,7 +160,7 @@ class TransformerBlock(keras.layers.Layer):
     def get_config(self) -> dict:
         config = super().get_config()
         config.update(width=self.width, num_heads=self.num_heads, mlp_dim=self.mlp_dim,
-                      dropout=self.dropout)
+                      dropout=self.dropout, rezero=self.rezero)
         return config
 
 
@@ -257,12 +265,15 @@ def _check_transformer(config: dict) -> str | None:
     "dropout": Param(float, low=0.0, high=1.0, high_inclusive=False, tunable=True,
                      help="dropout rate; SimCSE's two views differ only by it"),
     "pooling": Param(str, choices=POOLINGS, help="mean over real tokens, or the [CLS] position"),
+    "rezero": Param(bool, help="ReZero residual gates starting at 0 and zero-initialised "
+                               "positions: the untrained encoder is the mean of its token "
+                               "embeddings (after LayerNorm)"),
 })
 def text_transformer(input_shape: tuple = (32,), vocab_size: int | None = None,
                      width: int = 128, num_layers: int = 2, num_heads: int = 4,
                      dropout: float = 0.1, pooling: str = "mean",
                      initial_embeddings: Any = None, max_length: int | None = None,
-                     name: str = "text_transformer") -> keras.Model:
+                     rezero: bool = False, name: str = "text_transformer") -> keras.Model:
     """A small Transformer sentence encoder (see the module docstring).
 
     Args:
@@ -279,6 +290,10 @@ def text_transformer(input_shape: tuple = (32,), vocab_size: int | None = None,
             (stddev 0.02) of width ``width``.
         max_length: rows of the position table (default ``input_shape[0]``); with
             ``input_shape=(None,)`` the model accepts any ``L <= max_length``.
+        rezero: scale each residual branch by a learned gate that starts at 0 (ReZero,
+            Bachlechner et al. 2021) and start the position table at 0: the untrained
+            encoder then pools LayerNorm(token embeddings), the bag-of-tokens baseline,
+            and training moves away from it.
         name: model name.
 
     Returns:
@@ -305,11 +320,12 @@ def text_transformer(input_shape: tuple = (32,), vocab_size: int | None = None,
             stddev=0.02), name="token_embedding")(ids)
     if embed_dim != width:
         x = keras.layers.Dense(width, use_bias=False, name="token_projection")(x)
-    x = PositionEmbedding(max_length, name="position_embedding")(x)
+    x = PositionEmbedding(max_length, initializer="zeros" if rezero else None,
+                          name="position_embedding")(x)
     x = keras.layers.Dropout(dropout, name="embedding_dropout")(x)
     for i in range(num_layers):
-        x = TransformerBlock(width, num_heads, 4 * width, dropout, name=f"block{i + 1}")(
-            x, token_mask)
+        x = TransformerBlock(width, num_heads, 4 * width, dropout, rezero=bool(rezero),
+                             name=f"block{i + 1}")(x, token_mask)
     x = keras.layers.LayerNormalization(epsilon=1e-6, name="final_norm")(x)
     outputs = MaskedPooling(pooling, name=f"{pooling}_pooling")(x, ids)
     model = keras.Model(ids, outputs, name=name)

@@ -123,3 +123,25 @@ def test_registry_and_bad_arguments():
         _small(input_shape=(8, 2))
     with pytest.raises(ValueError, match="max_length"):
         _small(input_shape=(None,))
+
+
+@pytest.mark.backends
+def test_rezero_encoder_starts_as_the_pooled_token_embeddings():
+    """ReZero gates start at 0 and positions at 0: the untrained encoder is the mean over
+    real tokens of LayerNorm(token embedding)."""
+    import keras
+
+    from keras_hardneg.encoders.text_transformer import text_transformer
+
+    model = text_transformer(input_shape=(6,), vocab_size=30, width=16, num_layers=2,
+                             num_heads=2, rezero=True)
+    ids = np.array([[2, 5, 7, 0, 0, 0], [3, 3, 9, 11, 4, 0]], dtype="int32")
+    table = keras.ops.convert_to_numpy(model.get_layer("token_embedding").embeddings)
+    emb = table[ids]
+    normed = (emb - emb.mean(-1, keepdims=True)) / np.sqrt(emb.var(-1, keepdims=True) + 1e-6)
+    mask = (ids != 0)[..., None]
+    expected = (normed * mask).sum(1) / mask.sum(1)
+    got = keras.ops.convert_to_numpy(model(ids, training=False))
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
+    restored = keras.Model.from_config(model.get_config())
+    assert any("rezero_gate" in w.path for w in restored.weights)
