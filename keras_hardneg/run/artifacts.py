@@ -149,6 +149,8 @@ def evaluate_directory(path: str, *, recipe: Any = None, overrides: dict[str, An
         parent = os.path.dirname(path)
         if is_run_directory(parent):
             run_dir = parent
+        elif recipe is None and os.path.isfile(os.path.join(parent, "recipe.json")):
+            recipe = os.path.join(parent, "recipe.json")  # a zoo entry: recipe + encoder/
     if recipe is None and run_dir is not None:
         recipe = os.path.join(run_dir, "recipe.json")
     card = None
