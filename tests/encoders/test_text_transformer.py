@@ -105,7 +105,7 @@ def test_registry_and_bad_arguments():
     comp = ENCODERS.get("transformer")
     assert comp.tags["modality"] == "text"
     assert ENCODERS.defaults("transformer") == {"width": 128, "num_layers": 2, "num_heads": 4,
-                                                "dropout": 0.1, "pooling": "mean"}
+                                                "dropout": 0.1, "pooling": "mean", "rezero": False}
     enc = ENCODERS.make("transformer", {"width": 8, "num_heads": 2, "num_layers": 1},
                         input_shape=(8,), vocab_size=12)
     assert enc.output_shape == (None, 8)
