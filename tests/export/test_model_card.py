@@ -72,8 +72,10 @@ def test_validation_of_the_new_fields():
 
 def test_wave1_cards_still_load():
     paths = sorted(glob.glob(os.path.join(REPO, "models", "*", "encoder", "model_card.json")))
+    # The zoo's wave-1 cards (format /1); entries exported since are /2 cards.
+    paths = [p for p in paths if json.load(open(p))["format"] == CARD_FORMATS[0]]
     if not paths:
-        pytest.skip("no exported encoders in models/")
+        pytest.skip("no wave-1 exported encoders in models/")
     for path in paths:
         with open(path) as f:
             text = f.read()
