@@ -34,7 +34,7 @@ from keras_hardneg._validation import describe_interval, outside_interval
 __all__ = [
     "ConfigError", "Param", "Component", "Registry", "REQUIRED",
     "FRAMEWORKS", "LOSSES", "ENCODERS", "HEADS", "OPTIMIZERS", "SCHEDULES", "SAMPLERS",
-    "DATASETS", "VIEW_MAKERS", "EVALUATIONS", "MODALITIES",
+    "DATASETS", "VIEW_MAKERS", "EVALUATIONS", "MODALITIES", "DISTRIBUTIONS",
 ]
 
 
@@ -296,3 +296,6 @@ EVALUATIONS = Registry("evaluation")
 #: Modalities (image, graph, text): how the run layer feeds, evaluates and exports each kind
 #: of data (``keras_hardneg/run/modality.py``).
 MODALITIES = Registry("modality")
+#: Ways a run spreads over devices and processes (one process, TensorFlow multi-worker, JAX
+#: multi-process): ``keras_hardneg/run/distribution.py``.
+DISTRIBUTIONS = Registry("distribution")
