@@ -27,17 +27,17 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
-import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 DATA = os.path.normpath(os.path.join(REPO, "..", "shared", "data", "tudataset"))
 RESULTS = os.path.join(REPO, "benchmarks", "results", "graphs")
 WORK = os.path.join(REPO, "benchmarks", "work", "graphs")
+sys.path.insert(0, os.path.join(REPO, "benchmarks"))
+from grid import list_grid, run_grid  # noqa: E402  (the grids' shared resumable loop)
 
 DATASETS = ("MUTAG", "PTC_MR", "PROTEINS", "ENZYMES", "NCI1", "IMDB-BINARY", "IMDB-MULTI")
 SWEEP_DATASETS = ("MUTAG", "PROTEINS", "IMDB-BINARY")
@@ -118,26 +118,6 @@ def run_one(rid: str, recipe: dict) -> dict:
     }
 
 
-def _claim(lock: str) -> bool:
-    """Claims a run: a lock file holding this process's id; a lock left by a dead process
-    (a killed worker) is taken over, and the run resumes from its checkpoint."""
-    try:
-        fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-    except FileExistsError:
-        try:
-            with open(lock) as f:
-                pid = int(f.read().strip() or 0)
-            os.kill(pid, 0)
-            return False  # a live worker has it
-        except (ValueError, ProcessLookupError, PermissionError, FileNotFoundError):
-            with open(lock, "w") as f:
-                f.write(str(os.getpid()))
-            return True
-    os.write(fd, str(os.getpid()).encode())
-    os.close(fd)
-    return True
-
-
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--grid", default="main", choices=("main", "sweep", "infograph"))
@@ -155,31 +135,11 @@ def main(argv=None) -> int:
     if args.reverse:
         runs = runs[::-1]
     if args.list:
-        for rid, _ in runs:
-            done = os.path.exists(os.path.join(RESULTS, rid + ".json"))
-            print(("done " if done else "todo ") + rid)
+        list_grid(runs, RESULTS)
         return 0
-    for rid, recipe in runs:
-        target = os.path.join(RESULTS, rid + ".json")
-        lock = os.path.join(WORK, rid + ".lock")
-        if os.path.exists(target):
-            continue
-        if not _claim(lock):
-            continue
-        try:
-            result = run_one(rid, recipe)
-            tmp = target + ".tmp"
-            with open(tmp, "w") as f:
-                json.dump(result, f, indent=1)
-            os.replace(tmp, target)
-            print(f"{rid}: svm {result['svm_accuracy']:.4f} +- {result['svm_accuracy_std']:.4f} "
-                  f"({result['total_seconds']:.0f} s)", flush=True)
-        except Exception:  # keep the grid going; the failure is printed
-            traceback.print_exc()
-        finally:
-            if os.path.exists(lock):
-                os.remove(lock)
-    return 0
+    return run_grid(runs, RESULTS, WORK, run_one, lambda r: (
+        f"{r['id']}: svm {r['svm_accuracy']:.4f} +- {r['svm_accuracy_std']:.4f} "
+        f"({r['total_seconds']:.0f} s)"))
 
 
 if __name__ == "__main__":

@@ -27,16 +27,14 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
-import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(REPO, "benchmarks", "graphs"))
-from tu_grid import _claim  # noqa: E402  (the same lock-file protocol)
+sys.path.insert(0, os.path.join(REPO, "benchmarks"))
+from grid import list_grid, run_grid, write_result  # noqa: E402  (the grids' shared loop)
 
 TEXT = os.path.normpath(os.path.join(REPO, "..", "shared", "data", "text"))
 RESULTS = os.path.join(REPO, "benchmarks", "results", "text")
@@ -145,13 +143,6 @@ def baselines(args, seed: int) -> dict:
     return out
 
 
-def _write(target: str, result: dict) -> None:
-    tmp = target + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(result, f, indent=1)
-    os.replace(tmp, target)
-
-
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--sentences", type=int, default=11914,
@@ -177,33 +168,17 @@ def main(argv=None) -> int:
         for seed in args.seeds:
             target = os.path.join(RESULTS, f"baselines_{variant(args)}__s{seed}.json")
             if not os.path.exists(target):
-                _write(target, baselines(args, seed))
+                write_result(target, baselines(args, seed))
                 print(f"baselines seed {seed} written", flush=True)
         return 0
     runs = grid(args)
     if args.reverse:
         runs = runs[::-1]
     if args.list:
-        for rid, _ in runs:
-            done = os.path.exists(os.path.join(RESULTS, rid + ".json"))
-            print(("done " if done else "todo ") + rid)
+        list_grid(runs, RESULTS)
         return 0
-    for rid, recipe in runs:
-        target = os.path.join(RESULTS, rid + ".json")
-        lock = os.path.join(WORK, rid + ".lock")
-        if os.path.exists(target) or not _claim(lock):
-            continue
-        try:
-            result = run_one(rid, recipe)
-            _write(target, result)
-            print(f"{rid}: STS avg {result['sts']['avg']:.2f} "
-                  f"({result['total_seconds']:.0f} s)", flush=True)
-        except Exception:
-            traceback.print_exc()
-        finally:
-            if os.path.exists(lock):
-                os.remove(lock)
-    return 0
+    return run_grid(runs, RESULTS, WORK, run_one, lambda r: (
+        f"{r['id']}: STS avg {r['sts']['avg']:.2f} ({r['total_seconds']:.0f} s)"))
 
 
 if __name__ == "__main__":
