@@ -106,17 +106,11 @@ class GraphCL(SimCLR):
                          head_version=head_version, **kwargs)
         self.pairing = pairing
 
-    def project(self, view1: Any, view2: Any, training: bool) -> tuple:
-        """``(z1, z2)``: projections of both views (dicts with ``features`` for UnReMix).
-        Each view is encoded on its own; the head sees both in one batch."""
-        h = ops.concatenate([self.encoder(view1, training=training),
-                             self.encoder(view2, training=training)], axis=0)
-        z, feats = self.projector(h, training=training, return_features=True)
-        z1, z2 = ops.split(z, 2, axis=0)
-        if self.uses_features:
-            f1, f2 = ops.split(feats, 2, axis=0)
-            return {"embeddings": z1, "features": f1}, {"embeddings": z2, "features": f2}
-        return z1, z2
+    def encode_views(self, view1: Any, view2: Any, training: bool) -> Any:
+        """``[2B, F]``: each graph batch is encoded on its own (a graph batch cannot be
+        concatenated along its first axis); view 1's rows first."""
+        return ops.concatenate([self.encoder(view1, training=training),
+                                self.encoder(view2, training=training)], axis=0)
 
     def pairs(self, z1: Any, z2: Any) -> Any:
         """The pairs of :attr:`pairing`, against the global batch when gathering."""
@@ -128,23 +122,12 @@ class GraphCL(SimCLR):
                 z1, z2, pool=(self.gathered(z2), self.replica_offset(batch)))
         return core.cross_view_pairs(z1, z2)
 
-    def contrastive_forward(self, view1: Any, view2: Any, labels: Any,
-                            training: bool) -> dict:
-        z1, z2 = self.project(view1, view2, training=training)
-        pairs = self.pairs(z1, z2)
-        terms = self.contrastive_loss.compute_terms(pairs)
-        false_negatives = None
-        if labels is not None:
-            pool = self.gathered(labels)
-            if self.pairing == "in_batch":
-                false_negatives = self.false_negatives(
-                    pairs, ops.concatenate([labels, labels], 0),
-                    ops.concatenate([pool, pool], 0))
-            else:
-                false_negatives = self.false_negatives(pairs, labels, pool)
-        return {"loss": ops.mean(terms["loss"]), "terms": terms, "projections": (z1, z2),
-                "bank": z1["embeddings"] if isinstance(z1, dict) else z1,
-                "false_negatives": false_negatives}
+    def pair_labels(self, labels: Any, pool: Any) -> tuple:
+        """In-batch pairing: both views' rows (as :class:`SimCLR`); cross-view: ``B``
+        anchors against the ``B`` gathered second views."""
+        if self.pairing == "in_batch":
+            return super().pair_labels(labels, pool)
+        return labels, pool
 
     def get_config(self) -> dict:
         config = super().get_config()

@@ -67,9 +67,15 @@ class SimCLR(ContrastiveModel):
                          augmentation=augmentation, **kwargs)
         self.built = True  # every sub-model is built: weights can be saved before fit
 
+    def encode_views(self, view1: Any, view2: Any, training: bool) -> Any:
+        """Encoder features ``[2B, F]`` of both views, view 1's rows first (one ``2B``
+        batch, so batch norm sees both views)."""
+        return self.encoder(ops.concatenate([view1, view2], axis=0), training=training)
+
     def project(self, view1: Any, view2: Any, training: bool) -> tuple:
-        """``(z1, z2)``: projections of both views (dicts with ``features`` for UnReMix)."""
-        h = self.encoder(ops.concatenate([view1, view2], axis=0), training=training)
+        """``(z1, z2)``: projections of both views (dicts with ``features`` for UnReMix);
+        the head sees both views in one ``[2B, F]`` batch."""
+        h = self.encode_views(view1, view2, training=training)
         z, feats = self.projector(h, training=training, return_features=True)
         z1, z2 = ops.split(z, 2, axis=0)
         if self.uses_features:
@@ -86,6 +92,11 @@ class SimCLR(ContrastiveModel):
             return core.in_batch_pairs(z1, z2, pool=pool)
         return core.in_batch_pairs(z1, z2)
 
+    def pair_labels(self, labels: Any, pool: Any) -> tuple:
+        """``(anchor_labels, pool_labels)`` of :meth:`pairs` from the local ``labels [B]``
+        and the gathered ``pool`` (both views' rows: ``2B`` anchors)."""
+        return ops.concatenate([labels, labels], 0), ops.concatenate([pool, pool], 0)
+
     def contrastive_forward(self, view1: Any, view2: Any, labels: Any,
                             training: bool) -> dict:
         z1, z2 = self.project(view1, view2, training=training)
@@ -93,9 +104,8 @@ class SimCLR(ContrastiveModel):
         terms = self.contrastive_loss.compute_terms(pairs)
         false_negatives = None
         if labels is not None:
-            pool = self.gathered(labels)
             false_negatives = self.false_negatives(
-                pairs, ops.concatenate([labels, labels], 0), ops.concatenate([pool, pool], 0))
+                pairs, *self.pair_labels(labels, self.gathered(labels)))
         return {"loss": ops.mean(terms["loss"]), "terms": terms, "projections": (z1, z2),
                 "bank": z1["embeddings"] if isinstance(z1, dict) else z1,
                 "false_negatives": false_negatives}
