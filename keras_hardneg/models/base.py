@@ -114,10 +114,7 @@ class ContrastiveModel(keras.Model):
             raise ValueError(f"`head_version` must be one of {list(HEAD_VERSIONS)}; "
                              f"got {head_version!r}.")
         self.head_version = head_version
-        self.projector = projection_head(
-            self.feature_dim, list(self.projection_dims[:-1]), self.projection_dims[-1],
-            version=head_version, sync_batchnorm=self.sync_batchnorm,
-        )
+        self.projector = self.make_projector()
         self.augmentation = augmentation
         self.view_maker: ViewMaker | None = as_view_maker(augmentation)
         self.gather_across_replicas = bool(gather_across_replicas)
@@ -134,6 +131,16 @@ class ContrastiveModel(keras.Model):
         self.contrastive_loss = None
 
     # ------------------------------------------------------------------- hooks
+    def make_projector(self) -> keras.layers.Layer:
+        """The projection network, built once in ``__init__`` (after ``encoder``,
+        ``feature_dim``, ``projection_dims``, ``head_version`` and ``sync_batchnorm`` are
+        set): the :func:`~keras_hardneg.encoders.projection_head` of ``head_version``.
+        A framework with its own network overrides this."""
+        return projection_head(
+            self.feature_dim, list(self.projection_dims[:-1]), self.projection_dims[-1],
+            version=self.head_version, sync_batchnorm=self.sync_batchnorm,
+        )
+
     def query_layers(self) -> list:
         """The networks trained by gradient, in order (subclasses add theirs)."""
         return [self.encoder, self.projector]

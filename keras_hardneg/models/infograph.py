@@ -283,18 +283,18 @@ class InfoGraph(ContrastiveModel):
         dim = int(shape[-1])
         if projection_dims is None:
             projection_dims = (dim, dim, dim)
-        kwargs.setdefault("head_version", "moco_v2")  # built by the base, then replaced
+        kwargs.setdefault("head_version", "moco_v2")  # recorded in the config only
         super().__init__(encoder, projection_dims=projection_dims, augmentation=None,
                          **kwargs)
         self.estimator = estimator
-        dims = list(self.projection_dims)
-        global_net = InfoGraphProjection(dim, dims, name="global_projection")
-        # The base built a projection head as `projector`; InfoGraph's global network takes
-        # its place (same tracking slot, so the weight order stays encoder, projector, ...).
-        self._tracker.replace_tracked_value("layers", self.projector, global_net)
-        self.projector = global_net
-        self.local_projector = InfoGraphProjection(dim, dims, name="local_projection")
+        self.local_projector = InfoGraphProjection(dim, list(self.projection_dims),
+                                                   name="local_projection")
         self.built = True
+
+    def make_projector(self) -> keras.layers.Layer:
+        """The global projection network (in the base's ``projector`` slot)."""
+        return InfoGraphProjection(self.feature_dim, list(self.projection_dims),
+                                   name="global_projection")
 
     def query_layers(self) -> list:
         return [self.encoder, self.projector, self.local_projector]
