@@ -151,6 +151,15 @@ def text_entries():
         out[name] = {"name": name, "loss": loss, "epochs": 1,
                      "data": {"name": "text_file", "path": f"{TEXT}/corpus/wiki1m_prefix.txt"},
                      "evaluation": {"benchmark_dir": TEXT, "senteval": True}}
+    # Quick-thought views (Logeswaran & Lee 2018; HCL's and UnReMix's sentence setting):
+    # sentence i and i + 1 of the corpus as the positive pair; the best sentence run of
+    # docs/benchmarks.md (the ReZero encoder, NT-Xent, uniform batches).
+    name = "quickthought-ntxent-wiki"
+    out[name] = {"name": name, "loss": {"name": "nt_xent", "temperature": 0.05}, "epochs": 1,
+                 "augmentation": {"name": "quick_thought"},
+                 "data": {"name": "text_file", "pairs": "adjacent",
+                          "path": f"{TEXT}/corpus/wiki1m_prefix.txt"},
+                 "evaluation": {"benchmark_dir": TEXT, "senteval": True}}
     return out
 
 

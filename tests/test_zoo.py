@@ -22,6 +22,7 @@ def _modality(encoder):
 
 IMAGE = [e for e in TRAINED if _modality(e) == "image"]
 GRAPH = [e for e in TRAINED if _modality(e) == "graph"]
+TEXT = [e for e in TRAINED if _modality(e) == "text"]
 
 
 def test_at_least_two_entries_were_trained_here():
@@ -59,6 +60,24 @@ def test_every_shipped_graph_encoder_loads_and_embeds(encoder):
     batch = pad_graphs(graphs, (16, 32), num_graphs=2)
     out = np.asarray(export.load_encoder(encoder)(batch))
     assert out.shape == (2, card["output_dim"]) and np.isfinite(out).all()
+
+
+@pytest.mark.parametrize("encoder", TEXT, ids=[os.path.basename(os.path.dirname(e))
+                                               for e in TEXT])
+def test_every_shipped_text_encoder_embeds_sentences(encoder):
+    """Cheap: each exported sentence encoder loads on CPU with its tokenizer and maps
+    strings to finite [n, F] vectors, different sentences to different vectors (accuracy is
+    checked by `keras-hardneg evaluate`)."""
+    pytest.importorskip("tokenizers")
+    import numpy as np
+
+    from keras_hardneg import export
+
+    card = json.load(open(os.path.join(encoder, "model_card.json")))
+    enc = export.load_encoder(encoder)
+    out = enc.embed_sentences(["The cat sat on the mat.", "Stock markets fell on Monday."])
+    assert out.shape == (2, card["output_dim"]) and np.isfinite(out).all()
+    assert not np.allclose(out[0], out[1])
 
 
 @pytest.mark.skipif(not os.path.isdir(TU), reason="needs ../shared/data/tudataset")
