@@ -30,7 +30,7 @@ from typing import Any
 
 import keras
 
-__all__ = ["replica_info", "gather", "num_replicas", "uses_tf_distribute"]
+__all__ = ["replica_info", "gather", "num_replicas", "uses_tf_distribute", "spans_workers"]
 
 
 def uses_tf_distribute() -> bool:
@@ -46,6 +46,21 @@ def num_replicas() -> int:
     import tensorflow as tf
 
     return tf.distribute.get_strategy().num_replicas_in_sync
+
+
+def spans_workers(strategy: Any = None) -> bool:
+    """Whether ``strategy`` (default: the current ``tf.distribute`` strategy) has replicas
+    in other processes: a ``MultiWorkerMirroredStrategy`` with more than one worker. Always
+    False on JAX."""
+    if not uses_tf_distribute():
+        return False
+    import tensorflow as tf
+
+    strategy = strategy if strategy is not None else tf.distribute.get_strategy()
+    if strategy.num_replicas_in_sync == 1:  # the default strategy among others
+        return False
+    # More replicas in sync than devices in this process: the others are on other workers.
+    return strategy.num_replicas_in_sync > len(strategy.extended.worker_devices)
 
 
 def replica_info() -> tuple:

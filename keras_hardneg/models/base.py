@@ -360,6 +360,12 @@ class ContrastiveModel(keras.Model):
     def test_step(self, *args: Any) -> Any:
         return steps.run_test_step(self, *args)
 
+    def _maybe_symbolic_build(self, iterator: Any = None, data_batch: Any = None) -> None:
+        # Keras's TF trainer builds here before fit/evaluate, in a way that fails when the
+        # strategy spans several workers (see steps.tf_prebuild_across_workers).
+        if not steps.tf_prebuild_across_workers(self, iterator, data_batch):
+            super()._maybe_symbolic_build(iterator=iterator, data_batch=data_batch)
+
     def fit(self, *args: Any, callbacks: Any = None, **kwargs: Any):
         """:meth:`keras.Model.fit`, with a :class:`~keras_hardneg.models.health.NonFiniteGuard`
         put first among the callbacks unless one is given: a non-finite loss or

@@ -48,7 +48,7 @@ from keras import ops
 
 from keras_hardneg import distribute
 
-__all__ = ["run_train_step", "run_test_step"]
+__all__ = ["run_train_step", "run_test_step", "tf_step_logs", "tf_prebuild_across_workers"]
 
 
 def run_train_step(model: Any, *args: Any) -> Any:
@@ -71,7 +71,7 @@ def run_test_step(model: Any, *args: Any) -> Any:
     inputs = model.step_inputs(args[0], training=False)
     step = model.forward(inputs, training=False)
     model.record_metrics(step)
-    return model.metric_results()
+    return tf_step_logs(model.metric_results())
 
 
 def _uses_loss_scale(model) -> bool:
@@ -101,7 +101,62 @@ def _tf_train_step(model, data):
     guard.restore_unless(finite, snapshot)
     model.after_update(step, finite)
     model.record_metrics(step)
-    return model.metric_results()
+    return tf_step_logs(model.metric_results())
+
+
+def tf_step_logs(logs: dict) -> dict:
+    """TensorFlow: a step's logs as Keras's trainer can average them over the replicas.
+
+    Keras 3's TF trainer averages what each replica's step returns with
+    ``strategy.reduce("MEAN", value, axis=0)`` when the strategy spans several workers
+    (``reduce_per_replica`` in ``keras/src/backend/tensorflow/trainer.py``); ``axis=0`` also
+    averages *within* each replica along a batch axis, which a scalar log has not
+    ("Invalid reduction dimension 0 for input with 0 dimensions"). Across workers each log
+    is returned as ``[1]``, which that reduction turns into the scalar mean over replicas
+    (what one process with several replicas reports). Unchanged otherwise."""
+    if not distribute.spans_workers():
+        return logs
+    import tensorflow as tf
+
+    return {k: tf.reshape(v, [1]) for k, v in logs.items()}
+
+
+def tf_prebuild_across_workers(model: Any, iterator: Any = None, data_batch: Any = None) -> bool:
+    """TensorFlow: stands in for Keras's build before ``fit``/``evaluate`` when ``model``'s
+    strategy spans several workers; returns False (nothing done: Keras's own applies)
+    otherwise.
+
+    Keras 3's TF trainer (``_maybe_symbolic_build`` in
+    ``keras/src/backend/tensorflow/trainer.py``), for a model created under a strategy,
+    takes the first distributed batch and turns it into one batch with
+    ``strategy.reduce("MEAN", batch, axis=None)`` on the *whole nested* batch.
+    ``Strategy.reduce`` takes one value, not a nest: on one worker the nest passes
+    through unchanged (a MEAN of a "non-distributed" value is the value), but across
+    workers ``CollectiveAllReduce.reduce`` converts the nest to a tensor and fails with
+    "Attempt to convert a value (PerReplica ...)" -- even for a one-layer model
+    (keras-team/keras#20585, tensorflow/tensorflow#72388). The batch only gives the
+    symbolic build its shapes; ours builds from this worker's own rows instead, and only
+    when something is unbuilt (a built ContrastiveModel needs no batch: none is drawn, so a
+    sampler's walk does not advance)."""
+    strategy = getattr(model, "_distribute_strategy", None)
+    if strategy is None or not distribute.spans_workers(strategy):
+        return False
+    unbuilt = (not all(layer.built for layer in model._flatten_layers())
+               or (model.optimizer is not None and not model.optimizer.built))
+    if not unbuilt:
+        return True
+    if data_batch is None and iterator is not None:
+        for _, _, it in iterator:
+            batch = next(it)
+            import tensorflow as tf
+
+            data_batch = tf.nest.map_structure(
+                lambda v: strategy.experimental_local_results(v)[0]
+                if isinstance(v, tf.distribute.DistributedValues) else v, batch)
+            break
+    with strategy.scope():
+        model._symbolic_build(data_batch=data_batch)
+    return True
 
 
 def tf_apply_update(model: Any, tape: Any, objective: Any, loss_value: Any) -> Any:

@@ -74,6 +74,12 @@ class Distribution:
         """Build the model and call ``fit`` inside this."""
         return contextlib.nullcontext()
 
+    def distribute_dataset(self, dataset: Any) -> Any:
+        """What ``fit`` is handed for this worker's feed (its block of every global batch);
+        the feed itself here. A ``tf.distribute`` entry wraps it in the strategy's
+        distributed dataset."""
+        return dataset
+
     def describe(self) -> str:
         """One line for logs and model cards."""
         return f"{self.name} ({self.place.num_workers} worker(s))"
