@@ -3,7 +3,12 @@
 
 Every source is called as ``source(seed, **config)`` and returns
 ``((x_train, y_train), (x_test, y_test), description)``: images float32
-``[n, H, W, 3]`` in ``[0, 1]``, labels int64 ``[n]``, and one line saying what was loaded.
+``[n, H, W, 3]`` in ``[0, 1]``, labels int64 ``[n]``, and one line saying what was loaded;
+or, for data read by index (:mod:`keras_hardneg.data.random_access`: the ``synthetic``
+dataset, an image folder or a tfds dataset with ``access="random"``, or ``"auto"`` when the
+arrays would exceed :data:`ARRAY_BUDGET_BYTES`), a
+:class:`~keras_hardneg.data.random_access.RandomAccessImages` in place of each images array
+and ``None`` in place of its labels (the source carries them).
 
 Example:
 >>> spec = dataset_spec("digits")
@@ -12,6 +17,8 @@ Example:
 >>> (x, y), (xt, yt), desc = DATASETS.build("digits", 0)
 >>> x.shape
 (1437, 8, 8, 3)
+>>> dataset_spec("synthetic:5000")["num_images"]
+5000
 """
 
 from __future__ import annotations
@@ -23,7 +30,8 @@ import numpy as np
 
 from keras_hardneg.registry import DATASETS, ConfigError, Param
 
-__all__ = ["dataset_spec", "digits", "image_folder", "tfds"]
+__all__ = ["dataset_spec", "digits", "image_folder", "tfds", "synthetic",
+           "ARRAY_BUDGET_BYTES"]
 
 Splits = tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray], str]
 
@@ -31,6 +39,19 @@ _IMAGE_SIZE = Param(int, low=8, help="resize images to this side (>= 8)")
 _TEST_FRACTION = Param(float, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False,
                        help="fraction held out as the test split when there is none, in (0, 1)")
 _LIMIT = Param(int, low=1, help="use at most this many images per class")
+_ACCESS = Param(str, choices=("auto", "arrays", "random"),
+                help="arrays in memory, random access by index (memory flat in N), or auto: "
+                     "random access when the float32 arrays would exceed 2 GiB")
+
+#: ``access="auto"`` reads by index when the float32 training arrays would exceed this.
+ARRAY_BUDGET_BYTES = 2 * 1024 ** 3
+
+
+def _random(access: str, num_images: int, image_size: int | None) -> bool:
+    if access != "auto":
+        return access == "random"
+    side = image_size or 32
+    return num_images * side * side * 3 * 4 > ARRAY_BUDGET_BYTES
 
 
 @DATASETS.register("digits", modality="image", params={"image_size": _IMAGE_SIZE,
@@ -52,16 +73,23 @@ def digits(seed: int, image_size: int | None = None, test_fraction: float = 0.2)
             "image_size": _IMAGE_SIZE, "limit_per_class": _LIMIT,
             "test_limit_per_class": _LIMIT, "test_fraction": _TEST_FRACTION,
             "on_error": Param(str, choices=("skip", "raise"),
-                              help="undecodable files: skip (counted) or raise")},
+                              help="undecodable files: skip (counted) or raise"),
+            "access": _ACCESS},
     check=lambda c: None if c["train"] else "'train' (an image folder) is required")
 def image_folder(seed: int, train: str | None = None, test: str | None = None,
                  image_size: int = 32, limit_per_class: int | None = None,
                  test_limit_per_class: int | None = None, test_fraction: float = 0.2,
-                 on_error: str = "skip") -> Splits:
-    """``root/<class>/<image>`` folders (JPEG, PNG, ...), decoded and resized to arrays."""
+                 on_error: str = "skip", access: str = "auto") -> Splits:
+    """``root/<class>/<image>`` folders (JPEG, PNG, ...), decoded and resized to arrays, or
+    read by path (:class:`~keras_hardneg.data.random_access.ImageFiles`)."""
     from keras_hardneg.data.image_folder import load_image_folder_arrays
 
     size = (image_size, image_size)
+    if access != "arrays":
+        files = _image_folder_files(train, limit_per_class, on_error)
+        if _random(access, len(files[0]), image_size):
+            return _image_folder_random(files, test, seed, size, test_limit_per_class or
+                                        limit_per_class, test_fraction, on_error, train)
     train_arrays = load_image_folder_arrays(train, image_size=size, on_error=on_error,
                                             limit_per_class=limit_per_class)
     if test:
@@ -84,13 +112,29 @@ def image_folder(seed: int, train: str | None = None, test: str | None = None,
             "data_dir": Param("path", help="tfds data directory"),
             "image_size": _IMAGE_SIZE,
             "train_split": Param(str, help="split used for training"),
-            "test_split": Param(str, help="split used for evaluation")},
+            "test_split": Param(str, help="split used for evaluation"),
+            "access": _ACCESS},
     check=lambda c: None if c["dataset"] else "'dataset' (a tfds name) is required")
 def tfds(seed: int, dataset: str | None = None, data_dir: str | None = None,
          image_size: int | None = None, train_split: str = "train",
-         test_split: str = "test") -> Splits:
-    """A prepared TensorFlow Datasets dataset, materialised as arrays (CIFAR/STL sized)."""
-    from keras_hardneg.data.tfds_loader import tfds_dataset
+         test_split: str = "test", access: str = "auto") -> Splits:
+    """A prepared TensorFlow Datasets dataset: read by index (``tfds.data_source``) when it
+    was prepared as ``array_record`` and ``access`` asks for it, else materialised as arrays
+    (CIFAR/STL sized)."""
+    from keras_hardneg.data.tfds_loader import tfds_dataset, tfds_random_access
+
+    if access != "arrays":
+        size = None if image_size is None else (image_size, image_size)
+        train = tfds_random_access(dataset, train_split, data_dir, size)
+        if train is not None and _random(access, len(train), train.image_shape[0]):
+            test = tfds_random_access(dataset, test_split, data_dir, size)
+            return ((train, None), (test, None),
+                    f"tfds {dataset} ({len(train)} train images, read by index)")
+        if train is None and access == "random":
+            raise ConfigError(
+                f"data.access = 'random' needs tfds {dataset!r} prepared in the array_record "
+                "file format (`tfds build --file_format=array_record`); it was prepared as "
+                "TFRecord, which can only be streamed. Use access 'arrays' or 'auto'.")
 
     def arrays(split):
         ds = tfds_dataset(dataset, split=split, data_dir=data_dir,
@@ -103,6 +147,55 @@ def tfds(seed: int, dataset: str | None = None, data_dir: str | None = None,
     return train, arrays(test_split), f"tfds {dataset} ({len(train[0])} train images)"
 
 
+@DATASETS.register(
+    "synthetic", modality="image",
+    params={"num_images": Param(int, low=2, help="N training images (default: ImageNet's "
+                                                 "1,281,167)"),
+            "test_images": Param(int, low=1, help="test images (other content, same classes)"),
+            "image_size": _IMAGE_SIZE,
+            "stored_size": Param(int, low=8, help="side of the stored JPEGs (default: "
+                                                  "image_size; else resized on each read)"),
+            "num_classes": Param(int, low=1, help="labels are index mod num_classes"),
+            "quality": Param(int, low=1, high=95, help="JPEG quality (1..95)")})
+def synthetic(seed: int, num_images: int = 1_281_167, test_images: int = 10_000,
+              image_size: int = 64, stored_size: int | None = None, num_classes: int = 1000,
+              quality: int = 90) -> Splits:
+    """``num_images`` synthetic JPEGs read by index, content a function of the index
+    (:class:`~keras_hardneg.data.synthetic.SyntheticImages`; decoded on every read)."""
+    from keras_hardneg.data.synthetic import SyntheticImages
+
+    config = dict(image_size=image_size, stored_size=stored_size, num_classes=num_classes,
+                  quality=quality, seed=seed)
+    train = SyntheticImages(num_images, **config)
+    test = SyntheticImages(test_images, offset=num_images, **config)
+    desc = (f"synthetic JPEGs ({num_images} train / {test_images} test, {num_classes} classes, "
+            f"stored {stored_size or image_size}px, read {image_size}px, decoded per read)")
+    return (train, None), (test, None), desc
+
+
+def _image_folder_files(folder, limit_per_class, on_error):
+    from keras_hardneg.data.image_folder import scan_image_folder
+
+    # Only the first and last bytes of each file are read (no decoding pass over N images).
+    report = scan_image_folder(folder, on_error=on_error, limit_per_class=limit_per_class,
+                               validate="header")
+    return report.file_paths, report.labels
+
+
+def _image_folder_random(files, test, seed, size, test_limit, test_fraction, on_error, train):
+    from keras_hardneg.data.random_access import ImageFiles
+
+    source = ImageFiles(files[0], files[1], size)
+    if test:
+        test_source = ImageFiles(*_image_folder_files(test, test_limit, on_error), size)
+    else:
+        order = np.random.default_rng(seed).permutation(len(source))
+        cut = int(len(order) * (1 - test_fraction))
+        test_source, source = source.subset(order[cut:]), source.subset(order[:cut])
+    desc = f"image folder {train} ({len(source)} images, read by path)"
+    return (source, None), (test_source, None), desc
+
+
 def _is_tu_folder(path: str) -> bool:
     from keras_hardneg.data.graphs import is_tu_folder
 
@@ -112,7 +205,8 @@ def _is_tu_folder(path: str) -> bool:
 def dataset_spec(text: str, **overrides: Any) -> dict[str, Any]:
     """A recipe ``data`` section from a ``--dataset`` string.
 
-    ``"digits"``, ``"tfds:NAME"``, a ``.txt`` file of sentences (one per line: the
+    ``"digits"``, ``"tfds:NAME"``, ``"synthetic"`` or ``"synthetic:N"`` (``N`` synthetic
+    JPEGs read by index), a ``.txt`` file of sentences (one per line: the
     ``text_file`` dataset), a folder in the TU graph format (recognised by its
     ``*_A.txt`` / ``*_graph_indicator.txt`` files: the ``tu`` dataset), or an image folder:
     with ``train/`` (and ``test/``) inside, or itself holding the class subfolders. ``overrides`` (e.g.
@@ -127,6 +221,12 @@ def dataset_spec(text: str, **overrides: Any) -> dict[str, Any]:
     text = os.fspath(text)
     if text in DATASETS and text != "image_folder" and text != "tfds":
         spec = {"name": DATASETS.canonical(text)}
+    elif text.startswith("synthetic:"):
+        count = text[len("synthetic:"):].replace("_", "").replace(",", "")
+        if not count.isdigit() or int(count) < 2:
+            raise ConfigError(f"dataset {text!r}: 'synthetic:N' needs an image count N >= 2, "
+                              "e.g. 'synthetic:1281167'.")
+        spec = {"name": "synthetic", "num_images": int(count)}
     elif text.startswith("tfds:"):
         if not text[len("tfds:"):]:
             raise ConfigError("dataset 'tfds:' needs a dataset name, e.g. 'tfds:cifar10'.")

@@ -13,7 +13,7 @@ import os
 from keras_hardneg.data._checks import check_batch_size, check_image_size
 from keras_hardneg.data._tf import require_tensorflow
 
-__all__ = ["tfds_dataset", "to_rgb_float"]
+__all__ = ["tfds_dataset", "tfds_random_access", "to_rgb_float"]
 
 _SHUFFLE_BUFFER = 10_000
 
@@ -50,6 +50,23 @@ def _prepare_help(name, data_dir):
         f"`tfds.builder({name!r}, data_dir=<dir>).download_and_prepare()`) and copy <dir> "
         "here, or call tfds_dataset(..., download=True) where downloading is possible."
     )
+
+
+def _prepared_builder(tfds, name, data_dir, download):
+    """The TFDS builder of ``name``, prepared (or a ValueError saying how to prepare it)."""
+    try:
+        builder = tfds.builder(name, data_dir=data_dir)
+    except tfds.core.registered.DatasetNotFoundError as err:
+        raise ValueError(
+            f"`name` {name!r} is not a known TFDS dataset and is not prepared in data_dir "
+            f"{data_dir!r}: {str(err).splitlines()[0]}"
+        ) from err
+    if not builder.is_prepared():
+        if not download:
+            raise ValueError(_prepare_help(name, data_dir))
+        builder.download_and_prepare()
+
+    return builder
 
 
 def tfds_dataset(
@@ -108,17 +125,7 @@ def tfds_dataset(
     if data_dir is not None:
         data_dir = os.fspath(data_dir)
 
-    try:
-        builder = tfds.builder(name, data_dir=data_dir)
-    except tfds.core.registered.DatasetNotFoundError as err:
-        raise ValueError(
-            f"`name` {name!r} is not a known TFDS dataset and is not prepared in data_dir "
-            f"{data_dir!r}: {str(err).splitlines()[0]}"
-        ) from err
-    if not builder.is_prepared():
-        if not download:
-            raise ValueError(_prepare_help(name, data_dir))
-        builder.download_and_prepare()
+    builder = _prepared_builder(tfds, name, data_dir, download)
 
     features = builder.info.features
     if image_key not in features:
@@ -173,3 +180,45 @@ def tfds_dataset(
     )
     dataset.info = builder.info
     return dataset
+
+
+def tfds_random_access(name, split="train", data_dir=None, image_size=None, image_key="image",
+                       label_key="label", download=False):
+    """A prepared TFDS split read by index (``builder.as_data_source``, the reader behind
+    ``tfds.data_source``), as a :class:`~keras_hardneg.data.random_access.ItemSource`; or
+    ``None`` when the dataset was not prepared in a random-access file format
+    (``array_record``; TFRecord files can only be streamed): the caller then reads it with
+    :func:`tfds_dataset`.
+
+    Args: as :func:`tfds_dataset` (``image_size``: an int or ``(height, width)``; ``None``
+    keeps the stored size, which must then be the same for every image).
+
+    Returns:
+        :class:`~keras_hardneg.data.random_access.ItemSource` (``source[i]`` -> ``(uint8
+        [H, W, 3], int64 label)``, the pixels :func:`tfds_dataset` gives before its float
+        conversion) or ``None``.
+
+    Example:
+        >>> train = tfds_random_access("cifar10", data_dir="/data/tfds")  # doctest: +SKIP
+        >>> train[0][0].shape  # doctest: +SKIP
+        (32, 32, 3)
+    """
+    require_tensorflow(f"tfds_random_access({name!r}) (TensorFlow Datasets)")
+    import tensorflow_datasets as tfds
+
+    from keras_hardneg.data.random_access import ItemSource
+
+    size = check_image_size(image_size, allow_none=True)
+    if data_dir is not None:
+        data_dir = os.fspath(data_dir)
+    builder = _prepared_builder(tfds, name, data_dir, download)
+    if "array_record" not in str(getattr(builder.info, "file_format", "")).lower():
+        return None
+    try:
+        source = builder.as_data_source(split=split)
+    except (KeyError, ValueError, AssertionError) as err:
+        raise ValueError(
+            f"`split` {split!r} is not available for {name!r}; splits: "
+            f"{sorted(builder.info.splits.keys())}. ({err})"
+        ) from err
+    return ItemSource(source, size, image_key=image_key, label_key=label_key)

@@ -35,7 +35,15 @@ def _section(recipe: dict[str, Any], section: str) -> tuple[str, dict[str, Any]]
 
 
 def load_data(recipe: Any):
-    """``((x_train, y_train), (x_test, y_test), description)`` of the recipe's ``data``."""
+    """``((x_train, y_train), (x_test, y_test), description)`` of the recipe's ``data``.
+
+    Images come as arrays, or (the ``synthetic`` dataset; an image folder or a tfds dataset
+    with ``access`` ``"random"``, or ``"auto"`` beyond
+    :data:`~keras_hardneg.data.sources.ARRAY_BUDGET_BYTES`) as a
+    :class:`~keras_hardneg.data.random_access.RandomAccessImages` read by index, with
+    ``None`` for its labels (the source carries them): nothing proportional to ``N`` is
+    decoded here, and the rest of the run layer reads the source by index
+    (:class:`~keras_hardneg.run.modality.ImageModality`)."""
     recipe = _recipe(recipe)
     name, spec = _section(recipe, "data")
     return DATASETS.make(name, spec, recipe["seed"])

@@ -10,7 +10,8 @@ six places, and a :class:`Modality` holds exactly those:
   the host (GraphCL's views remove nodes and edges, which a static-shape step cannot do),
   sentences as token ids;
 * the first embedding a graph sampler (BatchSampler) sees, before the model has computed any
-  (:meth:`Modality.initial_embeddings`): a fixed random projection of each example;
+  (:meth:`Modality.initial_embeddings`): a fixed random projection of each example (images
+  read by index: a random graph instead, so no image is decoded before the first step);
 * the monitors during training (:meth:`Modality.monitors`: the kNN monitor for images);
 * the final evaluation (:meth:`Modality.evaluate`): weighted kNN and linear probe for images;
   10-fold SVM accuracy for graphs (the protocol of InfoGraph and GraphCL); STS Spearman and
@@ -35,10 +36,12 @@ from typing import Any
 import keras
 import numpy as np
 
+from keras_hardneg.data.random_access import is_random_access
 from keras_hardneg.registry import DATASETS, MODALITIES, SAMPLERS
 
 __all__ = ["Modality", "ImageModality", "GraphModality", "TextModality", "TrainFeed",
-           "modality_of", "INITIAL_EMBEDDING_DIM"]
+           "modality_of", "INITIAL_EMBEDDING_DIM", "INITIAL_GRAPH_NEIGHBORS",
+           "EVALUATION_TRAIN_LIMIT", "EVALUATION_TEST_LIMIT"]
 
 #: Width of the fixed random projection that seeds a graph sampler's first graph.
 INITIAL_EMBEDDING_DIM = 64
@@ -104,8 +107,10 @@ class Modality:
         return len(x)
 
     # --------------------------------------------------------------------- feed
-    def initial_embeddings(self, x: Any, seed: int) -> np.ndarray:
-        """``[N, 64]`` float32: the fixed random projection a graph sampler starts from."""
+    def initial_embeddings(self, x: Any, seed: int) -> Any:
+        """``[N, 64]`` float32: the fixed random projection a graph sampler starts from (or,
+        where that would read all the data, a first graph the sampler takes as is: a
+        :class:`~keras_hardneg.sampling.ProximityGraph`)."""
         n = self.num_examples(x)
         return _random_projection(np.asarray(x).reshape(n, -1), seed)
 
@@ -144,13 +149,38 @@ class Modality:
 # ------------------------------------------------------------------------ images
 @MODALITIES.register("image")
 class ImageModality(Modality):
-    """Images ``[N, H, W, C]`` with class labels: kNN monitor, kNN + linear probe."""
+    """Images ``[N, H, W, C]`` with class labels: kNN monitor, kNN + linear probe.
+
+    The images are arrays, or a
+    :class:`~keras_hardneg.data.random_access.RandomAccessImages` read by index (its labels
+    inside; ``y`` is ``None``). For a random-access source: the feed reads each sampler batch
+    by index (:func:`keras_hardneg.sampling.make_dataset` / ``make_py_dataset``; uniform
+    batches through a :class:`~keras_hardneg.sampling.UniformSampler`, saved with the run);
+    a graph sampler starts from a random graph (:func:`keras_hardneg.sampling.random_graph`,
+    :data:`INITIAL_GRAPH_NEIGHBORS` per node: uniform batches until the first refresh from
+    the embedding bank); the monitor reads at most :data:`MONITOR_TRAIN_LIMIT` /
+    :data:`MONITOR_TEST_LIMIT` examples and the final evaluation at most
+    :data:`EVALUATION_TRAIN_LIMIT` / :data:`EVALUATION_TEST_LIMIT` (fixed seeded subsets,
+    ``results["evaluation_examples"]``), in batches, never all ``N``.
+    """
 
     name = "image"
     result_keys = ("knn_accuracy", "linear_probe_accuracy")
 
+    def input_shape(self, x):
+        if is_random_access(x):
+            return tuple(int(d) for d in x.image_shape)
+        return super().input_shape(x)
+
     def view_context(self, x):
-        return {"image_size": int(np.shape(x)[1])}
+        return {"image_size": int(self.input_shape(x)[0])}
+
+    def initial_embeddings(self, x, seed):
+        if is_random_access(x):
+            from keras_hardneg.sampling import random_graph
+
+            return random_graph(len(x), min(INITIAL_GRAPH_NEIGHBORS, len(x) - 1), seed)
+        return super().initial_embeddings(x, seed)
 
     def feed(self, recipe, x, y, sampler, views):
         from keras_hardneg import sampling
@@ -159,6 +189,13 @@ class ImageModality(Modality):
 
         b, n = recipe["batch_size"], len(x)
         on_tf = tensorflow_backend()
+        if is_random_access(x):  # read by index: uniform batches come from a sampler too
+            state = {}
+            if sampler is None:
+                sampler = sampling.UniformSampler(n, b, seed=recipe["seed"])
+                state = {"uniform": sampler}
+            feed = sampling.make_dataset if on_tf else sampling.make_py_dataset
+            return feed(sampler, x, None), state
         if sampler is not None:
             feed = sampling.make_dataset if on_tf else sampling.make_py_dataset
             return feed(sampler, x.astype("float32"), y), {}
@@ -177,8 +214,8 @@ class ImageModality(Modality):
         if not ev["monitor_every"]:
             return []
         return [callbacks.KNNMonitor(
-            _subset(train, MONITOR_TRAIN_LIMIT, recipe["seed"]),
-            _subset(test, MONITOR_TEST_LIMIT, recipe["seed"]),
+            _monitor_data(train, MONITOR_TRAIN_LIMIT, recipe["seed"]),
+            _monitor_data(test, MONITOR_TEST_LIMIT, recipe["seed"]),
             k=ev["knn_k"], temperature=ev["knn_temperature"],
             every_n_epochs=ev["monitor_every"])]
 
@@ -186,9 +223,17 @@ class ImageModality(Modality):
         from keras_hardneg.run.evaluate import evaluate_encoder
 
         ev = recipe["evaluation"]
-        return evaluate_encoder(encoder, train, test, k=ev["knn_k"],
-                                temperature=ev["knn_temperature"],
-                                linear_probe=ev["linear_probe"])
+        counts = None
+        if is_random_access(train[0]):
+            train = _source_subset(train[0], EVALUATION_TRAIN_LIMIT, recipe["seed"])
+            test = _source_subset(test[0], EVALUATION_TEST_LIMIT, recipe["seed"])
+            counts = {"train": len(train[1]), "test": len(test[1])}
+        out = evaluate_encoder(encoder, train, test, k=ev["knn_k"],
+                               temperature=ev["knn_temperature"],
+                               linear_probe=ev["linear_probe"])
+        if counts is not None:
+            out["evaluation_examples"] = counts
+        return out
 
     def describe_evaluation(self, recipe):
         ev = recipe["evaluation"]
@@ -200,6 +245,36 @@ class ImageModality(Modality):
 #: The kNN monitor scores at most this many train / test examples per epoch.
 MONITOR_TRAIN_LIMIT = 10000
 MONITOR_TEST_LIMIT = 2000
+#: The final evaluation of a random-access image source reads at most this many train /
+#: test examples (arrays are evaluated whole).
+EVALUATION_TRAIN_LIMIT = 50000
+EVALUATION_TEST_LIMIT = 10000
+#: Neighbours per node of the random first graph of a random-access image source.
+INITIAL_GRAPH_NEIGHBORS = 16
+
+
+def _subset_indices(n, limit, seed):
+    if n <= limit:
+        return np.arange(n)
+    return np.sort(np.random.default_rng(seed).choice(n, size=limit, replace=False))
+
+
+def _monitor_data(split, limit, seed):
+    """A monitor's labelled data: arrays (a subset), or batches read from a source."""
+    from keras_hardneg.data.random_access import SourceBatches
+
+    x = split[0]
+    if not is_random_access(x):
+        return _subset(split, limit, seed)
+    return SourceBatches(x, _subset_indices(len(x), limit, seed), 256)
+
+
+def _source_subset(source, limit, seed):
+    """``(finite image batches, labels [n])`` of a seeded subset of a random-access source."""
+    from keras_hardneg.data.random_access import SourceBatches
+
+    idx = _subset_indices(len(source), limit, seed)
+    return SourceBatches(source, idx, 256, labelled=False), source.labels_of(idx)
 
 
 def _subset(arrays, limit, seed):

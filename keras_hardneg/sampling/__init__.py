@@ -11,12 +11,13 @@ false negatives with ``metrics``. The graph is kept fresh during training by
 """
 
 from keras_hardneg.sampling.graph import ProximityGraph, normalize_embeddings
+from keras_hardneg.sampling.random_graph import random_graph
 from keras_hardneg.sampling.metrics import (batch_statistics, false_negative_fraction,
                                             mean_in_batch_cosine)
 from keras_hardneg.sampling.samplers import BatchSampler, KNNSampler, UniformSampler
 from keras_hardneg.sampling.walk import random_walk_with_restart, reachable_count
 
-__all__ = ["ProximityGraph", "normalize_embeddings", "random_walk_with_restart",
+__all__ = ["ProximityGraph", "normalize_embeddings", "random_graph", "random_walk_with_restart",
            "reachable_count", "BatchSampler", "UniformSampler", "KNNSampler", "make_dataset",
            "make_py_dataset", "SamplerPyDataset",
            "mean_in_batch_cosine", "false_negative_fraction", "batch_statistics"]
