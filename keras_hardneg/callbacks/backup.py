@@ -25,6 +25,12 @@ atomically:
 
 A kill at any point leaves either the previous backup or the new one, never a
 mix. Files of an uncommitted backup are removed on the next start.
+
+Several workers (``tf.distribute.MultiWorkerMirroredStrategy``): every worker must take
+part in a save (reading a synchronised variable may be a collective), but only the chief's
+backup counts. The other workers write theirs to a private directory and restore the
+chief's with ``restore_dir`` (read only: they never clean it up), so after a worker is
+killed, rerunning all of them resumes everybody from the chief's last committed backup.
 """
 
 import io
@@ -105,6 +111,9 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
             ``set_state(dict)``. Saved with every backup, restored (in the given
             order) at ``on_train_begin`` -- put this callback *after* callbacks
             whose ``on_train_begin`` resets such state.
+        restore_dir: where ``on_train_begin`` restores from (default ``backup_dir``).
+            Another directory is only read (a multi-worker run's non-chief workers
+            restore the chief's backup and write their own elsewhere).
 
     Attributes:
         history: per-epoch logs of the whole run (restored epochs first), so a
@@ -113,9 +122,11 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
             restored at the start of the last ``fit``.
     """
 
-    def __init__(self, backup_dir, save_freq="epoch", delete_checkpoint=True, state=None):
+    def __init__(self, backup_dir, save_freq="epoch", delete_checkpoint=True, state=None,
+                 restore_dir=None):
         super().__init__(backup_dir, save_freq=save_freq, double_checkpoint=False,
                          delete_checkpoint=delete_checkpoint)
+        self.restore_dir = backup_dir if restore_dir is None else restore_dir
         state = dict(state or {})
         for name, obj in state.items():
             if not (callable(getattr(obj, "get_state", None))
@@ -128,10 +139,11 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
         self._meta_path = os.path.join(backup_dir, _META)
 
     # ------------------------------------------------------------------ reading
-    def _read_meta(self):
-        if not os.path.exists(self._meta_path):
+    def _read_meta(self, directory=None):
+        path = self._meta_path if directory is None else os.path.join(directory, _META)
+        if not os.path.exists(path):
             return None
-        with open(self._meta_path) as f:
+        with open(path) as f:
             return json.load(f)
 
     def _cleanup(self, keep):
@@ -153,33 +165,38 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
     def _load_model(self):
         if not self.model.built:
             raise ValueError("AtomicBackupAndRestore needs a built model before fit().")
-        meta = self._read_meta()
+        source = self.restore_dir
+        own = os.path.abspath(source) == os.path.abspath(self.backup_dir)
+        meta = self._read_meta(source)
         if meta is None or "weights" not in meta:
+            if not own:
+                return None  # nothing committed there yet (plain Keras backups: own dir only)
             self._cleanup(keep=())
             if meta is not None or os.path.exists(self._weights_path):
                 return super()._load_model()  # a plain Keras backup
             return None
-        self._cleanup(keep={meta["weights"], meta.get("state")})
-        weights = os.path.join(self.backup_dir, meta["weights"])
+        if own:
+            self._cleanup(keep={meta["weights"], meta.get("state")})
+        weights = os.path.join(source, meta["weights"])
         if self.model.optimizer is not None and not self.model.optimizer.built:
             self.model.optimizer.build(self.model.trainable_variables)
         try:
             self.model.load_weights(weights)
         except Exception as e:  # noqa: BLE001 -- reported with the path
             raise BackupError(
-                f"the backup in {self.backup_dir} (epoch {meta['epoch']}) cannot be loaded from "
+                f"the backup in {source} (epoch {meta['epoch']}) cannot be loaded from "
                 f"{weights}: {e}. Delete the directory (or run with resume=False) to start over."
             ) from e
         if meta.get("state"):
-            saved = _decode_state(os.path.join(self.backup_dir, meta["state"]))
+            saved = _decode_state(os.path.join(source, meta["state"]))
             missing = [n for n in self.state if n not in saved]
             if missing:
-                raise BackupError(f"the backup in {self.backup_dir} has no state for {missing}; "
+                raise BackupError(f"the backup in {source} has no state for {missing}; "
                                   "it was written by a differently configured run.")
             for name, obj in self.state.items():
                 obj.set_state(saved[name])
         elif self.state:
-            raise BackupError(f"the backup in {self.backup_dir} has no state for "
+            raise BackupError(f"the backup in {source} has no state for "
                               f"{sorted(self.state)}; it was written by a differently "
                               "configured run.")
         self.history = list(meta.get("history", []))
@@ -225,5 +242,8 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
             os.remove(self._weights_path)  # a superseded plain Keras backup
 
     def get_config(self):
-        return {"backup_dir": self.backup_dir, "save_freq": self.save_freq,
-                "delete_checkpoint": self.delete_checkpoint}
+        config = {"backup_dir": self.backup_dir, "save_freq": self.save_freq,
+                  "delete_checkpoint": self.delete_checkpoint}
+        if self.restore_dir != self.backup_dir:
+            config["restore_dir"] = self.restore_dir
+        return config

@@ -3,9 +3,11 @@ evaluate, export. Each step is a public function of :mod:`keras_hardneg.run`."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import shutil
+import tempfile
 import time
 import warnings
 from typing import Any, Iterable
@@ -15,8 +17,11 @@ import keras
 from keras_hardneg import callbacks
 from keras_hardneg._io import atomic_write_json
 from keras_hardneg.run.artifacts import export_trained_encoder
+from keras_hardneg.run import multi_worker as _multi_worker  # noqa: F401 (registers tf_multi_worker)
 from keras_hardneg.run.build import build_model, load_data, make_train_feed
-from keras_hardneg.run.modality import MONITOR_TEST_LIMIT, MONITOR_TRAIN_LIMIT, modality_of
+from keras_hardneg.run.distribution import build_distribution
+from keras_hardneg.run.modality import (MONITOR_TEST_LIMIT, MONITOR_TRAIN_LIMIT, TrainFeed,
+                                       modality_of)
 from keras_hardneg.run.recipe import load_recipe, save_recipe
 
 __all__ = ["train", "MONITOR_TRAIN_LIMIT", "MONITOR_TEST_LIMIT"]
@@ -41,9 +46,29 @@ def _recipe_callbacks(recipe, modality, train, test):
     return out
 
 
+def _worker_feed(recipe, x_train, y_train, place):
+    """The feed of this worker: its block of every global batch (all of it on one worker)."""
+    if place.num_workers == 1:
+        return make_train_feed(recipe, x_train, y_train)
+    if "place" in inspect.signature(make_train_feed).parameters:
+        return make_train_feed(recipe, x_train, y_train, place=place)
+    # A build without per-worker feeds: cut every batch-major tf.data batch here.
+    import tensorflow as tf
+
+    feed = make_train_feed(recipe, x_train, y_train)
+    rows = place.local_rows(recipe["batch_size"])
+
+    def block(*element):
+        return tf.nest.map_structure(lambda t: t[rows], element if len(element) > 1
+                                     else element[0])
+
+    return TrainFeed(feed.dataset.map(block), feed.steps_per_epoch, feed.callbacks,
+                     feed.sampler, feed.state)
+
+
 def train(recipe: Any, output_dir: str, *, resume: bool = True, verbose: int = 1,
           export: bool = True, extra_callbacks: Iterable[keras.callbacks.Callback] = (),
-          data: tuple | None = None) -> dict[str, Any]:
+          data: tuple | None = None, distribution: Any = None) -> dict[str, Any]:
     """Trains, evaluates and exports what ``recipe`` describes, into ``output_dir``.
 
     ``output_dir`` receives ``recipe.json``, ``backup/`` (resume state: a killed run
@@ -63,6 +88,19 @@ def train(recipe: Any, output_dir: str, *, resume: bool = True, verbose: int = 1
         extra_callbacks: more Keras callbacks.
         data: optional ``((x_train, y_train), (x_test, y_test), description)`` to skip
             :func:`~keras_hardneg.run.load_data` (the tuner reuses loaded data).
+        distribution: how the run spreads over processes: ``None`` (one process), a
+            registered name, ``{"name": ..., <keys>}`` or a
+            :class:`~keras_hardneg.run.distribution.Distribution` (see
+            :data:`keras_hardneg.registry.DISTRIBUTIONS`; e.g. ``"tf_multi_worker"``,
+            ``"jax_multi_process"``). Every worker calls ``train`` with the same recipe and
+            ``output_dir`` (a directory they share) and feeds its block of every global
+            batch. Only the chief (worker 0) writes ``recipe.json``, ``backup/``,
+            ``history.json``, ``results.json`` and ``encoder/``, evaluating and exporting
+            a single-process copy of the trained model; the other workers take part in
+            every save (a save may need all of them) but write to a private temporary
+            directory, and every worker resumes from the chief's ``backup/``. A worker
+            other than the chief returns only ``history``, ``epochs_run``,
+            ``epochs_trained_now``, ``seconds``, ``worker`` and ``output_dir``.
 
     Returns:
         dict with the modality's figures (images: ``knn_accuracy``,
@@ -80,22 +118,29 @@ def train(recipe: Any, output_dir: str, *, resume: bool = True, verbose: int = 1
     >>> sorted(result)[:3]  # doctest: +SKIP
     ['data', 'epochs_run', 'epochs_trained_now']
     """
+    # First: a multi-worker strategy must exist before the process runs any TF operation.
+    dist = build_distribution(distribution)
+    place = dist.place
     recipe = load_recipe(recipe)
     os.makedirs(output_dir, exist_ok=True)
-    save_recipe(recipe, os.path.join(output_dir, "recipe.json"))
+    if place.is_chief:
+        save_recipe(recipe, os.path.join(output_dir, "recipe.json"))
     keras.config.set_dtype_policy(recipe["precision"])
+    private = None  # a worker's own backup directory (not the chief's)
     try:
         train_split, test_split, description = data if data is not None else load_data(recipe)
         x_train, y_train = train_split
         modality = modality_of(recipe)
-        modality.save_run_files(x_train, output_dir)
+        if place.is_chief:
+            modality.save_run_files(x_train, output_dir)
         keras.utils.set_random_seed(recipe["seed"])
-        feed = make_train_feed(recipe, x_train, y_train)
-        model = build_model(recipe, x_train=x_train)
+        feed = _worker_feed(recipe, x_train, y_train, place)
+        with dist.scope():
+            model = build_model(recipe, x_train=x_train)
 
         cbs = _recipe_callbacks(recipe, modality, train_split, test_split) + list(feed.callbacks)
         backup = os.path.join(output_dir, "backup")
-        if not resume and os.path.isdir(backup):
+        if not resume and place.is_chief and os.path.isdir(backup):
             shutil.rmtree(backup)
         # After the sampler's callbacks: their on_train_begin resets what the backup restores.
         state = {}
@@ -103,13 +148,23 @@ def train(recipe: Any, output_dir: str, *, resume: bool = True, verbose: int = 1
             state["sampler"] = feed.sampler
             state.update({f"refresh{i}": cb for i, cb in enumerate(feed.callbacks)})
         state.update(feed.state)
-        backup_cb = callbacks.AtomicBackupAndRestore(backup, delete_checkpoint=False, state=state)
+        if place.is_chief:
+            backup_cb = callbacks.AtomicBackupAndRestore(backup, delete_checkpoint=False,
+                                                         state=state)
+        else:
+            # Saves with the chief (a save may run collectives) into a private directory;
+            # restores what the chief committed.
+            private = tempfile.mkdtemp(prefix=f"khn-worker{place.index}-backup-")
+            backup_cb = callbacks.AtomicBackupAndRestore(
+                private, delete_checkpoint=False, state=state,
+                restore_dir=backup if resume else None)
         cbs += [backup_cb, *extra_callbacks]
 
         start = time.perf_counter()
-        history = model.fit(feed.dataset, epochs=recipe["epochs"],
-                            steps_per_epoch=feed.steps_per_epoch, shuffle=False, callbacks=cbs,
-                            verbose=verbose)
+        with dist.scope():
+            history = model.fit(dist.distribute_dataset(feed.dataset), epochs=recipe["epochs"],
+                                steps_per_epoch=feed.steps_per_epoch, shuffle=False,
+                                callbacks=cbs, verbose=verbose)
         seconds = time.perf_counter() - start
         # Epochs restored from the backup first, then this call's.
         hist = {}
@@ -118,17 +173,29 @@ def train(recipe: Any, output_dir: str, *, resume: bool = True, verbose: int = 1
                 hist.setdefault(k, []).append(float(v))
         if not hist:
             hist = {k: [float(v) for v in vals] for k, vals in history.history.items()}
+        trained_now = len(history.history.get("loss", []))
+        if place.num_workers > 1:
+            # Every worker reads the weights (a read may run collectives); the chief
+            # evaluates and exports a single-process copy, outside the strategy.
+            weights = model.get_weights()
+            if not place.is_chief:
+                return {"history": hist, "epochs_run": len(hist.get("loss", [])),
+                        "epochs_trained_now": trained_now, "seconds": seconds,
+                        "worker": place.index, "output_dir": output_dir}
+            model = build_model(recipe, x_train=x_train)
+            model.set_weights(weights)
         with open(os.path.join(output_dir, "history.json"), "w") as f:
             json.dump(hist, f, indent=1)
 
         results = modality.evaluate(model.encoder, recipe, train_split, test_split)
-        trained_now = len(history.history.get("loss", []))
         results.update(
             history=hist, seconds=seconds, epochs_run=len(hist.get("loss", [])),
             epochs_trained_now=trained_now, steps_per_epoch=feed.steps_per_epoch,
             images_per_second=(trained_now * feed.steps_per_epoch * recipe["batch_size"] / seconds
                                if seconds > 0 and trained_now else None),
             data=description, modality=modality.name, output_dir=output_dir)
+        if place.num_workers > 1:
+            results["distribution"] = dist.describe()
         if export and keras.backend.backend() != "tensorflow":
             # SavedModel export needs the TensorFlow backend: the weights stay in backup/
             # and `keras-hardneg export OUTPUT_DIR` writes encoder/ in a TensorFlow process.
@@ -147,3 +214,5 @@ def train(recipe: Any, output_dir: str, *, resume: bool = True, verbose: int = 1
         return results
     finally:
         keras.config.set_dtype_policy("float32")
+        if private is not None:
+            shutil.rmtree(private, ignore_errors=True)

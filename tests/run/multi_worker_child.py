@@ -1,23 +1,26 @@
 """One TensorFlow worker of the multi-worker tests (tests/run/test_multi_worker.py).
 
-    python multi_worker_child.py equality WORKERS INDEX OUT_DIR
-    python multi_worker_child.py train WORKERS INDEX RUN_DIR [--die-at-epoch E]
+    python multi_worker_child.py WORKERS INDEX [--equality OUT_DIR] [--train RUN_DIR]
+                                 [--die-at-epoch E]
 
 ``WORKERS`` is ``host:port,host:port`` (worker 0 = chief), ``INDEX`` this worker's index.
 
-``equality``: under the ``tf_multi_worker`` distribution, SimCLR on a BN-free encoder
+``--equality``: under the ``tf_multi_worker`` distribution, SimCLR on a BN-free encoder
 trains ``STEPS`` steps with ``fit`` on the same global batches, this worker feeding its
 block of each; for the NT-Xent and the hard loss, writes the per-step losses and every
 weight to ``OUT_DIR/w<INDEX>_<loss>.npz``. The chief then trains the same model from the
 same seed on the global batches in one replica (outside the strategy) and writes
-``OUT_DIR/ref_<loss>.npz``.
+``OUT_DIR/ref_<loss>.npz`` (with the initial weights).
 
-``train``: ``keras_hardneg.run.train`` on a small digits recipe, with
+``--train`` (after ``--equality`` when both are given, in the same processes):
+``keras_hardneg.run.train`` on a small digits recipe, with
 ``distribution="tf_multi_worker"``; writes ``RUN_DIR/worker<INDEX>.json`` (what the backup
-restored, the epochs run). ``--die-at-epoch E``: SIGKILLs itself when epoch ``E`` begins
-(after the chief committed the backup of epoch ``E``).
+restored: the initial epoch and a digest of the weights at the start; the epochs run).
+``--die-at-epoch E``: SIGKILLs itself when epoch ``E`` begins (it has finished its save of
+the first ``E`` epochs, so nothing keeps the chief from committing its own).
 """
 
+import hashlib
 import json
 import os
 import signal
@@ -79,10 +82,11 @@ def fit_steps(m, dataset):
     return losses
 
 
-def save(path, losses, weights):
+def save(path, losses, weights, start=()):
     import numpy as np
 
-    np.savez(path, losses=np.asarray(losses), **{f"w{i}": w for i, w in enumerate(weights)})
+    np.savez(path, losses=np.asarray(losses), **{f"w{i}": w for i, w in enumerate(weights)},
+             **{f"start{i}": w for i, w in enumerate(start)})
 
 
 def equality(dist, out_dir):
@@ -95,12 +99,13 @@ def equality(dist, out_dir):
     if dist.place.is_chief:  # the reference: one replica on the global batches
         for loss in LOSSES:
             m = model(loss)
+            start = m.get_weights()
             losses = fit_steps(m, batches())
-            save(os.path.join(out_dir, f"ref_{loss}.npz"), losses, m.get_weights())
+            save(os.path.join(out_dir, f"ref_{loss}.npz"), losses, m.get_weights(), start)
 
 
 def recipe():
-    return {"name": "mw", "epochs": 4, "batch_size": 16, "seed": 0,
+    return {"name": "mw", "epochs": 2, "batch_size": 16, "seed": 0,
             "projection_dims": [16, 8],
             "encoder": {"name": "small_convnet", "width": 4},
             "optimizer": {"name": "sgd", "learning_rate": 0.05},
@@ -119,8 +124,12 @@ def train(dist, run_dir, die_at):
     seen = {}
 
     class Probe(keras.callbacks.Callback):
-        def on_train_begin(self, logs=None):
+        def on_train_begin(self, logs=None):  # after the backup's restore
             seen["initial_epoch"] = int(self.model._initial_epoch or 0)
+            digest = hashlib.sha256()
+            for w in self.model.get_weights():
+                digest.update(w.tobytes())
+            seen["weights_at_begin"] = digest.hexdigest()
 
         def on_epoch_begin(self, epoch, logs=None):
             if die_at is not None and epoch == die_at:
@@ -135,18 +144,20 @@ def train(dist, run_dir, die_at):
 
 
 def main(argv):
-    mode, workers, index, path = argv[:4]
-    die_at = int(argv[argv.index("--die-at-epoch") + 1]) if "--die-at-epoch" in argv else None
+    workers, index = argv[:2]
+    opt = {k: argv[argv.index(k) + 1] for k in ("--equality", "--train", "--die-at-epoch")
+           if k in argv}
     from keras_hardneg.run import multi_worker  # noqa: F401  (registers the entry)
     from keras_hardneg.run.distribution import build_distribution
 
     # Before anything else runs a TensorFlow operation.
     dist = build_distribution({"name": "tf_multi_worker", "workers": workers,
                                "task_index": int(index)})
-    if mode == "equality":
-        equality(dist, path)
-    else:
-        train(dist, path, die_at)
+    if "--equality" in opt:
+        equality(dist, opt["--equality"])
+    if "--train" in opt:
+        die_at = int(opt["--die-at-epoch"]) if "--die-at-epoch" in opt else None
+        train(dist, opt["--train"], die_at)
     print("DONE", index, flush=True)
 
 
