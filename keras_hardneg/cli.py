@@ -47,6 +47,16 @@ def _number(kind: type, flag: str):
     return parse
 
 
+def _distribution(text: str) -> Any:
+    """``--distribution``: a registered name, or a JSON object with ``name``."""
+    if not text.lstrip().startswith("{"):
+        return text
+    try:
+        return json.loads(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"must be a name or a JSON object ({e})") from None
+
+
 def _positive_int(text: str) -> int:
     value = _number(int, "int")(text)
     if value < 1:
@@ -176,7 +186,11 @@ def cmd_train(args: argparse.Namespace) -> int:
     print(f"keras-hardneg train: {recipe['framework']['name']} + {recipe['loss']['name']} on "
           f"{recipe['data']['name']}, {recipe['epochs']} epochs -> {output}", flush=True)
     result = run.train(recipe, output, resume=not args.no_resume, verbose=args.verbose,
-                       export=not args.no_export)
+                       export=not args.no_export, distribution=args.distribution)
+    if "worker" in result:  # a multi-worker run's other workers: the chief reports
+        print(f"keras-hardneg train: worker {result['worker']} done ({result['epochs_run']} "
+              f"epochs); the chief wrote {output}")
+        return 0
     rows = [
         ("data", result["data"]),
         ("epochs run", result["epochs_run"]),
@@ -321,6 +335,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-export", action="store_true", help="do not write the SavedModel")
     p.add_argument("--verbose", type=int, choices=[0, 1, 2], default=1,
                    help="1: progress bars (default), 2: one line per epoch, 0: silent")
+    p.add_argument("--distribution", type=_distribution, default=None,
+                   metavar="NAME_OR_JSON",
+                   help="spread the run over processes: a registered distribution "
+                        "(tf_multi_worker reads TF_CONFIG) or a JSON object, e.g. "
+                        "'{\"name\": \"tf_multi_worker\", \"workers\": \"h1:port,h2:port\", "
+                        "\"task_index\": 0}'; run the same command in every worker, "
+                        "same --output (a shared directory)")
     p.set_defaults(func=cmd_train)
 
     knn = EVALUATIONS.get("knn").params

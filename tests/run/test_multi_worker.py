@@ -176,3 +176,22 @@ def test_place_follows_the_cluster_order():
     assert multi_worker._place({"worker": ["a:1", "b:1"]}, "worker", 0).is_chief
     with pytest.raises(ConfigError, match="not a training task"):
         multi_worker._place({"worker": ["a:1"], "evaluator": ["e:1"]}, "evaluator", 0)
+
+
+def test_cli_hands_the_distribution_to_train(monkeypatch, tmp_path, capsys):
+    from keras_hardneg import cli, run
+
+    seen = {}
+
+    def fake_train(recipe, output, **kwargs):
+        seen.update(kwargs)
+        return {"worker": 1, "epochs_run": 1}
+
+    monkeypatch.setattr(run, "train", fake_train)
+    spec = '{"name": "tf_multi_worker", "workers": "localhost:1,localhost:2", "task_index": 1}'
+    assert cli.main(["train", "--output", str(tmp_path), "--distribution", spec]) == 0
+    assert seen["distribution"] == {"name": "tf_multi_worker", "workers": "localhost:1,localhost:2",
+                                    "task_index": 1}
+    assert "worker 1 done" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        cli.main(["train", "--distribution", "{not json"])
