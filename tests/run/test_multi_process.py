@@ -6,6 +6,7 @@ The workers run ``multi_process_child.py`` in their own process groups under a h
 deadline: a hung worker fails the test (both groups are killed) instead of hanging CI."""
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -15,13 +16,14 @@ import time
 import numpy as np
 import pytest
 
+from keras_hardneg.registry import ConfigError
+from keras_hardneg.run.distribution import build_distribution
+from keras_hardneg.run import multi_process  # noqa: F401  (registers the entry)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 CHILD = os.path.join(HERE, "multi_process_child.py")
 DEADLINE_S = 150  # measured ~40 s on 2 loaded cores; the deadline only catches hangs
 LOSSES = ("nt_xent", "hard")
-
-pytestmark = pytest.mark.multi_process
-
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -29,33 +31,61 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def run_workers(out_dir, num_processes=2):
-    """Starts the workers, waits for all of them until DEADLINE_S; returns their outputs."""
-    env = {**os.environ, "KERAS_BACKEND": "jax", "TF_CPP_MIN_LOG_LEVEL": "2",
-           # tiny arrays: compiling dominates; 1 CPU device per process
-           "XLA_FLAGS": "--xla_backend_optimization_level=0"}
-    address = f"127.0.0.1:{free_port()}"
-    procs = [subprocess.Popen([sys.executable, CHILD, address, str(num_processes), str(i),
-                               str(out_dir)], env=env, start_new_session=True,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-             for i in range(num_processes)]
-    deadline = time.monotonic() + DEADLINE_S
+class Hung(Exception):
+    """A worker did not finish before the deadline (every worker has been killed)."""
+
+
+def run_group(argvs, env, deadline_s):
+    """Runs one process per argv, each in its own process group; waits for all until
+    ``deadline_s``; returns ``[(returncode, output)]``. On the deadline, kills every group
+    (the worker and anything it started) and raises :class:`Hung`."""
+    procs = [subprocess.Popen(argv, env=env, start_new_session=True, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True) for argv in argvs]
+    deadline = time.monotonic() + deadline_s
     outputs = []
     try:
         for proc in procs:
-            out, _ = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
+            out, _ = proc.communicate(timeout=max(0.1, deadline - time.monotonic()))
             outputs.append(out)
     except subprocess.TimeoutExpired:
-        pytest.fail(f"a JAX worker hung (no result within {DEADLINE_S} s); killed both")
+        raise Hung(f"no result within {deadline_s} s") from None
     finally:
         for proc in procs:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
-    for i, (proc, out) in enumerate(zip(procs, outputs)):
-        assert proc.returncode == 0, f"worker {i} failed:\n{out[-4000:]}"
+    return [(proc.returncode, out) for proc, out in zip(procs, outputs)]
+
+
+def run_workers(out_dir, num_processes=2):
+    """Runs the JAX workers on a free loopback port; returns their ``worker{i}.npz``."""
+    env = {**os.environ, "KERAS_BACKEND": "jax", "TF_CPP_MIN_LOG_LEVEL": "2",
+           # tiny arrays: compiling dominates; 1 CPU device per process
+           "XLA_FLAGS": "--xla_backend_optimization_level=0"}
+    address = f"127.0.0.1:{free_port()}"
+    argvs = [[sys.executable, CHILD, address, str(num_processes), str(i), str(out_dir)]
+             for i in range(num_processes)]
+    try:
+        results = run_group(argvs, env, DEADLINE_S)
+    except Hung as err:
+        pytest.fail(f"a JAX worker hung ({err}); killed them all")
+    for i, (code, out) in enumerate(results):
+        assert code == 0, f"worker {i} failed:\n{out[-4000:]}"
     return [dict(np.load(os.path.join(out_dir, f"worker{i}.npz")))
             for i in range(num_processes)]
+
+
+@pytest.mark.multi_process
+def test_a_hung_worker_fails_by_the_deadline_and_is_killed(tmp_path):
+    pid_file = tmp_path / "pid"
+    sleeper = [sys.executable, "-c", "import os, sys, time; "
+               "open(sys.argv[1], 'w').write(str(os.getpid())); time.sleep(120)", str(pid_file)]
+    start = time.monotonic()
+    with pytest.raises(Hung):
+        run_group([[sys.executable, "-c", "pass"], sleeper], dict(os.environ), deadline_s=3)
+    assert time.monotonic() - start < 30
+    with pytest.raises(ProcessLookupError):  # killed and reaped
+        os.kill(int(pid_file.read_text()), 0)
 
 
 @pytest.fixture(scope="module")
@@ -64,6 +94,7 @@ def workers(tmp_path_factory):
     return run_workers(tmp_path_factory.mktemp("jax_multi_process"))
 
 
+@pytest.mark.multi_process
 def test_each_process_feeds_its_block_and_the_step_sees_the_global_batch(workers):
     for w in workers:
         assert int(w["row_order_rows"]) == 8  # global batch = 2 blocks of 4
@@ -71,6 +102,7 @@ def test_each_process_feeds_its_block_and_the_step_sees_the_global_batch(workers
         assert all(int(w[f"{loss}/devices"]) == 2 for loss in LOSSES)  # weights span both
 
 
+@pytest.mark.multi_process
 @pytest.mark.parametrize("loss", LOSSES)
 def test_two_processes_equal_one_process(workers, loss):
     chief = workers[0]
@@ -86,3 +118,24 @@ def test_two_processes_equal_one_process(workers, loss):
         for i in range(count):
             np.testing.assert_allclose(w[f"{loss}/w{i}"], chief[f"{loss}/ref{i}"],
                                        rtol=1e-4, atol=1e-4, err_msg=f"weight {i}")
+
+
+@pytest.mark.parametrize("spec, message", [
+    ({"process_id": 1}, "'num_processes' and 'process_id' are given together"),
+    ({"num_processes": 2, "process_id": 2}, "'process_id' must be in [0, 'num_processes')"),
+    ({"coordinator_address": "localhost"}, "must be 'host:port'"),
+    ({"cpu_collectives": "nccl"}, "choose one of gloo, mpi"),
+])
+def test_bad_specs_are_named(spec, message):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        build_distribution({"name": "jax_multi_process", **spec})
+
+
+def test_needs_the_jax_backend():
+    import keras
+
+    if keras.backend.backend() == "jax":
+        pytest.skip("checks the message on another backend")
+    with pytest.raises(ConfigError, match="needs the JAX backend"):
+        build_distribution({"name": "jax_multi_process", "coordinator_address": "127.0.0.1:1",
+                            "num_processes": 2, "process_id": 0})
