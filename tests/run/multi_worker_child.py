@@ -7,10 +7,11 @@
 
 ``--equality``: under the ``tf_multi_worker`` distribution, SimCLR on a BN-free encoder
 trains ``STEPS`` steps with ``fit`` on the same global batches, this worker feeding its
-block of each; for the NT-Xent and the hard loss, writes the per-step losses and every
-weight to ``OUT_DIR/w<INDEX>_<loss>.npz``. The chief then trains the same model from the
+block of each, for the NT-Xent and the hard loss; so does MoCo v2 (NT-Xent, a queue of
+every worker's keys); writes the per-step losses and every weight (MoCo's queue and
+pointer too) to ``OUT_DIR/w<INDEX>_<case>.npz``. The chief then trains the same model from the
 same seed on the global batches in one replica (outside the strategy) and writes
-``OUT_DIR/ref_<loss>.npz`` (with the initial weights).
+``OUT_DIR/ref_<case>.npz`` (with the initial weights).
 
 ``--train`` (after ``--equality`` when both are given, in the same processes):
 ``keras_hardneg.run.train`` on a small digits recipe, with
@@ -25,11 +26,13 @@ import json
 import os
 import signal
 import sys
+import time
 
+_START = time.perf_counter()
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 STEPS, BATCH = 3, 8
-LOSSES = ("nt_xent", "hard")
+CASES = ("nt_xent", "hard", "moco_v2")
 
 
 def views():
@@ -52,7 +55,8 @@ def batches(rows=slice(None)):
         ({"view1": shape(v1), "view2": shape(v2)}, shape(y)))
 
 
-def model(loss):
+def model(case):
+    """SimCLR with the loss ``case`` ("nt_xent", "hard"), or MoCo v2 (NT-Xent)."""
     import keras
 
     import keras_hardneg as khn
@@ -66,7 +70,13 @@ def model(loss):
         keras.layers.GlobalAveragePooling2D(),
         keras.layers.Dense(16, kernel_initializer=init(seed=2)),
     ])
-    m = khn.models.SimCLR(encoder, projection_dims=(16, 8))
+    if case == "moco_v2":  # the queue takes the keys of every worker
+        m = khn.models.MoCo(encoder, projection_dims=(16, 8), queue_size=16, momentum=0.9,
+                            version="v2")
+        loss = "nt_xent"
+    else:
+        m = khn.models.SimCLR(encoder, projection_dims=(16, 8))
+        loss = case
     m.compile(optimizer=keras.optimizers.SGD(0.1), loss=khn.losses.get(loss))
     return m
 
@@ -91,17 +101,17 @@ def save(path, losses, weights, start=()):
 
 def equality(dist, out_dir):
     rows = dist.place.local_rows(BATCH)
-    for loss in LOSSES:
+    for case in CASES:
         with dist.scope():
-            m = model(loss)
+            m = model(case)
             losses = fit_steps(m, dist.distribute_dataset(batches(rows)))
-        save(os.path.join(out_dir, f"w{dist.place.index}_{loss}.npz"), losses, m.get_weights())
+        save(os.path.join(out_dir, f"w{dist.place.index}_{case}.npz"), losses, m.get_weights())
     if dist.place.is_chief:  # the reference: one replica on the global batches
-        for loss in LOSSES:
-            m = model(loss)
+        for case in CASES:
+            m = model(case)
             start = m.get_weights()
             losses = fit_steps(m, batches())
-            save(os.path.join(out_dir, f"ref_{loss}.npz"), losses, m.get_weights(), start)
+            save(os.path.join(out_dir, f"ref_{case}.npz"), losses, m.get_weights(), start)
 
 
 def recipe():
@@ -143,6 +153,11 @@ def train(dist, run_dir, die_at):
         json.dump(seen, f)
 
 
+def mark(what):
+    """Prints the seconds since this process started (the phases' times in the logs)."""
+    print(f"TIME {what} {time.perf_counter() - _START:.1f}", flush=True)
+
+
 def main(argv):
     workers, index = argv[:2]
     opt = {k: argv[argv.index(k) + 1] for k in ("--equality", "--train", "--die-at-epoch")
@@ -153,11 +168,14 @@ def main(argv):
     # Before anything else runs a TensorFlow operation.
     dist = build_distribution({"name": "tf_multi_worker", "workers": workers,
                                "task_index": int(index)})
+    mark("strategy")
     if "--equality" in opt:
         equality(dist, opt["--equality"])
+        mark("equality")
     if "--train" in opt:
         die_at = int(opt["--die-at-epoch"]) if "--die-at-epoch" in opt else None
         train(dist, opt["--train"], die_at)
+        mark("train")
     print("DONE", index, flush=True)
 
 

@@ -1,8 +1,9 @@
 """TensorFlow multi-worker: 2 worker processes on loopback ports under
 ``MultiWorkerMirroredStrategy`` (the ``tf_multi_worker`` distribution), through ``fit``.
 
-One pair of workers (``multi_worker_child.py``) first trains SimCLR 3 steps on the same
-global batches, each worker feeding its block, for NT-Xent and the hard loss; then runs
+One pair of workers (``multi_worker_child.py``) first trains 3 steps on the same global
+batches, each worker feeding its block (SimCLR with NT-Xent and with the hard loss, MoCo
+v2), and compares with one process on the global batches; then runs
 ``keras_hardneg.run.train`` on a small recipe until worker 1 SIGKILLs itself at the start of
 epoch 1. The test waits for the chief's backup of epoch 1, kills the chief, and runs both
 workers again: they resume from the chief's backup and finish.
@@ -29,7 +30,7 @@ from keras_hardneg.run.distribution import build_distribution
 HERE = os.path.dirname(os.path.abspath(__file__))
 CHILD = os.path.join(HERE, "multi_worker_child.py")
 DEADLINE_S = 240  # the deadline only catches hangs (see the note for measured times)
-LOSSES = ("nt_xent", "hard")
+CASES = ("nt_xent", "hard", "moco_v2")  # SimCLR with each loss; MoCo v2
 
 pytestmark = pytest.mark.multi_process
 
@@ -109,10 +110,10 @@ def first_run(tmp_path_factory):
             "died": died.returncode, "chief_backup": committed_epoch(run_dir)}
 
 
-@pytest.mark.parametrize("loss", LOSSES)
-def test_two_workers_equal_one_process(first_run, loss):
+@pytest.mark.parametrize("case", CASES)
+def test_two_workers_equal_one_process(first_run, case):
     out = first_run["out_dir"]
-    files = [out / f"{name}_{loss}.npz" for name in ("ref", "w0", "w1")]
+    files = [out / f"{name}_{case}.npz" for name in ("ref", "w0", "w1")]
     assert all(f.exists() for f in files), first_run["workers"].tail()
     ref, *workers = [dict(np.load(f)) for f in files]
     count = sum(1 for k in ref if re.fullmatch(r"w\d+", k))
