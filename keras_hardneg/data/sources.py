@@ -120,21 +120,25 @@ def tfds(seed: int, dataset: str | None = None, data_dir: str | None = None,
          test_split: str = "test", access: str = "auto") -> Splits:
     """A prepared TensorFlow Datasets dataset: read by index (``tfds.data_source``) when it
     was prepared as ``array_record`` and ``access`` asks for it, else materialised as arrays
-    (CIFAR/STL sized)."""
+    (CIFAR/STL sized; from TFRecord files through ``tf.data``, from array_record files
+    through the index reader, since tfds streams only TFRecord)."""
     from keras_hardneg.data.tfds_loader import tfds_dataset, tfds_random_access
 
-    if access != "arrays":
-        size = None if image_size is None else (image_size, image_size)
-        train = tfds_random_access(dataset, train_split, data_dir, size)
-        if train is not None and _random(access, len(train), train.image_shape[0]):
-            test = tfds_random_access(dataset, test_split, data_dir, size)
+    size = None if image_size is None else (image_size, image_size)
+    train = tfds_random_access(dataset, train_split, data_dir, size)  # None: TFRecord files
+    if train is not None:
+        test = tfds_random_access(dataset, test_split, data_dir, size)
+        if _random(access, len(train), train.image_shape[0]):
             return ((train, None), (test, None),
                     f"tfds {dataset} ({len(train)} train images, read by index)")
-        if train is None and access == "random":
-            raise ConfigError(
-                f"data.access = 'random' needs tfds {dataset!r} prepared in the array_record "
-                "file format (`tfds build --file_format=array_record`); it was prepared as "
-                "TFRecord, which can only be streamed. Use access 'arrays' or 'auto'.")
+        # tfds cannot stream array_record files (as_dataset): arrays come from the index reader.
+        return (train.arrays(range(len(train))), test.arrays(range(len(test))),
+                f"tfds {dataset} ({len(train)} train images)")
+    if access == "random":
+        raise ConfigError(
+            f"data.access = 'random' needs tfds {dataset!r} prepared in the array_record "
+            "file format (`tfds build --file_format=array_record`); it was prepared as "
+            "TFRecord, which can only be streamed. Use access 'arrays' or 'auto'.")
 
     def arrays(split):
         ds = tfds_dataset(dataset, split=split, data_dir=data_dir,

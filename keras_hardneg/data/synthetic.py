@@ -101,6 +101,13 @@ class SyntheticImages(RandomAccessImages):
         """The JPEG file that example ``index`` decodes (shared by its class)."""
         return self._base(self.label(index) % self.num_bases)
 
+    def prepare(self) -> "SyntheticImages":
+        """Encodes the whole JPEG bank now (else each JPEG is encoded at its first read);
+        returns ``self``."""
+        for b in range(self.num_bases):
+            self._base(b)
+        return self
+
     def _base(self, b: int) -> bytes:
         data = self._bank[b]
         if data is None:
