@@ -157,6 +157,15 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
                 except OSError:
                     pass
 
+    def committed_epoch(self):
+        """The epoch ``on_train_begin`` would resume from: that of the committed backup in
+        ``restore_dir`` (0 when there is none)."""
+        try:
+            meta = self._read_meta(self.restore_dir)
+        except (OSError, ValueError):
+            return 0
+        return int(meta.get("epoch", 0)) if meta else 0
+
     def on_train_begin(self, logs=None):
         self.history = []
         self.restored = None

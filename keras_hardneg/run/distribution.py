@@ -80,6 +80,10 @@ class Distribution:
         distributed dataset."""
         return dataset
 
+    def same_on_every_worker(self, what: str, value: int) -> None:
+        """Raises on every worker unless ``value`` (e.g. the epoch a run resumes from) is
+        the same on all of them; nothing to check with one worker."""
+
     def describe(self) -> str:
         """One line for logs and model cards."""
         return f"{self.name} ({self.place.num_workers} worker(s))"

@@ -46,6 +46,20 @@ def _recipe_callbacks(recipe, modality, train, test):
     return out
 
 
+class _SameResumePoint(keras.callbacks.Callback):
+    """Before the backup's restore (itself collective): every worker is about to resume from
+    the same epoch. A worker that cannot read the chief's backup would otherwise leave the
+    others waiting in the restore, or run more steps than they do."""
+
+    def __init__(self, dist, backup_cb):
+        super().__init__()
+        self.dist, self.backup_cb = dist, backup_cb
+
+    def on_train_begin(self, logs=None):
+        self.dist.same_on_every_worker("the epoch the run resumes from",
+                                       self.backup_cb.committed_epoch())
+
+
 def _worker_feed(recipe, x_train, y_train, place):
     """The feed of this worker: its block of every global batch (all of it on one worker)."""
     if place.num_workers == 1:
@@ -158,6 +172,8 @@ def train(recipe: Any, output_dir: str, *, resume: bool = True, verbose: int = 1
             backup_cb = callbacks.AtomicBackupAndRestore(
                 private, delete_checkpoint=False, state=state,
                 restore_dir=backup if resume else None)
+        if place.num_workers > 1:
+            cbs.append(_SameResumePoint(dist, backup_cb))
         cbs += [backup_cb, *extra_callbacks]
 
         start = time.perf_counter()
