@@ -14,7 +14,10 @@ This module runs that description on each backend, and is the only place (with
 
 * **TensorFlow**: ``tf.GradientTape`` around ``forward``, ``optimizer.apply``, and a
   non-finite step skipped with ``tf.cond`` (zero gradients under a multi-replica
-  strategy, where an update cannot sit in a ``tf.cond``).
+  strategy, where an update cannot sit in a ``tf.cond``). Under a strategy spanning several
+  workers (``MultiWorkerMirroredStrategy``), two places where Keras 3's TF trainer fails
+  are worked around here: the build before ``fit`` (:func:`tf_prebuild_across_workers`)
+  and the reduction of the step's logs (:func:`tf_step_logs`).
 * **JAX**: Keras's stateless ``train_step(state, data)``; each phase runs in a
   ``keras.StatelessScope`` mapping the model's variables to the values in ``state``, so
   the shared description's variable reads and assigns work unchanged; the gradient is
