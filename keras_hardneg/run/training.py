@@ -66,7 +66,10 @@ def _worker_feed(recipe, x_train, y_train, place):
         return make_train_feed(recipe, x_train, y_train)
     if "place" in inspect.signature(make_train_feed).parameters:
         return make_train_feed(recipe, x_train, y_train, place=place)
-    # A build without per-worker feeds: cut every batch-major tf.data batch here.
+    # Stop-gap until make_train_feed takes `place`: cut every batch-major tf.data batch here.
+    if keras.backend.backend() != "tensorflow":
+        raise NotImplementedError("per-worker feeds need make_train_feed(..., place=...) "
+                                  "on this backend.")
     import tensorflow as tf
 
     feed = make_train_feed(recipe, x_train, y_train)
