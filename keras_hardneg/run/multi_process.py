@@ -168,6 +168,19 @@ class JaxMultiProcess(Distribution):
         """``keras.distribution.DataParallel``'s scope: build, compile and fit inside it."""
         return self.keras_distribution.scope()
 
+    def same_on_every_worker(self, what: str, value: int) -> None:
+        """Raises (on every process) unless ``value`` is the same in all processes (one
+        ``multihost_utils.process_allgather``)."""
+        import numpy as np
+        from jax.experimental import multihost_utils
+
+        values = np.asarray(multihost_utils.process_allgather(np.int64(value))).ravel()
+        if np.any(values != values[0]):
+            raise ConfigError(
+                f"the processes disagree on {what} (per process: {values.tolist()}). Every "
+                "process must read the chief's output directory: give them the same "
+                "OUTPUT_DIR on a shared file system.")
+
     def describe(self) -> str:
         return (f"{self.name} ({self.place.num_workers} process(es), "
                 f"{len(self.devices)} device(s))")

@@ -1,8 +1,9 @@
 """One JAX worker of ``test_multi_process.py``:
-``python multi_process_child.py COORDINATOR NUM_PROCESSES PROCESS_ID OUT_DIR``
+``python multi_process_child.py COORDINATOR NUM_PROCESSES PROCESS_ID OUT_DIR MODE``
 (``KERAS_BACKEND=jax``, set by the parent before JAX is imported).
 
-Joins the ``jax_multi_process`` distribution, then for each loss (NT-Xent, the hard loss)
+Joins the ``jax_multi_process`` distribution. ``MODE`` ``train``: see :func:`run_train`.
+``MODE`` ``equality``: for each loss (NT-Xent, the hard loss)
 trains SimCLR on a small convnet with batch norm for 3 steps, feeding only this process's
 contiguous block of each of the 3 global batches. Process 0 then trains the same model from
 the same weights on the global batches in this process alone, with no distribution (the
@@ -20,6 +21,7 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
 import keras_hardneg as khn  # noqa: E402
+from keras_hardneg.registry import ConfigError  # noqa: E402
 from keras_hardneg.run.distribution import build_distribution  # noqa: E402
 import keras_hardneg.run.multi_process  # noqa: E402,F401  (registers the entry)
 
@@ -88,14 +90,10 @@ def log(what):
     print(f"{time.perf_counter() - T0:6.1f}s {what}", file=sys.stderr, flush=True)
 
 
-def main(coordinator, num_processes, process_id, out_dir):
-    log("imported")
-    dist = build_distribution({"name": "jax_multi_process", "coordinator_address": coordinator,
-                               "num_processes": num_processes, "process_id": process_id,
-                               "initialization_timeout": 60})
+def equality(dist, out_dir):
+    """The 3-step equality check (module docstring): writes ``worker{ID}.npz``."""
+    process_id = dist.place.index
     out = {}
-    assert dist.place.num_workers == num_processes and dist.place.index == process_id
-    log("initialized")
     rows = dist.place.local_rows(GLOBAL_BATCH)
     ids = np.arange(GLOBAL_BATCH, dtype="float32")
     out["row_order"], out["row_order_rows"] = row_order(dist, ids[rows])
@@ -126,8 +124,59 @@ def main(coordinator, num_processes, process_id, out_dir):
                 out[f"{loss}/start{i}"] = s
             log(f"{loss}: reference fit")
     np.savez(os.path.join(out_dir, f"worker{process_id}.npz"), **out)
+
+
+def run_train(dist, out_dir):
+    """``keras_hardneg.run.train`` of a tiny digits recipe under the distribution; the chief
+    then runs the same recipe in one process. Writes ``train{ID}.json`` (loss histories)."""
+    import json
+
+    from keras_hardneg.data.digits import load_digits
+    from keras_hardneg.run import train as run_train
+
+    (x, y), (xt, yt) = load_digits(test_fraction=0.2, seed=0)
+    data = ((x[:32], y[:32]), (xt[:16], yt[:16]), "digits subset")
+    recipe = {"name": "jax_mp", "epochs": 2, "batch_size": 16, "seed": 0,
+              "projection_dims": [16, 8], "encoder": {"name": "small_convnet", "width": 4},
+              "optimizer": {"name": "sgd", "learning_rate": 0.05},
+              "schedule": {"name": "constant"},
+              "evaluation": {"monitor_every": 0, "linear_probe": False, "knn_k": 5}}
+    result = run_train(recipe, os.path.join(out_dir, "run"), verbose=0, export=False,
+                       data=data, distribution=dist)
+    log("run.train: distributed")
+    out = {"loss": result["history"]["loss"], "chief_results": "knn_accuracy" in result}
+    if dist.place.is_chief:
+        single = run_train(recipe, os.path.join(out_dir, "single"), verbose=0, export=False,
+                           data=data)
+        out["single_loss"] = single["history"]["loss"]
+        log("run.train: one process")
+    with open(os.path.join(out_dir, f"train{dist.place.index}.json"), "w") as f:
+        json.dump(out, f)
+
+
+def main(coordinator, num_processes, process_id, out_dir, mode):
+    log("imported")
+    # A seed set first (as every model below does anyway) spares the distribution's seed
+    # broadcast, a cross-process compile that cost ~10 s on 2 loaded cores.
+    keras.utils.set_random_seed(0)
+    dist = build_distribution({"name": "jax_multi_process", "coordinator_address": coordinator,
+                               "num_processes": num_processes, "process_id": process_id,
+                               "initialization_timeout": 60})
+    assert dist.place.num_workers == num_processes and dist.place.index == process_id
+    log("initialized")
+    if mode == "equality":  # the resume-point check: agree, then disagree
+        dist.same_on_every_worker("a test value", 7)
+        try:
+            dist.same_on_every_worker("a test value", process_id)
+            disagreement = ""
+        except ConfigError as err:
+            disagreement = str(err)
+        with open(os.path.join(out_dir, f"disagree{process_id}.txt"), "w") as f:
+            f.write(disagreement)
+        log("same_on_every_worker")
+    {"equality": equality, "train": run_train}[mode](dist, out_dir)
     print(f"worker {process_id} done: {dist.describe()}", flush=True)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4])
+    main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5])

@@ -5,6 +5,8 @@ every global batch, train SimCLR exactly as one process does on the global batch
 The workers run ``multi_process_child.py`` in their own process groups under a hard
 deadline: a hung worker fails the test (both groups are killed) instead of hanging CI."""
 
+import inspect
+import json
 import os
 import re
 import signal
@@ -57,13 +59,13 @@ def run_group(argvs, env, deadline_s):
     return [(proc.returncode, out) for proc, out in zip(procs, outputs)]
 
 
-def run_workers(out_dir, num_processes=2):
-    """Runs the JAX workers on a free loopback port; returns their ``worker{i}.npz``."""
+def run_workers(out_dir, mode, num_processes=2):
+    """Runs the JAX workers in ``mode`` on a free loopback port; fails on a hang or error."""
     env = {**os.environ, "KERAS_BACKEND": "jax", "TF_CPP_MIN_LOG_LEVEL": "2",
            # tiny arrays: compiling dominates; 1 CPU device per process
            "XLA_FLAGS": "--xla_backend_optimization_level=0"}
     address = f"127.0.0.1:{free_port()}"
-    argvs = [[sys.executable, CHILD, address, str(num_processes), str(i), str(out_dir)]
+    argvs = [[sys.executable, CHILD, address, str(num_processes), str(i), str(out_dir), mode]
              for i in range(num_processes)]
     try:
         results = run_group(argvs, env, DEADLINE_S)
@@ -71,8 +73,6 @@ def run_workers(out_dir, num_processes=2):
         pytest.fail(f"a JAX worker hung ({err}); killed them all")
     for i, (code, out) in enumerate(results):
         assert code == 0, f"worker {i} failed:\n{out[-4000:]}"
-    return [dict(np.load(os.path.join(out_dir, f"worker{i}.npz")))
-            for i in range(num_processes)]
 
 
 @pytest.mark.multi_process
@@ -91,7 +91,12 @@ def test_a_hung_worker_fails_by_the_deadline_and_is_killed(tmp_path):
 @pytest.fixture(scope="module")
 def workers(tmp_path_factory):
     pytest.importorskip("jax")
-    return run_workers(tmp_path_factory.mktemp("jax_multi_process"))
+    out_dir = tmp_path_factory.mktemp("jax_multi_process")
+    run_workers(out_dir, "equality")
+    results = [dict(np.load(os.path.join(out_dir, f"worker{i}.npz"))) for i in range(2)]
+    for i, w in enumerate(results):
+        w["disagreement"] = (out_dir / f"disagree{i}.txt").read_text()
+    return results
 
 
 @pytest.mark.multi_process
@@ -100,6 +105,12 @@ def test_each_process_feeds_its_block_and_the_step_sees_the_global_batch(workers
         assert int(w["row_order_rows"]) == 8  # global batch = 2 blocks of 4
         assert float(w["row_order"]) == float(w["row_order_expected"])  # block p at rows 4p..
         assert all(int(w[f"{loss}/devices"]) == 2 for loss in LOSSES)  # weights span both
+
+
+@pytest.mark.multi_process
+def test_a_value_that_differs_between_processes_raises_on_every_process(workers):
+    for w in workers:  # 7 and 7 agreed; 0 and 1 did not
+        assert "the processes disagree on a test value (per process: [0, 1])" in w["disagreement"]
 
 
 @pytest.mark.multi_process
@@ -139,3 +150,19 @@ def test_needs_the_jax_backend():
     with pytest.raises(ConfigError, match="needs the JAX backend"):
         build_distribution({"name": "jax_multi_process", "coordinator_address": "127.0.0.1:1",
                             "num_processes": 2, "process_id": 0})
+
+
+@pytest.mark.multi_process
+def test_run_train_across_two_processes_equals_one_process(tmp_path):
+    pytest.importorskip("jax")
+    from keras_hardneg.run.build import make_train_feed
+
+    if "place" not in inspect.signature(make_train_feed).parameters:
+        pytest.skip("needs per-worker feeds: make_train_feed(place=)")
+    run_workers(tmp_path, "train")
+    chief, other = (json.loads((tmp_path / f"train{i}.json").read_text()) for i in range(2))
+    assert len(chief["single_loss"]) == 2  # epochs
+    np.testing.assert_allclose(chief["loss"], chief["single_loss"], rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(other["loss"], chief["loss"], rtol=1e-4, atol=1e-4)
+    assert chief["chief_results"] and not other["chief_results"]  # only the chief evaluates
+    assert (tmp_path / "run" / "results.json").is_file()
