@@ -13,7 +13,7 @@ from keras_hardneg.run.build import (TrainFeed, build_encoder, build_loss, build
                                      make_train_feed)
 from keras_hardneg.run.evaluate import evaluate_encoder
 from keras_hardneg.run.modality import modality_of
-from keras_hardneg.run import multi_process as _multi_process  # noqa: F401  (registers jax_multi_process)
+from keras_hardneg.run import multi_process as _multi_process  # noqa: F401  (registers it)
 from keras_hardneg.run.recipe import (DEFAULT_RECIPE, RUN_PARAMS, SECTIONS, RecipeError,
                                       load_recipe, save_recipe, section_choices)
 from keras_hardneg.run.training import train
