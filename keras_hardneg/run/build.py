@@ -10,7 +10,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import keras
 import numpy as np
@@ -19,6 +19,9 @@ from keras_hardneg.registry import (DATASETS, ENCODERS, FRAMEWORKS, LOSSES, OPTI
                                     SAMPLERS, SCHEDULES, VIEW_MAKERS)
 from keras_hardneg.run.modality import TrainFeed, modality_of
 from keras_hardneg.run.recipe import RecipeError, load_recipe
+
+if TYPE_CHECKING:
+    from keras_hardneg.run.distribution import WorkerPlace
 
 __all__ = ["load_data", "build_loss", "build_encoder", "build_view_maker", "build_optimizer",
            "build_model", "make_train_feed", "TrainFeed"]
@@ -129,7 +132,8 @@ def build_model(recipe: Any, input_shape: tuple[int, ...] | None = None,
     return model
 
 
-def make_train_feed(recipe: Any, x_train: Any, y_train: Any) -> TrainFeed:
+def make_train_feed(recipe: Any, x_train: Any, y_train: Any, *,
+                    place: "WorkerPlace | None" = None) -> TrainFeed:
     """The training batches of the recipe's ``sampler``, in the input format of the running
     Keras backend: ``tf.data`` on TensorFlow, a ``keras.utils.PyDataset`` (NumPy, no
     TensorFlow) on every other backend; what a batch holds is the data's modality's
@@ -141,8 +145,19 @@ def make_train_feed(recipe: Any, x_train: Any, y_train: Any) -> TrainFeed:
     that rebuilds the graph from the embeddings the model computes in training. The first
     graph comes from a fixed random projection of the inputs (no forward pass;
     :meth:`~keras_hardneg.run.modality.Modality.initial_embeddings`).
+
+    ``place`` (a :class:`~keras_hardneg.run.distribution.WorkerPlace`; None or one worker:
+    the single-process feed above): with several workers every worker draws the same global
+    walk of ``batch_size`` indices -- uniform batches too, through a
+    :class:`~keras_hardneg.sampling.UniformSampler` (a new shuffled order every epoch, the
+    last batch completed, ``ceil(N / batch_size)`` steps) -- and its feed yields only its
+    block of rows ``place.local_rows(batch_size)``
+    (:class:`~keras_hardneg.sampling.WorkerShard`; ``feed.sampler`` is the shard, whose
+    state is the global walk's). The graph refresh keys its updates to training steps, so
+    every worker's walk takes them at the same batch.
     """
     from keras_hardneg import callbacks
+    from keras_hardneg.sampling import UniformSampler, WorkerShard
 
     recipe = _recipe(recipe)
     modality = modality_of(recipe)
@@ -153,9 +168,20 @@ def make_train_feed(recipe: Any, x_train: Any, y_train: Any) -> TrainFeed:
     views = (build_view_maker(recipe, **modality.view_context(x_train))
              if modality.views_in_feed else None)
     name, spec = _section(recipe, "sampler")
+    workers = 1 if place is None else int(place.num_workers)
+    if workers > 1:
+        place.local_rows(b)  # the global batch must split evenly (clear error otherwise)
+
+    def shard(sampler):
+        return sampler if workers == 1 else WorkerShard(sampler, workers, place.index)
+
     if not SAMPLERS.get(name).tags.get("graph"):
-        dataset, state = modality.feed(recipe, x_train, y_train, None, views)
-        return TrainFeed(dataset, n // b, [], None, state)
+        if workers == 1:
+            dataset, state = modality.feed(recipe, x_train, y_train, None, views)
+            return TrainFeed(dataset, n // b, [], None, state)
+        sampler = shard(UniformSampler(n, b, seed=recipe["seed"]))
+        dataset, state = modality.feed(recipe, x_train, y_train, sampler, views)
+        return TrainFeed(dataset, sampler.steps_per_epoch, [], sampler, state)
     initial = modality.initial_embeddings(x_train, recipe["seed"])
     every = spec.pop("refresh_every")
     # The graph cannot ask for more candidates or neighbours than the dataset has.
@@ -164,7 +190,7 @@ def make_train_feed(recipe: Any, x_train: Any, y_train: Any) -> TrainFeed:
     if spec.get("num_neighbors") is not None:
         spec["num_neighbors"] = min(spec["num_neighbors"],
                                     spec.get("num_candidates", n - 1) - 1)
-    sampler = SAMPLERS.get(name).factory(initial, b, seed=recipe["seed"], **spec)
+    sampler = shard(SAMPLERS.get(name).factory(initial, b, seed=recipe["seed"], **spec))
     dataset, state = modality.feed(recipe, x_train, y_train, sampler, views)
     refresh = callbacks.GraphRefreshCallback(
         sampler, every_n_steps=every, num_candidates=spec.get("num_candidates"),

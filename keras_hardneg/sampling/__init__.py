@@ -3,7 +3,8 @@
 Build a proximity graph of the data (``ProximityGraph``), draw each batch by random walk with
 restart (``random_walk_with_restart``), iterate epochs with ``BatchSampler`` (or the baselines
 ``UniformSampler`` / ``KNNSampler``), feed Keras with ``make_dataset`` (``tf.data``) or
-``make_py_dataset`` (a ``keras.utils.PyDataset``, any backend) and log batch hardness /
+``make_py_dataset`` (a ``keras.utils.PyDataset``, any backend), split each global batch
+across workers with ``WorkerShard`` (one global walk, a block per worker) and log batch hardness /
 false negatives with ``metrics``. The graph is kept fresh during training by
 ``keras_hardneg.callbacks.GraphRefreshCallback``.
 
@@ -15,10 +16,12 @@ from keras_hardneg.sampling.random_graph import random_graph
 from keras_hardneg.sampling.metrics import (batch_statistics, false_negative_fraction,
                                             mean_in_batch_cosine)
 from keras_hardneg.sampling.samplers import BatchSampler, KNNSampler, UniformSampler
+from keras_hardneg.sampling.sharding import WorkerShard
 from keras_hardneg.sampling.walk import random_walk_with_restart, reachable_count
 
 __all__ = ["ProximityGraph", "normalize_embeddings", "random_graph", "random_walk_with_restart",
-           "reachable_count", "BatchSampler", "UniformSampler", "KNNSampler", "make_dataset",
+           "reachable_count", "BatchSampler", "UniformSampler", "KNNSampler", "WorkerShard",
+           "make_dataset",
            "make_py_dataset", "SamplerPyDataset",
            "mean_in_batch_cosine", "false_negative_fraction", "batch_statistics"]
 
