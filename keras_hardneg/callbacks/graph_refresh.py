@@ -21,6 +21,19 @@ default runs synchronously between two batches;
 ``asynchronous=True`` builds in a background thread while training continues.  Because tf.data
 prefetches, a new graph / restart probability is used from a few batches later.
 
+Several workers (issue #19; :class:`~keras_hardneg.sampling.WorkerShard`): every worker runs
+this callback on its shard of the same global walk. The bank holds every worker's projections
+(the model writes the rows of the whole global batch, gathered across replicas, on every
+replica), so each worker rebuilds the same graph from the same bank with the same seed (the
+exact build is bit-deterministic; ``docs/notes/sampling_workers.md``). For the walks to stay
+in step, a shard takes updates keyed to training steps: this callback runs the shard's clock
+(``start_clock`` / ``step_done`` / ``stop_clock``, called when the sampler has them) and, when
+``asynchronous``, applies a background build at the next refresh step (or at the end of
+training) instead of whenever the thread happens to finish. ``agree`` (e.g.
+``Distribution.same_on_every_worker``) checks after every rebuild that all workers hold the
+same graph (a checksum, one collective). Under JAX multi-process training a bank that is not
+fully addressable in this process is gathered first (``multihost_utils.process_allgather``).
+
 Example
 -------
 >>> from keras_hardneg.callbacks import GraphRefreshCallback
@@ -36,13 +49,14 @@ from __future__ import annotations
 
 import threading
 import time
+import zlib
 
 import keras
 import numpy as np
 
 from keras_hardneg.sampling.graph import ProximityGraph
 
-__all__ = ["GraphRefreshCallback", "linear_restart_prob"]
+__all__ = ["GraphRefreshCallback", "linear_restart_prob", "graph_checksum"]
 
 
 def linear_restart_prob(step, total_steps, start=0.2, end=0.05):
@@ -77,7 +91,11 @@ class GraphRefreshCallback(keras.callbacks.Callback):
         asynchronous: build in a background thread from a snapshot of the embeddings and swap
             the graph in at the first batch end after it is ready (training continues during the
             build; NumPy releases the GIL).  A refresh due while the previous one is still
-            building waits for it; the last one is applied at ``on_train_end``.
+            building waits for it; the last one is applied at ``on_train_end``.  With a
+            clocked sampler (a ``WorkerShard``) the graph is swapped in at the next refresh
+            step, the same step on every worker.
+        agree: None, or ``agree(what, value)`` raising unless every worker passes the same int
+            (``Distribution.same_on_every_worker``): called with a checksum of each new graph.
 
     Attributes:
         refreshes: list of dicts ``{"step", "seconds"}``, one per rebuild.
@@ -86,7 +104,7 @@ class GraphRefreshCallback(keras.callbacks.Callback):
     def __init__(self, sampler=None, every_n_steps=100, restart_prob_schedule="sampler",
                  reencode=None, num_candidates=None, num_neighbors=None, backend="auto",
                  seed=0, rebuild_on_train_begin=False, keep_unseen_rows=True,
-                 asynchronous=False):
+                 asynchronous=False, agree=None):
         super().__init__()
         if isinstance(every_n_steps, bool) or not isinstance(every_n_steps, (int, np.integer)) \
                 or every_n_steps < 1:
@@ -112,6 +130,9 @@ class GraphRefreshCallback(keras.callbacks.Callback):
         self.rebuild_on_train_begin = rebuild_on_train_begin
         self.asynchronous = bool(asynchronous)
         self.keep_unseen_rows = bool(keep_unseen_rows)
+        if agree is not None and not callable(agree):
+            raise ValueError(f"`agree` must be None or a callable (what, value); got {agree!r}.")
+        self.agree = agree
         self._thread = None
         self._pending = None
         self.refreshes = []
@@ -126,7 +147,7 @@ class GraphRefreshCallback(keras.callbacks.Callback):
             else:
                 enc, ds = self.reencode
                 emb = enc.predict(ds, verbose=0)
-            return np.asarray(keras.ops.convert_to_numpy(emb))
+            return np.asarray(_host_array(emb))
         bank = getattr(self.model, "embedding_bank", None)
         if bank is None:
             raise ValueError(
@@ -134,7 +155,7 @@ class GraphRefreshCallback(keras.callbacks.Callback):
                 "model fills in train_step): build the model with `memory_bank_size=N` (the "
                 "dataset size), e.g. khn.models.SimCLR(..., memory_bank_size=len(x_train)), "
                 "or pass `reencode=` to re-encode the data explicitly.")
-        return keras.ops.convert_to_numpy(bank)
+        return _host_array(bank)
 
     def _graph_settings(self):
         m = self.num_candidates or getattr(self.sampler, "num_candidates", None) or 1000
@@ -154,9 +175,19 @@ class GraphRefreshCallback(keras.callbacks.Callback):
         self._check_rows(emb)
         m, k, seed = self._graph_settings()
         g = ProximityGraph.build(emb, m, k, backend=self.backend, seed=seed)
-        self.sampler.update_graph(self._merge(g.neighbors, emb))
+        self._update(self._merge(g.neighbors, emb))
         self.refreshes.append({"step": self._step, "seconds": time.perf_counter() - t0})
         return g
+
+    def _update(self, neighbors):
+        self.sampler.update_graph(neighbors)
+        if self.agree is not None:
+            self.agree("the rebuilt proximity graph (checksum)", graph_checksum(neighbors))
+
+    def _clock(self, name):
+        tick = getattr(self.sampler, name, None)
+        if callable(tick):
+            tick()
 
     def _merge(self, new, emb):
         if not self.keep_unseen_rows or self.reencode is not None:
@@ -200,7 +231,7 @@ class GraphRefreshCallback(keras.callbacks.Callback):
         self._thread, self._pending = None, None
         if "error" in box:
             raise box["error"]
-        self.sampler.update_graph(self._merge(box["graph"].neighbors, box["emb"]))
+        self._update(self._merge(box["graph"].neighbors, box["emb"]))
         i = self.refreshes.index(None)
         self.refreshes[i] = {"step": step, "seconds": box["seconds"],
                              "applied_at_step": self._step}
@@ -229,10 +260,11 @@ class GraphRefreshCallback(keras.callbacks.Callback):
         self._set_alpha()
         if self.rebuild_on_train_begin:
             self.rebuild()
+        self._clock("start_clock")
 
     def on_train_batch_end(self, batch, logs=None):
         self._step += 1
-        if self.asynchronous:
+        if self.asynchronous and not callable(getattr(self.sampler, "step_done", None)):
             self._finish_async(wait=False)
         if self._step % self.every_n_steps == 0:
             if self.asynchronous:
@@ -240,9 +272,11 @@ class GraphRefreshCallback(keras.callbacks.Callback):
             else:
                 self.rebuild()
         self._set_alpha()
+        self._clock("step_done")
 
     def on_train_end(self, logs=None):
         self._finish_async(wait=True)
+        self._clock("stop_clock")
 
     def get_state(self):
         """Resume state: the step counter (position in the ``restart_prob``
@@ -266,3 +300,26 @@ class GraphRefreshCallback(keras.callbacks.Callback):
     @classmethod
     def from_config(cls, config, sampler=None):
         return cls(sampler=sampler, **config)
+
+
+def graph_checksum(neighbors) -> int:
+    """A checksum of a neighbour array in ``[0, 2**26)`` (small enough for an exact float64
+    sum of squares across workers): equal graphs give equal checksums."""
+    nb = np.ascontiguousarray(np.asarray(neighbors, dtype=np.int64))
+    return zlib.crc32(nb.tobytes(), zlib.crc32(repr(nb.shape).encode())) & ((1 << 26) - 1)
+
+
+def _host_array(value):
+    """``value`` (a Keras variable or tensor) as a NumPy array holding every row: under JAX
+    multi-process training an array not fully addressable here is gathered from all
+    processes first (a collective: every process refreshes at the same step)."""
+    if keras.backend.backend() == "jax":
+        import jax
+
+        arr = getattr(value, "value", value)
+        if isinstance(arr, jax.Array) and not (arr.is_fully_addressable
+                                               or arr.is_fully_replicated):
+            from jax.experimental import multihost_utils
+
+            return np.asarray(multihost_utils.process_allgather(arr, tiled=True))
+    return keras.ops.convert_to_numpy(value)

@@ -154,7 +154,8 @@ def make_train_feed(recipe: Any, x_train: Any, y_train: Any, *,
     block of rows ``place.local_rows(batch_size)``
     (:class:`~keras_hardneg.sampling.WorkerShard`; ``feed.sampler`` is the shard, whose
     state is the global walk's). The graph refresh keys its updates to training steps, so
-    every worker's walk takes them at the same batch.
+    every worker's walk takes them at the same batch, and graphs are built exactly
+    (``backend`` ``"brute"``; ``"scann"`` is refused: its graph differs between processes).
     """
     from keras_hardneg import callbacks
     from keras_hardneg.sampling import UniformSampler, WorkerShard
@@ -190,9 +191,18 @@ def make_train_feed(recipe: Any, x_train: Any, y_train: Any, *,
     if spec.get("num_neighbors") is not None:
         spec["num_neighbors"] = min(spec["num_neighbors"],
                                     spec.get("num_candidates", n - 1) - 1)
+    if workers > 1:
+        # Every worker builds the graph itself: the build must be bit-identical everywhere.
+        # The exact one is; ScaNN's is not across processes (docs/notes/sampling_workers.md).
+        if spec.get("backend") == "scann":
+            raise RecipeError("recipe key 'sampler.backend' = 'scann' cannot be used with "
+                              "several workers: ScaNN's graph differs between processes, so "
+                              "the workers' walks would part. Use 'brute' (or 'auto', which "
+                              "then builds exactly).")
+        spec["backend"] = "brute"
     sampler = shard(SAMPLERS.get(name).factory(initial, b, seed=recipe["seed"], **spec))
     dataset, state = modality.feed(recipe, x_train, y_train, sampler, views)
     refresh = callbacks.GraphRefreshCallback(
         sampler, every_n_steps=every, num_candidates=spec.get("num_candidates"),
-        num_neighbors=spec.get("num_neighbors"))
+        num_neighbors=spec.get("num_neighbors"), backend=spec.get("backend", "auto"))
     return TrainFeed(dataset, sampler.steps_per_epoch, [refresh], sampler, state)

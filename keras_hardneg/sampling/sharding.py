@@ -112,6 +112,7 @@ class WorkerShard:
         self.num_nodes = int(sampler.num_nodes)
         self._cond = threading.Condition()
         self._clock = False
+        self._clock_thread = None  # the thread that ends steps (the training loop)
         self._steps = 0      # steps ended since the clock started
         self._drawn = 0      # global batches drawn since the clock started
         self._pending: list[tuple[int, str, Any]] = []  # (due draw, kind, value)
@@ -127,7 +128,13 @@ class WorkerShard:
     def next_global_batch(self) -> np.ndarray:
         """The next global batch ``[B]`` (all workers' blocks); advances the walk."""
         with self._cond:
-            if self._clock:
+            if self._clock and self._drawn > self._steps + self.lookahead:
+                if threading.get_ident() == self._clock_thread:
+                    raise RuntimeError(
+                        f"the training thread asks for global batch {self._drawn} after "
+                        f"{self._steps} steps: more than `lookahead` ({self.lookahead}) "
+                        "ahead, and only that thread ends steps (it would wait forever). "
+                        "Build the WorkerShard with a larger `lookahead`.")
                 while self._clock and self._drawn > self._steps + self.lookahead:
                     self._cond.wait(timeout=1.0)
             self._apply_due(self._drawn)
@@ -208,12 +215,14 @@ class WorkerShard:
         with self._cond:
             self._apply_due(np.iinfo(np.int64).max)
             self._clock, self._steps, self._drawn = True, 0, 0
+            self._clock_thread = threading.get_ident()
             self._cond.notify_all()
 
     def step_done(self) -> None:
         """A training step ended (after the step's updates were made)."""
         with self._cond:
             self._steps += 1
+            self._clock_thread = threading.get_ident()
             self._cond.notify_all()
 
     def stop_clock(self) -> None:
