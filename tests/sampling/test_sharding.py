@@ -202,3 +202,29 @@ def test_two_processes_draw_complementary_blocks(tmp_path):
                                           .astype("float32"), 60, 8, backend="brute", seed=4))
     expected += [one.next_batch() for _ in range(15)]
     np.testing.assert_array_equal(np.concatenate([b0, b1], axis=1), np.stack(expected))
+
+
+def test_a_backup_taken_with_updates_pending_holds_them():
+    w = WorkerShard(make("batchsampler"), 2, 0, lookahead=2)
+    w.start_clock()
+    new = ProximityGraph.build(_bank(1), 60, 8, backend="brute", seed=2).neighbors
+    w.update_graph(new)
+    w.set_restart_prob(0.1)
+    assert w.sampler.restart_prob == 0.2  # not yet in the walk: due at global batch 3
+    state = w.get_state()
+    np.testing.assert_array_equal(state["neighbors"], new)
+    assert state["restart_prob"] == 0.1
+    np.testing.assert_array_equal(w.neighbors, new)  # what the refresh merges with
+    w.stop_clock()
+    np.testing.assert_array_equal(w.sampler.neighbors, new)
+
+
+def test_refresh_checks_that_workers_agree_on_the_graph():
+    from keras_hardneg.callbacks.graph_refresh import graph_checksum
+
+    seen = []
+    cb = _refresh(WorkerShard(make("batchsampler"), 2, 1), every=2)
+    cb.agree = lambda what, value: seen.append((what, value))
+    _train(cb.sampler, 4, 0, cb)
+    assert len(seen) == 2 and all("graph" in what for what, _ in seen)
+    assert seen[-1][1] == graph_checksum(cb.sampler.neighbors) < 2 ** 26
