@@ -94,8 +94,9 @@ class GraphRefreshCallback(keras.callbacks.Callback):
             building waits for it; the last one is applied at ``on_train_end``.  With a
             clocked sampler (a ``WorkerShard``) the graph is swapped in at the next refresh
             step, the same step on every worker.
-        agree: None, or ``agree(what, value)`` raising unless every worker passes the same int
-            (``Distribution.same_on_every_worker``): called with a checksum of each new graph.
+        agree: None, or ``agree(what, value, hint=...)`` raising unless every worker passes
+            the same int (``Distribution.same_on_every_worker``): called with a checksum of
+            each new graph.
 
     Attributes:
         refreshes: list of dicts ``{"step", "seconds"}``, one per rebuild.
@@ -182,7 +183,9 @@ class GraphRefreshCallback(keras.callbacks.Callback):
     def _update(self, neighbors):
         self.sampler.update_graph(neighbors)
         if self.agree is not None:
-            self.agree("the rebuilt proximity graph (checksum)", graph_checksum(neighbors))
+            self.agree("the rebuilt proximity graph (checksum)", graph_checksum(neighbors),
+                       hint="The graph build must be deterministic across workers: use the "
+                            "exact ('brute') backend and the same data on every worker.")
 
     def _clock(self, name):
         tick = getattr(self.sampler, name, None)

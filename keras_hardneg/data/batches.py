@@ -24,7 +24,16 @@ from typing import Any
 import keras
 import numpy as np
 
-__all__ = ["ShuffledBatches"]
+__all__ = ["ShuffledBatches", "epoch_permutation"]
+
+
+def epoch_permutation(seed: int, epoch: int, num_examples: int) -> np.ndarray:
+    """The order of epoch ``epoch`` of seeded uniform batches: the permutation
+    ``default_rng([seed, epoch])`` of ``range(num_examples)`` (int64). Shared by
+    :class:`ShuffledBatches` and ``UniformSampler(drop_remainder=True)``, so the two
+    produce the same batches."""
+    return np.random.default_rng([int(seed), int(epoch)]).permutation(
+        int(num_examples)).astype(np.int64)
 
 
 class ShuffledBatches(keras.utils.PyDataset):
@@ -69,7 +78,7 @@ class ShuffledBatches(keras.utils.PyDataset):
 
     def _permutation(self, epoch: int) -> np.ndarray:
         if self._perm[0] != epoch:  # one permutation per epoch, cached
-            perm = np.random.default_rng([self.seed, epoch]).permutation(self.x.shape[0])
+            perm = epoch_permutation(self.seed, epoch, self.x.shape[0])
             self._perm = (epoch, perm)
         return self._perm[1]
 

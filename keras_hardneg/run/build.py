@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import keras
-import numpy as np
 
 from keras_hardneg.registry import (DATASETS, ENCODERS, FRAMEWORKS, LOSSES, OPTIMIZERS,
                                     SAMPLERS, SCHEDULES, VIEW_MAKERS)
@@ -140,22 +139,23 @@ def make_train_feed(recipe: Any, x_train: Any, y_train: Any, *,
     (:meth:`~keras_hardneg.run.modality.Modality.feed`).
 
     ``uniform``: shuffled batches, a new order every epoch (seeded), the last partial batch
-    dropped. Graph samplers (``batchsampler``, ``knn``): index batches from
-    :mod:`keras_hardneg.sampling`, with a :class:`~keras_hardneg.callbacks.GraphRefreshCallback`
-    that rebuilds the graph from the embeddings the model computes in training. The first
-    graph comes from a fixed random projection of the inputs (no forward pass;
-    :meth:`~keras_hardneg.run.modality.Modality.initial_embeddings`).
+    dropped (graphs: completed; ``Modality.uniform_drops_remainder``). Graph samplers
+    (``batchsampler``, ``knn``): index batches from :mod:`keras_hardneg.sampling`, with a
+    :class:`~keras_hardneg.callbacks.GraphRefreshCallback` that rebuilds the graph from the
+    embeddings the model computes in training. The first graph comes from a fixed random
+    projection of the inputs (no forward pass;
+    :meth:`~keras_hardneg.run.modality.Modality.initial_embeddings`). The sampler is always
+    a :class:`~keras_hardneg.sampling.WorkerShard` (one worker: all rows), whose step clock
+    makes a refreshed graph reach the walk at a fixed batch whatever the feed's prefetch.
 
     ``place`` (a :class:`~keras_hardneg.run.distribution.WorkerPlace`; None or one worker:
     the single-process feed above): with several workers every worker draws the same global
     walk of ``batch_size`` indices -- uniform batches too, through a
-    :class:`~keras_hardneg.sampling.UniformSampler` (a new shuffled order every epoch, the
-    last batch completed, ``ceil(N / batch_size)`` steps) -- and its feed yields only its
-    block of rows ``place.local_rows(batch_size)``
-    (:class:`~keras_hardneg.sampling.WorkerShard`; ``feed.sampler`` is the shard, whose
-    state is the global walk's). The graph refresh keys its updates to training steps, so
-    every worker's walk takes them at the same batch, and graphs are built exactly
-    (``backend`` ``"brute"``; ``"scann"`` is refused: its graph differs between processes).
+    :class:`~keras_hardneg.sampling.UniformSampler` that yields the single-process uniform
+    batches (exactly so off TensorFlow) -- and its feed yields only its block of rows
+    ``place.local_rows(batch_size)`` (``feed.sampler`` is the shard, whose state is the
+    global walk's). Graphs are then built exactly (``backend`` ``"brute"``; ``"scann"`` is
+    refused: its graph differs between processes).
     """
     from keras_hardneg import callbacks
     from keras_hardneg.sampling import UniformSampler, WorkerShard
@@ -173,14 +173,14 @@ def make_train_feed(recipe: Any, x_train: Any, y_train: Any, *,
     if workers > 1:
         place.local_rows(b)  # the global batch must split evenly (clear error otherwise)
 
-    def shard(sampler):
-        return sampler if workers == 1 else WorkerShard(sampler, workers, place.index)
-
     if not SAMPLERS.get(name).tags.get("graph"):
         if workers == 1:
             dataset, state = modality.feed(recipe, x_train, y_train, None, views)
-            return TrainFeed(dataset, n // b, [], None, state)
-        sampler = shard(UniformSampler(n, b, seed=recipe["seed"]))
+            steps = n // b if modality.uniform_drops_remainder else -(-n // b)
+            return TrainFeed(dataset, steps, [], None, state)
+        sampler = WorkerShard(UniformSampler(n, b, seed=recipe["seed"],
+                                             drop_remainder=modality.uniform_drops_remainder),
+                              workers, place.index)
         dataset, state = modality.feed(recipe, x_train, y_train, sampler, views)
         return TrainFeed(dataset, sampler.steps_per_epoch, [], sampler, state)
     initial = modality.initial_embeddings(x_train, recipe["seed"])
@@ -200,7 +200,11 @@ def make_train_feed(recipe: Any, x_train: Any, y_train: Any, *,
                               "the workers' walks would part. Use 'brute' (or 'auto', which "
                               "then builds exactly).")
         spec["backend"] = "brute"
-    sampler = shard(SAMPLERS.get(name).factory(initial, b, seed=recipe["seed"], **spec))
+    # Clocked on one process too: a graph update then reaches the walk at a fixed batch
+    # (the refresh step + the shard's lookahead), not wherever the feed's prefetch happens to
+    # be, so a run is reproducible and equals the same run across workers.
+    sampler = WorkerShard(SAMPLERS.get(name).factory(initial, b, seed=recipe["seed"], **spec),
+                          workers, 0 if place is None else place.index)
     dataset, state = modality.feed(recipe, x_train, y_train, sampler, views)
     refresh = callbacks.GraphRefreshCallback(
         sampler, every_n_steps=every, num_candidates=spec.get("num_candidates"),

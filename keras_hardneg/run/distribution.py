@@ -80,8 +80,9 @@ class Distribution:
         distributed dataset."""
         return dataset
 
-    def same_on_every_worker(self, what: str, value: int) -> None:
-        """Raises on every worker unless ``value`` (e.g. the epoch a run resumes from) is
+    def same_on_every_worker(self, what: str, value: int, hint: str = "") -> None:
+        """Raises (:class:`~keras_hardneg.registry.ConfigError` naming ``what``, then
+        ``hint``) on every worker unless ``value`` (e.g. the epoch a run resumes from) is
         the same on all of them; nothing to check with one worker."""
 
     def describe(self) -> str:

@@ -37,7 +37,7 @@ import keras
 import numpy as np
 
 from keras_hardneg.data.random_access import is_random_access
-from keras_hardneg.registry import DATASETS, MODALITIES, SAMPLERS
+from keras_hardneg.registry import DATASETS, MODALITIES
 
 __all__ = ["Modality", "ImageModality", "GraphModality", "TextModality", "TrainFeed",
            "modality_of", "INITIAL_EMBEDDING_DIM", "INITIAL_GRAPH_NEIGHBORS",
@@ -84,11 +84,16 @@ class Modality:
         views_in_feed: whether the training feed draws the two views (the framework then
             gets ``augmentation=None`` and the feed gets the recipe's view maker).
         result_keys: the figures :meth:`evaluate` puts in ``results.json``.
+        uniform_drops_remainder: whether the single-process uniform feed drops the last
+            partial batch (``N // B`` steps, epoch order
+            :func:`~keras_hardneg.data.batches.epoch_permutation` off TensorFlow) or completes
+            it (``ceil(N / B)`` steps); a sharded uniform feed across workers does the same.
     """
 
     name = "any"
     views_in_feed = False
     result_keys: tuple[str, ...] = ()
+    uniform_drops_remainder = True
 
     # ----------------------------------------------------------------- building
     def input_shape(self, x: Any) -> tuple:
@@ -192,7 +197,8 @@ class ImageModality(Modality):
         if is_random_access(x):  # read by index: uniform batches come from a sampler too
             state = {}
             if sampler is None:
-                sampler = sampling.UniformSampler(n, b, seed=recipe["seed"])
+                sampler = sampling.UniformSampler(n, b, seed=recipe["seed"],
+                                                  drop_remainder=True)
                 state = {"uniform": sampler}
             feed = sampling.make_dataset if on_tf else sampling.make_py_dataset
             return feed(sampler, x, None), state
@@ -294,6 +300,7 @@ class GraphModality(Modality):
     name = "graph"
     views_in_feed = True
     result_keys = ("svm_accuracy", "svm_accuracy_std")
+    uniform_drops_remainder = False
 
     def input_shape(self, x):
         return (int(x.feature_dim),)

@@ -168,7 +168,7 @@ class JaxMultiProcess(Distribution):
         """``keras.distribution.DataParallel``'s scope: build, compile and fit inside it."""
         return self.keras_distribution.scope()
 
-    def same_on_every_worker(self, what: str, value: int) -> None:
+    def same_on_every_worker(self, what: str, value: int, hint: str = "") -> None:
         """Raises (on every process) unless ``value`` is the same in all processes (one
         ``multihost_utils.process_allgather``)."""
         import numpy as np
@@ -177,9 +177,8 @@ class JaxMultiProcess(Distribution):
         values = np.asarray(multihost_utils.process_allgather(np.int64(value))).ravel()
         if np.any(values != values[0]):
             raise ConfigError(
-                f"the processes disagree on {what} (per process: {values.tolist()}). Every "
-                "process must read the chief's output directory: give them the same "
-                "OUTPUT_DIR on a shared file system.")
+                f"the processes disagree on {what} (per process: {values.tolist()}). "
+                f"{hint}".rstrip())
 
     def describe(self) -> str:
         return (f"{self.name} ({self.place.num_workers} process(es), "

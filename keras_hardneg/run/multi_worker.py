@@ -191,7 +191,7 @@ class TFMultiWorker(Distribution):
             dataset = dataset.rebatch(rows // local, drop_remainder=True)
         return self.strategy.distribute_datasets_from_function(lambda context: dataset)
 
-    def same_on_every_worker(self, what: str, value: int) -> None:
+    def same_on_every_worker(self, what: str, value: int, hint: str = "") -> None:
         """Raises (on every worker) unless ``value`` is the same on all workers: one
         all-reduce (sum) of ``value`` and ``value**2``; they agree iff the variance is 0,
         ``n * sum(v**2) == sum(v)**2`` (``tf.distribute`` reduces only by SUM or MEAN)."""
@@ -203,8 +203,7 @@ class TFMultiWorker(Distribution):
         if n * squares != total * total:
             raise ConfigError(
                 f"the workers disagree on {what} (their mean: {total / n:g}; this worker: "
-                f"{value}). Every worker must read the chief's output directory: give them "
-                "the same OUTPUT_DIR on a shared file system.")
+                f"{value}). {hint}".rstrip())
 
     def describe(self) -> str:
         return (f"{self.name} ({self.place.num_workers} worker(s), "

@@ -3,7 +3,6 @@ evaluate, export. Each step is a public function of :mod:`keras_hardneg.run`."""
 
 from __future__ import annotations
 
-import inspect
 import json
 import os
 import shutil
@@ -20,7 +19,7 @@ from keras_hardneg.run.artifacts import export_trained_encoder
 from keras_hardneg.run import multi_worker as _multi_worker  # noqa: F401 (registers tf_multi_worker)
 from keras_hardneg.run.build import build_model, load_data, make_train_feed
 from keras_hardneg.run.distribution import build_distribution
-from keras_hardneg.run.modality import (MONITOR_TEST_LIMIT, MONITOR_TRAIN_LIMIT, TrainFeed,
+from keras_hardneg.run.modality import (MONITOR_TEST_LIMIT, MONITOR_TRAIN_LIMIT,
                                        modality_of)
 from keras_hardneg.run.recipe import load_recipe, save_recipe
 
@@ -56,31 +55,24 @@ class _SameResumePoint(keras.callbacks.Callback):
         self.dist, self.backup_cb = dist, backup_cb
 
     def on_train_begin(self, logs=None):
-        self.dist.same_on_every_worker("the epoch the run resumes from",
-                                       self.backup_cb.committed_epoch())
+        self.dist.same_on_every_worker(
+            "the epoch the run resumes from", self.backup_cb.committed_epoch(),
+            hint="Every worker must read the chief's output directory: give them the same "
+                 "OUTPUT_DIR on a shared file system.")
 
 
-def _worker_feed(recipe, x_train, y_train, place):
-    """The feed of this worker: its block of every global batch (all of it on one worker)."""
+def _worker_feed(recipe, x_train, y_train, dist):
+    """The feed of this worker: its block of every global batch (all of it on one worker).
+    With several workers, every graph refresh also checks that the workers rebuilt the same
+    graph (a checksum compared across them), so their walks cannot part silently."""
+    place = dist.place
     if place.num_workers == 1:
         return make_train_feed(recipe, x_train, y_train)
-    if "place" in inspect.signature(make_train_feed).parameters:
-        return make_train_feed(recipe, x_train, y_train, place=place)
-    # Stop-gap until make_train_feed takes `place`: cut every batch-major tf.data batch here.
-    if keras.backend.backend() != "tensorflow":
-        raise NotImplementedError("per-worker feeds need make_train_feed(..., place=...) "
-                                  "on this backend.")
-    import tensorflow as tf
-
-    feed = make_train_feed(recipe, x_train, y_train)
-    rows = place.local_rows(recipe["batch_size"])
-
-    def block(*element):
-        return tf.nest.map_structure(lambda t: t[rows], element if len(element) > 1
-                                     else element[0])
-
-    return TrainFeed(feed.dataset.map(block), feed.steps_per_epoch, feed.callbacks,
-                     feed.sampler, feed.state)
+    feed = make_train_feed(recipe, x_train, y_train, place=place)
+    for cb in feed.callbacks:
+        if hasattr(cb, "agree"):
+            cb.agree = dist.same_on_every_worker
+    return feed
 
 
 def train(recipe: Any, output_dir: str, *, resume: bool = True, verbose: int = 1,
@@ -151,7 +143,7 @@ def train(recipe: Any, output_dir: str, *, resume: bool = True, verbose: int = 1
         if place.is_chief:
             modality.save_run_files(x_train, output_dir)
         keras.utils.set_random_seed(recipe["seed"])
-        feed = _worker_feed(recipe, x_train, y_train, place)
+        feed = _worker_feed(recipe, x_train, y_train, dist)
         with dist.scope():
             model = build_model(recipe, x_train=x_train)
 

@@ -62,6 +62,7 @@ import math
 import numpy as np
 
 from keras_hardneg._io import state_from_npz, state_to_arrays
+from keras_hardneg.data.batches import epoch_permutation
 from keras_hardneg.registry import SAMPLERS, Param
 from keras_hardneg.sampling.graph import ProximityGraph
 from keras_hardneg.sampling.walk import (_check_neighbors, random_walk_with_restart,
@@ -180,17 +181,44 @@ class UniformSampler(_Sampler):
         num_nodes: ``N`` (or an array / sequence whose ``len`` is ``N``).
         batch_size: ``B``.
         seed: rng seed.
+        drop_remainder: False (default): ``ceil(N / B)`` batches per epoch, the last partial
+            batch completed with distinct other nodes. True: ``N // B`` batches, the last
+            partial batch dropped, and epoch ``e`` is
+            :func:`keras_hardneg.data.batches.epoch_permutation` ``(seed, e, N)`` -- exactly
+            the batches of :class:`keras_hardneg.data.ShuffledBatches` with the same seed (the
+            single-process uniform feed off TensorFlow), so a sharded feed can equal it.
+
+    Example:
+    >>> from keras_hardneg.sampling import UniformSampler
+    >>> s = UniformSampler(10, 4, seed=0, drop_remainder=True)
+    >>> s.steps_per_epoch, sorted(len(b) for b in s.epoch())
+    (2, [4, 4])
     """
 
-    def __init__(self, num_nodes, batch_size, seed=0):
+    def __init__(self, num_nodes, batch_size, seed=0, drop_remainder: bool = False):
         if not isinstance(num_nodes, (int, np.integer)):
             num_nodes = len(num_nodes)
+        if not isinstance(drop_remainder, bool):
+            raise ValueError(f"`drop_remainder` must be a bool, got {drop_remainder!r}.")
+        if drop_remainder and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))
+                               or seed < 0):
+            raise ValueError("`seed` must be an integer >= 0 with `drop_remainder=True`, got "
+                             f"{seed!r}.")
         super().__init__(num_nodes, batch_size, seed)
+        self.drop_remainder = drop_remainder
+        self._seed = int(seed) if drop_remainder else None
+
+    @property
+    def steps_per_epoch(self):
+        if self.drop_remainder:
+            return self.num_nodes // self.batch_size
+        return super().steps_per_epoch
 
     def next_batch(self):
         n, b = self.num_nodes, self.batch_size
         if self._perm is None:
-            self._perm = self._rng.permutation(n).astype(np.int64)
+            self._perm = (epoch_permutation(self._seed, self.epoch_index, n)
+                          if self.drop_remainder else self._rng.permutation(n).astype(np.int64))
             self._ptr = 0
         batch = self._perm[self._ptr:self._ptr + b]
         self._ptr += b
@@ -203,9 +231,17 @@ class UniformSampler(_Sampler):
         else:
             batch = batch.copy()
         self.batches_in_epoch += 1
-        if self._ptr >= n:
+        if self._ptr >= n or (self.drop_remainder and self._ptr + b > n):
             self._end_epoch()
         return batch
+
+    def _extra_state(self, include_graph=True):
+        return {"drop_remainder": self.drop_remainder}
+
+    def _set_extra_state(self, state):
+        if bool(state.get("drop_remainder", False)) != self.drop_remainder:
+            raise ValueError("`state` is from a UniformSampler with a different "
+                             "`drop_remainder`.")
 
     def _end_epoch(self):
         self.last_epoch_batches = self.batches_in_epoch

@@ -127,8 +127,11 @@ def equality(dist, out_dir):
 
 
 def run_train(dist, out_dir):
-    """``keras_hardneg.run.train`` of a tiny digits recipe under the distribution; the chief
-    then runs the same recipe in one process. Writes ``train{ID}.json`` (loss histories)."""
+    """``keras_hardneg.run.train`` of a tiny digits recipe under the distribution, with
+    uniform batches and with BatchSampler (a graph refresh every epoch: the sharded walk,
+    the step clock, the bank gathered across processes, the graph checksum compared); the
+    chief then runs the same recipes in one process. Writes ``train{ID}.json`` (loss
+    histories per sampler)."""
     import json
 
     from keras_hardneg.data.digits import load_digits
@@ -136,20 +139,26 @@ def run_train(dist, out_dir):
 
     (x, y), (xt, yt) = load_digits(test_fraction=0.2, seed=0)
     data = ((x[:32], y[:32]), (xt[:16], yt[:16]), "digits subset")
-    recipe = {"name": "jax_mp", "epochs": 2, "batch_size": 16, "seed": 0,
-              "projection_dims": [16, 8], "encoder": {"name": "small_convnet", "width": 4},
-              "optimizer": {"name": "sgd", "learning_rate": 0.05},
-              "schedule": {"name": "constant"},
-              "evaluation": {"monitor_every": 0, "linear_probe": False, "knn_k": 5}}
-    result = run_train(recipe, os.path.join(out_dir, "run"), verbose=0, export=False,
-                       data=data, distribution=dist)
-    log("run.train: distributed")
-    out = {"loss": result["history"]["loss"], "chief_results": "knn_accuracy" in result}
-    if dist.place.is_chief:
-        single = run_train(recipe, os.path.join(out_dir, "single"), verbose=0, export=False,
-                           data=data)
-        out["single_loss"] = single["history"]["loss"]
-        log("run.train: one process")
+    out = {}
+    for sampler in ({"name": "uniform"},
+                    {"name": "batchsampler", "num_candidates": 8, "num_neighbors": 4,
+                     "refresh_every": 2}):
+        name = sampler["name"]
+        recipe = {"name": "jax_mp", "epochs": 2, "batch_size": 16, "seed": 0,
+                  "projection_dims": [16, 8], "encoder": {"name": "small_convnet", "width": 4},
+                  "optimizer": {"name": "sgd", "learning_rate": 0.05},
+                  "schedule": {"name": "constant"}, "sampler": sampler,
+                  "evaluation": {"monitor_every": 0, "linear_probe": False, "knn_k": 5}}
+        result = run_train(recipe, os.path.join(out_dir, f"run_{name}"), verbose=0,
+                           export=False, data=data, distribution=dist)
+        log(f"run.train {name}: distributed")
+        out[name] = {"loss": result["history"]["loss"],
+                     "chief_results": "knn_accuracy" in result}
+        if dist.place.is_chief:
+            single = run_train(recipe, os.path.join(out_dir, f"single_{name}"), verbose=0,
+                               export=False, data=data)
+            out[name]["single_loss"] = single["history"]["loss"]
+            log(f"run.train {name}: one process")
     with open(os.path.join(out_dir, f"train{dist.place.index}.json"), "w") as f:
         json.dump(out, f)
 

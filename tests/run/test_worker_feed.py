@@ -34,7 +34,7 @@ def _reference(recipe, x, sampler_spec):
     """The single process's global walk (the same sampler, seed and graph)."""
     n, b = len(x), recipe["batch_size"]
     if sampler_spec["name"] == "uniform":
-        return UniformSampler(n, b, seed=0)
+        return UniformSampler(n, b, seed=0, drop_remainder=True)
     initial = run.modality.modality_of(recipe).initial_embeddings(x, 0)
     return BatchSampler(initial, b, num_candidates=40, num_neighbors=8, backend="brute", seed=0)
 
@@ -45,7 +45,8 @@ def test_two_workers_feed_the_blocks_of_the_single_process_global_batches(digits
     recipe = run.load_recipe({**TINY, "sampler": sampler})
     feeds = [run.make_train_feed(recipe, x, y, place=WorkerPlace(2, i)) for i in (0, 1)]
     reference = _reference(recipe, x, sampler)
-    assert feeds[0].steps_per_epoch == reference.steps_per_epoch == -(-len(x) // 64)
+    steps = len(x) // 64 if sampler["name"] == "uniform" else -(-len(x) // 64)
+    assert feeds[0].steps_per_epoch == reference.steps_per_epoch == steps
     per_worker = [_elements(f.dataset, 3) for f in feeds]
     for (f0, y0), (f1, y1) in zip(*per_worker):
         i0, i1 = np.asarray(f0["index"]), np.asarray(f1["index"])
@@ -63,7 +64,23 @@ def test_one_worker_is_the_single_process_feed(digits):
     feed = run.make_train_feed(recipe, x, y, place=WorkerPlace(1, 0))
     assert feed.sampler is None and feed.steps_per_epoch == len(x) // 64
     graph = run.make_train_feed({**TINY, "sampler": GRAPH}, x, y, place=WorkerPlace(1, 0))
-    assert type(graph.sampler).__name__ == "BatchSampler"
+    # a graph sampler is clocked on one process too, its shard holding every row
+    assert type(graph.sampler.sampler).__name__ == "BatchSampler"
+    assert graph.sampler.num_workers == 1 and graph.sampler.rows == slice(0, 64)
+
+
+def test_the_sharded_uniform_walk_is_the_single_process_order_off_tensorflow(digits):
+    # Across epochs (epoch 2 included), the uniform walk the workers share draws the
+    # batches of the single-process ShuffledBatches feed: a run across workers trains on
+    # the same batches as on one process.
+    from keras_hardneg.data import ShuffledBatches
+
+    x, y = digits
+    single = ShuffledBatches(x, y, 64, seed=3)
+    walk = UniformSampler(len(x), 64, seed=3, drop_remainder=True)
+    assert walk.steps_per_epoch == single.steps_per_epoch
+    for i in range(3 * single.steps_per_epoch):
+        np.testing.assert_array_equal(walk.next_batch(), single.indices(i))
 
 
 def test_bad_worker_settings_are_refused_clearly(digits):

@@ -224,7 +224,7 @@ def test_refresh_checks_that_workers_agree_on_the_graph():
 
     seen = []
     cb = _refresh(WorkerShard(make("batchsampler"), 2, 1), every=2)
-    cb.agree = lambda what, value: seen.append((what, value))
+    cb.agree = lambda what, value, hint="": seen.append((what, value))
     _train(cb.sampler, 4, 0, cb)
     assert len(seen) == 2 and all("graph" in what for what, _ in seen)
     assert seen[-1][1] == graph_checksum(cb.sampler.neighbors) < 2 ** 26
