@@ -126,7 +126,11 @@ def build_model(recipe: Any, input_shape: tuple[int, ...] | None = None,
     model = FRAMEWORKS.make(name, spec, encoder, projection_dims=tuple(recipe["projection_dims"]),
                             augmentation=views, memory_bank_size=num_examples if graph else None,
                             **seed)
-    steps = max((num_examples or recipe["batch_size"]) // recipe["batch_size"], 1)
+    b = recipe["batch_size"]
+    n = num_examples or b
+    # The schedule's steps per epoch are the feed's (make_train_feed): graph samplers and
+    # completed uniform batches take ceil(N / B), dropped remainders N // B.
+    steps = -(-n // b) if graph or not modality.uniform_drops_remainder else max(n // b, 1)
     model.compile(optimizer=build_optimizer(recipe, steps), loss=build_loss(recipe))
     return model
 

@@ -69,3 +69,18 @@ def test_train_batchsampler_recipe_saves_sampler_state(tmp_path):
     else:
         assert "TensorFlow backend" in result["export_skipped"]
         assert "export_dir" not in result
+
+
+@pytest.mark.parametrize("sampler", [{"name": "uniform"}, GRAPH])
+def test_the_schedule_counts_the_feeds_steps(digits, sampler):
+    # The learning-rate schedule ends with the last step the feed gives: N // B uniform
+    # steps an epoch, ceil(N / B) for a graph sampler (449 digits, batch 64: 7 and 8).
+    x, y = digits
+    recipe = {**TINY, "sampler": sampler, "epochs": 3,
+              "schedule": {"name": "warmup_cosine", "warmup_epochs": 1}}
+    feed = run.make_train_feed(recipe, x, y)
+    model = run.build_model(recipe, x_train=x)
+    assert feed.steps_per_epoch == (7 if sampler["name"] == "uniform" else 8)
+    schedule = model.optimizer.learning_rate if callable(model.optimizer.learning_rate) \
+        else model.optimizer._learning_rate
+    assert schedule.get_config()["total_steps"] == 3 * feed.steps_per_epoch

@@ -107,6 +107,23 @@ def test_a_tu_folder_is_a_graph_dataset_with_the_graphcl_recipe(tmp_path):
         run.load_recipe({"data": spec, "encoder": "small_convnet"})
 
 
+def test_graph_batches_take_ceil_n_over_b_steps_whatever_the_sampler(tmp_path):
+    # Uniform graph batches complete the last one (every graph each epoch), as BatchSampler's
+    # epochs do: both samplers get the same number of updates (they once ran N // B vs
+    # ceil(N / B), 1 vs 2 steps an epoch on MUTAG).
+    from keras_hardneg.data import load_tu
+
+    folder = write_tu(str(tmp_path / "TOY"), graphs=20)
+    graphs = load_tu(folder)
+    n = len(graphs)
+    for sampler in ({"name": "uniform"}, {"name": "batchsampler", "num_candidates": 8,
+                                          "num_neighbors": 4, "refresh_every": 2}):
+        recipe = run.load_recipe({"data": dataset_spec(folder), "batch_size": 8,
+                                  "sampler": sampler})
+        feed = run.make_train_feed(recipe, graphs, None)
+        assert feed.steps_per_epoch == -(-n // 8) and n % 8, (sampler, n)
+
+
 @pytest.fixture(scope="module")
 def graph_run(tmp_path_factory):
     """`keras-hardneg train --dataset TU_FOLDER` with BatchSampler batches (the uniform
