@@ -2,8 +2,8 @@
 ``python multi_process_child.py COORDINATOR NUM_PROCESSES PROCESS_ID OUT_DIR MODE``
 (``KERAS_BACKEND=jax``, set by the parent before JAX is imported).
 
-Joins the ``jax_multi_process`` distribution. ``MODE`` ``train``: see :func:`run_train`.
-``MODE`` ``equality``: for each loss (NT-Xent, the hard loss)
+Joins the ``jax_multi_process`` distribution, then runs each part of ``MODE`` (parts joined
+by ``+``, e.g. ``equality+train``). ``train``: see :func:`run_train`. ``equality``: for each loss (NT-Xent, the hard loss)
 trains SimCLR on a small convnet with batch norm for 3 steps, feeding only this process's
 contiguous block of each of the 3 global batches. Process 0 then trains the same model from
 the same weights on the global batches in this process alone, with no distribution (the
@@ -173,7 +173,7 @@ def main(coordinator, num_processes, process_id, out_dir, mode):
                                "initialization_timeout": 60})
     assert dist.place.num_workers == num_processes and dist.place.index == process_id
     log("initialized")
-    if mode == "equality":  # the resume-point check: agree, then disagree
+    if "equality" in mode.split("+"):  # the resume-point check: agree, then disagree
         dist.same_on_every_worker("a test value", 7)
         try:
             dist.same_on_every_worker("a test value", process_id)
@@ -183,7 +183,8 @@ def main(coordinator, num_processes, process_id, out_dir, mode):
         with open(os.path.join(out_dir, f"disagree{process_id}.txt"), "w") as f:
             f.write(disagreement)
         log("same_on_every_worker")
-    {"equality": equality, "train": run_train}[mode](dist, out_dir)
+    for part in mode.split("+"):  # e.g. "equality+train": both, in one pair of processes
+        {"equality": equality, "train": run_train}[part](dist, out_dir)
     print(f"worker {process_id} done: {dist.describe()}", flush=True)
 
 
