@@ -41,10 +41,10 @@ PAPER = {
 }
 
 
-def load() -> dict:
+def load(results: str = RESULTS) -> dict:
     """(dataset, framework, loss, sampler) -> list of (seed, accuracy, seconds)."""
     out = defaultdict(list)
-    for path in sorted(glob.glob(os.path.join(RESULTS, "*.json"))):
+    for path in sorted(glob.glob(os.path.join(results, "*.json"))):
         with open(path) as f:
             r = json.load(f)
         d, framework, loss, sampler, seed = r["id"].split("__")
@@ -88,6 +88,26 @@ def sweep_table(data) -> str:
         cells = [cell([r for r in data.get((d, framework, loss, "uniform"), []) if r[0] < 3])
                  for d in sets]
         rows.append(f"| {framework} | {label} | " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
+STEPS_DATASETS = ("MUTAG", "PTC_MR", "ENZYMES", "PROTEINS", "IMDB-BINARY", "IMDB-MULTI")
+
+
+def steps_table(data, floor) -> str:
+    """Uniform batches at N // B steps an epoch (the runs in ``floor_steps/``, before the
+    fix) next to the reruns at ceil(N / B) and BatchSampler (ceil(N / B) throughout)."""
+    rows = ["| loss | batches | steps / epoch | "
+            + " | ".join(SHORT.get(d, d) for d in STEPS_DATASETS) + " |",
+            "|" + "---|" * (len(STEPS_DATASETS) + 3)]
+    for loss in ("nt_xent", "debiased", "hard"):
+        for label, source, sampler, steps in (
+                ("uniform", floor, "uniform", "N // B (before)"),
+                ("uniform", data, "uniform", "ceil(N / B)"),
+                ("batchsampler", data, "batchsampler", "ceil(N / B)")):
+            cells = [cell(source.get((d, "graphcl", loss, sampler), []))
+                     for d in STEPS_DATASETS]
+            rows.append(f"| {loss} | {label} | {steps} | " + " | ".join(cells) + " |")
     return "\n".join(rows)
 
 
@@ -141,6 +161,10 @@ def main() -> None:
     print("\n### Time per run\n")
     print(time_table(data))
     print(f"\n![GraphCL on TU]({plot(data)})")
+    floor = load(os.path.join(RESULTS, "floor_steps"))
+    if floor:
+        print("\n### Uniform batches before and after the step-count fix\n")
+        print(steps_table(data, floor))
 
 
 if __name__ == "__main__":
