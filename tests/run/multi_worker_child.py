@@ -14,8 +14,8 @@ same seed on the global batches in one replica (outside the strategy) and writes
 ``OUT_DIR/ref_<case>.npz`` (with the initial weights).
 
 ``--train`` (after ``--equality`` when both are given, in the same processes):
-``keras_hardneg.run.train`` on a small digits recipe, with
-``distribution="tf_multi_worker"``; writes ``RUN_DIR/worker<INDEX>.json`` (what the backup
+``keras_hardneg.run.train`` on a small digits recipe with BatchSampler batches (graph
+refreshes every 2 steps), with ``distribution="tf_multi_worker"``; writes ``RUN_DIR/worker<INDEX>.json`` (what the backup
 restored: the initial epoch and a digest of the weights at the start; the epochs run).
 ``--die-at-epoch E``: SIGKILLs itself when epoch ``E`` begins (it has finished its save of
 the first ``E`` epochs, so nothing keeps the chief from committing its own).
@@ -120,6 +120,10 @@ def recipe():
             "encoder": {"name": "small_convnet", "width": 4},
             "optimizer": {"name": "sgd", "learning_rate": 0.05},
             "schedule": {"name": "constant"},
+            # BatchSampler: the shared walk, the step-clocked graph refresh from the
+            # gathered bank, the graph checksum compared across workers, its resume.
+            "sampler": {"name": "batchsampler", "num_candidates": 16, "num_neighbors": 4,
+                        "refresh_every": 2},
             "evaluation": {"monitor_every": 0, "linear_probe": False, "knn_k": 5}}
 
 
