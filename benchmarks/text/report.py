@@ -46,7 +46,7 @@ def _cell(values):
     values = np.asarray(values, dtype=float)
     if len(values) == 1:
         return f"{values[0]:.2f} (1)"
-    return f"{values.mean():.2f} ± {values.std():.2f} ({len(values)})"
+    return f"{values.mean():.2f} ± {values.std(ddof=1):.2f} ({len(values)})"
 
 
 def table(data, key, columns, per_run):
