@@ -127,3 +127,25 @@ def test_sampler_completes_small_components():
     with pytest.raises(ValueError, match="reachable"):
         for _ in range(50):
             s2.next_batch()
+
+
+def test_uniform_drop_remainder_is_shuffled_batches_and_resumes():
+    # drop_remainder=True: N // B full batches an epoch in epoch_permutation's order (the
+    # single-process ShuffledBatches order), and a saved state resumes the same walk.
+    from keras_hardneg.data.batches import epoch_permutation
+
+    s = UniformSampler(10, 4, seed=5, drop_remainder=True)
+    assert s.steps_per_epoch == 2
+    first = [s.next_batch() for _ in range(3)]  # epoch 0: 2 batches, then epoch 1
+    np.testing.assert_array_equal(np.concatenate(first[:2]), epoch_permutation(5, 0, 10)[:8])
+    np.testing.assert_array_equal(first[2], epoch_permutation(5, 1, 10)[:4])
+    state = s.get_state()
+    resumed = UniformSampler(10, 4, seed=5, drop_remainder=True)
+    resumed.set_state(state)
+    np.testing.assert_array_equal(resumed.next_batch(), s.next_batch())
+    with pytest.raises(ValueError, match="drop_remainder"):
+        UniformSampler(10, 4, seed=5).set_state(state)
+    with pytest.raises(ValueError, match="`drop_remainder` must be a bool"):
+        UniformSampler(10, 4, drop_remainder="yes")
+    with pytest.raises(ValueError, match="`seed` must be an integer >= 0"):
+        UniformSampler(10, 4, seed=None, drop_remainder=True)
