@@ -93,6 +93,15 @@ def build_optimizer(recipe: Any, steps_per_epoch: int) -> keras.optimizers.Optim
     return OPTIMIZERS.get(name).factory(**spec)
 
 
+def _steps_per_epoch(modality: Any, graph_sampler: bool, n: int, b: int) -> int:
+    """Training steps an epoch: ``ceil(N / B)`` for graph samplers and for uniform batches
+    that complete the last one (``Modality.uniform_drops_remainder`` False), else ``N // B``
+    -- what the samplers' own ``steps_per_epoch`` give."""
+    if graph_sampler or not modality.uniform_drops_remainder:
+        return -(-n // b)
+    return max(n // b, 1)
+
+
 def build_model(recipe: Any, input_shape: tuple[int, ...] | None = None,
                 num_examples: int | None = None, *, x_train: Any = None):
     """The recipe's framework (e.g. SimCLR, MoCo v2, GraphCL), compiled with its loss and
@@ -126,11 +135,9 @@ def build_model(recipe: Any, input_shape: tuple[int, ...] | None = None,
     model = FRAMEWORKS.make(name, spec, encoder, projection_dims=tuple(recipe["projection_dims"]),
                             augmentation=views, memory_bank_size=num_examples if graph else None,
                             **seed)
-    b = recipe["batch_size"]
-    n = num_examples or b
-    # The schedule's steps per epoch are the feed's (make_train_feed): graph samplers and
-    # completed uniform batches take ceil(N / B), dropped remainders N // B.
-    steps = -(-n // b) if graph or not modality.uniform_drops_remainder else max(n // b, 1)
+    # The schedule's steps per epoch are the feed's (make_train_feed).
+    steps = _steps_per_epoch(modality, graph, num_examples or recipe["batch_size"],
+                             recipe["batch_size"])
     model.compile(optimizer=build_optimizer(recipe, steps), loss=build_loss(recipe))
     return model
 
@@ -180,8 +187,7 @@ def make_train_feed(recipe: Any, x_train: Any, y_train: Any, *,
     if not SAMPLERS.get(name).tags.get("graph"):
         if workers == 1:
             dataset, state = modality.feed(recipe, x_train, y_train, None, views)
-            steps = n // b if modality.uniform_drops_remainder else -(-n // b)
-            return TrainFeed(dataset, steps, [], None, state)
+            return TrainFeed(dataset, _steps_per_epoch(modality, False, n, b), [], None, state)
         sampler = WorkerShard(UniformSampler(n, b, seed=recipe["seed"],
                                              drop_remainder=modality.uniform_drops_remainder),
                               workers, place.index)
