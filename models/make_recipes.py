@@ -29,6 +29,24 @@ LOSSES = {
 BATCHSAMPLER = {"name": "batchsampler", "num_candidates": 500, "num_neighbors": 100,
                 "refresh_every": 100, "restart_prob": [0.2, 0.05]}
 
+# lightly's SimCLR CIFAR-10 benchmark (lightly 1.6, docs/source/getting_started/benchmarks):
+# ResNet-18 (CIFAR stem), batch 512, SGD lr 0.06 * 512 / 128 with momentum 0.9 and weight
+# decay 5e-4 added to the gradient (torch.optim.SGD: "sgd_l2"), cosine to 0 without warm-up,
+# head 512-512-128 with BN on both layers ("simclr_v1_bn"), NT-Xent t 0.5, crop 0.08-1,
+# colour jitter 0.4/0.4/0.4/0.1 multiplicative (p 0.8), grayscale 0.2, no blur, 200 epochs.
+# The GPU zoo's CIFAR-10 SimCLR entries take it; differences that remain are listed in
+# docs/notes/gpu_zoo.md.
+LIGHTLY_SIMCLR_CIFAR10 = {
+    "optimizer": {"name": "sgd_l2", "learning_rate": 0.24, "momentum": 0.9,
+                  "weight_decay": 5e-4},
+    "schedule": {"name": "warmup_cosine", "warmup_epochs": 0},
+    "augmentation": {"name": "simclr", "version": "v2", "strength": 1.0,
+                     "crop_scale": [0.08, 1.0]},
+    "batch_size": 512,
+    "epochs": 200,
+    "evaluation": {"monitor_every": 10},
+}
+
 DATASETS = {
     "cifar10": ({"name": "image_folder", "train": f"{CIFAR10}/train", "test": f"{CIFAR10}/test",
                  "image_size": 32}, 32),
@@ -91,6 +109,10 @@ def entries():
     for key in ("ntxent", "hard", "debiased"):
         name = f"simclr-{key}-batchsampler-cifar10"
         out[name] = full_recipe(name, "simclr", LOSSES[key], "cifar10", sampler=BATCHSAMPLER)
+    for name, r in out.items():
+        if name.startswith("simclr-") and name.endswith("-cifar10"):
+            r.update(LIGHTLY_SIMCLR_CIFAR10)
+            r["framework"] = {"name": "simclr", "head_version": "simclr_v1_bn"}
     # ImageNet, MoCo v2 (paper settings, ResNet-50, 224 px): needs prepared tfds imagenet2012.
     for key in ("ntxent", "ring"):
         name = f"moco_v2-{key}-imagenet"

@@ -9,6 +9,9 @@ simclr_v1     Dense - BN - ReLU - Dense(d)                  (Chen et al. 2020a, 
               BN on the hidden layer as in the reference implementation)
 simclr_v2     [Dense - BN - ReLU] x 2 - Dense(d)            (Chen et al. 2020b, SimCLR v2:
               3-layer head)
+simclr_v1_bn  Dense - BN - ReLU - Dense(d) - BN               (SimCLR v1 with BN on the output
+              as well: lightly's ``SimCLRProjectionHead``, the head of its CIFAR-10
+              benchmark, 512-512-128)
 moco_v2       Dense - ReLU - Dense(d)                       (Chen et al. 2020c, MoCo v2)
 moco_v3       [Dense - BN - ReLU] x 2 - Dense(d) - BN(no affine)
                                                             (Chen, Xie, He 2021, MoCo v3)
@@ -41,17 +44,21 @@ from keras_hardneg.registry import HEADS
 
 __all__ = ["ProjectionHead", "projection_head", "prediction_head", "HEAD_VERSIONS"]
 
-# version -> (default number of hidden layers, BN on hidden, final BN without affine)
+# version -> (default number of hidden layers, BN on hidden, final BN: None, "plain" (no
+# affine) or "affine")
 _VERSIONS = {
-    "simclr_v1": (1, True, False),
-    "simclr_v2": (2, True, False),
-    "moco_v2": (1, False, False),
-    "moco_v3": (2, True, True),
-    "prediction": (1, True, False),
+    "simclr_v1": (1, True, None),
+    "simclr_v1_bn": (1, True, "affine"),
+    "simclr_v2": (2, True, None),
+    "moco_v2": (1, False, None),
+    "moco_v3": (2, True, "plain"),
+    "prediction": (1, True, None),
 }
 HEAD_VERSIONS = tuple(v for v in _VERSIONS if v != "prediction")
 _HEAD_HELP = {
     "simclr_v1": "SimCLR v1 (Chen et al. 2020): Dense-BN-ReLU, then Dense",
+    "simclr_v1_bn": "SimCLR v1 with BN on the output (lightly's SimCLRProjectionHead): "
+                    "Dense-BN-ReLU, then Dense-BN",
     "simclr_v2": "SimCLR v2 (Chen et al. 2020b): two Dense-BN-ReLU layers, then Dense",
     "moco_v2": "MoCo v2 (Chen et al. 2020c): Dense-ReLU, then Dense (no BN)",
     "moco_v3": "MoCo v3 (Chen, Xie & He 2021): two Dense-BN-ReLU, then Dense-BN without affine",
@@ -73,8 +80,8 @@ class ProjectionHead(keras.Model):
         hidden_dims: int (repeated for the version's number of hidden layers) or a sequence
             of hidden widths (overrides the default depth).
         output_dim: ``d``, size of the projection.
-        version: ``"simclr_v1"``, ``"simclr_v2"``, ``"moco_v2"``, ``"moco_v3"`` or
-            ``"prediction"`` (see the module docstring).
+        version: ``"simclr_v1"``, ``"simclr_v1_bn"``, ``"simclr_v2"``, ``"moco_v2"``,
+            ``"moco_v3"`` or ``"prediction"`` (see the module docstring).
         sync_batchnorm: use ``BatchNormalization(synchronized=True)`` (statistics reduced
             across replicas under ``tf.distribute``).
 
@@ -116,7 +123,9 @@ class ProjectionHead(keras.Model):
             self.hidden_layers.append(block)
         self.output_dense = keras.layers.Dense(self.output_dim, use_bias=not final_bn,
                                                name=f"dense_{len(self.hidden_dims)}")
-        self.output_bn = (self._bn("bn_out", center=False, scale=False) if final_bn else None)
+        affine = final_bn == "affine"
+        self.output_bn = (self._bn("bn_out", center=affine, scale=affine) if final_bn
+                          else None)
         self.build((None, self.input_dim))
 
     def _bn(self, name, **kwargs):
@@ -176,7 +185,8 @@ def projection_head(input_dim, hidden_dims, output_dim, version="simclr_v1", nam
         input_dim: encoder feature size ``F``.
         hidden_dims: hidden width (int) or widths (sequence).
         output_dim: projection size ``d``.
-        version: ``"simclr_v1"`` | ``"simclr_v2"`` | ``"moco_v2"`` | ``"moco_v3"``.
+        version: ``"simclr_v1"`` | ``"simclr_v1_bn"`` | ``"simclr_v2"`` | ``"moco_v2"`` |
+            ``"moco_v3"``.
         name: model name (default ``"projection_head"``).
         sync_batchnorm: synchronized BatchNormalization across replicas.
 

@@ -42,7 +42,7 @@ class SimCLR(ContrastiveModel):
             :class:`keras_hardneg.augment.ImageViews`), a
             :class:`keras_hardneg.augment.ViewMaker` for any modality, or None when the
             data already holds ``{"view1", "view2"}``.
-        head_version: ``"simclr_v1"`` (default) or ``"simclr_v2"``.
+        head_version: ``"simclr_v1"`` (default), ``"simclr_v1_bn"`` or ``"simclr_v2"``.
         gather_across_replicas: gather negatives from all replicas (default True).
         memory_bank_size: dataset size ``N`` to keep ``embedding_bank`` ``[N, d]`` filled
             with the projections computed in training (BatchSampler's graph refresh).
