@@ -26,7 +26,7 @@ of at most 15 MB (``ENTRY.weights-1-of-2.npz``, ...), ``ENTRY.epochs.jsonl`` and
 ``ENTRY.run.json`` (recipe, what differs from the zoo recipe, commands, hardware, minutes)::
 
     KERAS_BACKEND=jax python benchmarks/gpu/zoo_train.py train --entry simclr-ntxent-cifar10 \\
-        --run-dir .gpu_runs/simclr-ntxent-cifar10 --out $OUT
+        --out $OUT        # resume state in /tmp/keras_hardneg_gpu_runs/ENTRY
 
 The recipe is ``models/ENTRY/recipe.json`` with only what the GPU plan changes overridden:
 ``batch_size`` 512, ``epochs`` 200, ``precision`` mixed_bfloat16, and
@@ -77,6 +77,11 @@ ENTRIES = ("simclr-ntxent-cifar10", "simclr-hard-cifar10", "simclr-hard-batchsam
 GPU_PLAN = {"batch_size": 512, "epochs": 200, "precision": "mixed_bfloat16"}
 MAX_PART_BYTES = 15_000_000  # float16 weight files: at most 15 MB each ($OUT takes 16 MiB)
 SOURCE = os.path.join(ROOT, "..", "shared", "data", "cifar10-jpg")
+#: Resume state lives outside the repository: the device tool re-lays the working tree on
+#: every call and removes ignored folders in it that the call does not carry (measured
+#: 2026-11-26: ``.gpu_runs/`` was gone on the next call of the same warm machine, while
+#: ``/tmp`` was kept), so a run dir inside the checkout cannot resume across calls.
+RUN_ROOT = os.path.join(tempfile.gettempdir(), "keras_hardneg_gpu_runs")
 
 
 # ------------------------------------------------------------------------------ packing
@@ -487,7 +492,7 @@ def _sha256(path):
 
 def _train_main(a):
     os.environ.setdefault("KERAS_BACKEND", "jax")
-    run_dir = os.path.abspath(a.run_dir or os.path.join(ROOT, ".gpu_runs", a.entry))
+    run_dir = os.path.abspath(a.run_dir or os.path.join(RUN_ROOT, a.entry))
     if a.fresh and os.path.isdir(run_dir):
         shutil.rmtree(run_dir)
     os.makedirs(run_dir, exist_ok=True)
@@ -603,7 +608,7 @@ def main(argv=None):
                     help="train pack(s) or shards (globs)")
     tr.add_argument("--test-pack", default=os.path.join(ROOT, ".gpu_data",
                                                         "cifar10_test2000.npz"))
-    tr.add_argument("--run-dir", help="resume state (default .gpu_runs/ENTRY)")
+    tr.add_argument("--run-dir", help=f"resume state (default {RUN_ROOT}/ENTRY)")
     tr.add_argument("--out", help="where the finished entry's files go ($OUT)")
     tr.add_argument("--minutes", type=float, default=9.0,
                     help="wall minutes of this invocation (0: one epoch)")
