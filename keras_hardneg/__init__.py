@@ -2,9 +2,13 @@
 
 Subpackages: :mod:`losses`, :mod:`encoders`, :mod:`augment`, :mod:`models`,
 :mod:`optimizers`, :mod:`callbacks`, :mod:`data`, :mod:`evaluation`,
-:mod:`sampling`, :mod:`export`, :mod:`run` (recipes and ``train``), :mod:`tuning`,
-and :mod:`registry` (one registry per kind of component); imported on first use.
-See ``docs/architecture.md`` for the layers.
+:mod:`sampling`, :mod:`export`, :mod:`run` (recipes and ``train``), :mod:`zoo` (pretrained
+encoders), :mod:`tuning`, and :mod:`registry` (one registry per kind of component). The
+subpackages that define Keras-serializable classes (:data:`SERIALIZABLE`: layers, models,
+encoders, losses, optimizers, schedules, callbacks; under the TensorFlow backend also the
+SavedModel wrapper) are imported with the package, so ``import keras_hardneg`` is all
+``keras.models.load_model`` needs; the others load on first use. See
+``docs/architecture.md`` for the layers.
 
 Backends: TensorFlow (the default) and JAX (``KERAS_BACKEND=jax``). Importing the package and
 training under JAX load no TensorFlow; the TensorFlow-only parts (SavedModel export,
@@ -17,10 +21,12 @@ __version__ = "0.1.0"
 
 _SUBMODULES = (
     "augment", "callbacks", "data", "distribute", "encoders", "evaluation", "export", "losses",
-    "models", "optimizers", "registry", "run", "sampling", "tuning",
+    "models", "optimizers", "registry", "run", "sampling", "tuning", "zoo",
 )
+#: Subpackages whose import registers Keras-serializable classes (``package="keras_hardneg"``).
+SERIALIZABLE = ("augment", "callbacks", "encoders", "losses", "models", "optimizers")
 
-__all__ = list(_SUBMODULES) + ["__version__"]
+__all__ = list(_SUBMODULES) + ["__version__", "SERIALIZABLE"]
 
 
 def __getattr__(name):
@@ -35,3 +41,19 @@ def __getattr__(name):
 
 def __dir__():
     return sorted(__all__)
+
+
+def _register_serializable() -> None:
+    """Imports every module that registers a Keras-serializable class, so that a ``.keras``
+    file or a preset written by this package loads in a process that imported only it.
+    Under JAX this loads no TensorFlow; under the TensorFlow backend the SavedModel wrapper
+    (:class:`keras_hardneg.export.SavedModelEncoder`) registers too."""
+    for name in SERIALIZABLE:
+        globals()[name] = importlib.import_module(f"keras_hardneg.{name}")
+    import keras
+
+    if keras.backend.backend() == "tensorflow":
+        importlib.import_module("keras_hardneg.export.load")
+
+
+_register_serializable()

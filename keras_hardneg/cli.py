@@ -1,4 +1,4 @@
-"""The ``keras-hardneg`` command line: ``train``, ``evaluate``, ``export``, ``tune``.
+"""The ``keras-hardneg`` command line: ``train``, ``evaluate``, ``export``, ``tune``, ``zoo``.
 
 Every subcommand has ``--help``; the choices and help of the component flags come from
 the registries. Errors in the user's input (a missing file, a bad recipe key, an
@@ -108,6 +108,10 @@ def _add_model_flags(p: argparse.ArgumentParser) -> None:
                                      "sentences (text recipe: SimCSE)")
     g.add_argument("--benchmark-dir", help="text: evaluate on the STS sets under this folder "
                                            "at the end (the layout of shared/data/text)")
+    g.add_argument("--preset", help="text: fine-tune this pretrained BERT-family checkpoint "
+                                    "(a Hugging Face-format folder, or a keras-hub preset) "
+                                    "with unsupervised SimCSE (t 0.05, lr 3e-5, batch 64 unless "
+                                    "given); its tokenizer is the data's")
     g.add_argument("--image-size", type=_number(int, "--image-size"),
                    help="resize images to this side (>= 8)")
     g.add_argument("--limit-per-class", type=_number(int, "--limit-per-class"),
@@ -146,6 +150,8 @@ def _data_overrides(args: argparse.Namespace) -> dict[str, Any]:
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     """The recipe keys set by the flags."""
     given: dict[str, Any] = _data_overrides(args)
+    if getattr(args, "preset", None):
+        given = _with_preset(given, args)
     if getattr(args, "benchmark_dir", None):
         if not os.path.isdir(args.benchmark_dir):
             raise CliError(f"--benchmark-dir {args.benchmark_dir!r}: no such folder.")
@@ -156,10 +162,40 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     for section in _COMPONENT_FLAGS:
         if getattr(args, section) is not None:
             given[section] = {"name": getattr(args, section)}
+    if getattr(args, "preset", None):  # --loss keeps SimCSE's temperature where it has one
+        _keep_preset_temperature(given)
     for section, key in _SECTION_FLAGS:
         if getattr(args, key) is not None:
             given.setdefault(section, {})[key] = getattr(args, key)
     return given
+
+
+def _preset_path(flag_value: str) -> str:
+    from keras_hardneg.encoders.pretrained_text import check_preset
+
+    try:
+        check_preset(flag_value)
+    except ValueError as e:
+        raise CliError(f"--preset {flag_value!r}: {e}") from None
+    return os.path.abspath(flag_value) if os.path.isdir(flag_value) else flag_value
+
+
+def _with_preset(given: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+    """``--preset``: the pretrained encoder, its tokenizer and SimCSE's fine-tuning keys."""
+    from keras_hardneg.encoders.pretrained_text import finetune_recipe
+
+    keys = finetune_recipe(_preset_path(args.preset))
+    keys["data"] = {**given.get("data", {}), **keys["data"]}
+    return {**given, **keys}
+
+
+def _keep_preset_temperature(given: dict[str, Any]) -> None:
+    from keras_hardneg.encoders.pretrained_text import SIMCSE_FINETUNE
+    from keras_hardneg.registry import LOSSES
+
+    loss = given.get("loss", {})
+    if loss.get("name") is not None and LOSSES.get(loss["name"]).accepts("temperature"):
+        loss.setdefault("temperature", SIMCSE_FINETUNE["loss"]["temperature"])
 
 
 def _recipe_from_args(args: argparse.Namespace) -> dict[str, Any]:
@@ -182,11 +218,17 @@ def cmd_train(args: argparse.Namespace) -> int:
     from keras_hardneg import run
 
     recipe = _recipe_from_args(args)
-    output = os.path.abspath(args.output or os.path.join("runs", recipe["name"]))
+    output = _output_folder(args.output or os.path.join("runs", recipe["name"]))
     print(f"keras-hardneg train: {recipe['framework']['name']} + {recipe['loss']['name']} on "
           f"{recipe['data']['name']}, {recipe['epochs']} epochs -> {output}", flush=True)
-    result = run.train(recipe, output, resume=not args.no_resume, verbose=args.verbose,
-                       export=not args.no_export, distribution=args.distribution)
+    from keras_hardneg.callbacks import BackupError
+
+    try:
+        result = run.train(recipe, output, resume=not args.no_resume, verbose=args.verbose,
+                           export=not args.no_export, distribution=args.distribution)
+    except (BackupError, run.RecipeError) as e:  # the API's words -> the flags
+        raise CliError(str(e).replace("resume=False", "--no-resume")
+                       .replace("choose another output folder", "another --output")) from None
     if "worker" in result:  # a multi-worker run's other workers: the chief reports
         print(f"keras-hardneg train: worker {result['worker']} done ({result['epochs_run']} "
               f"epochs); the chief wrote {output}")
@@ -206,6 +248,16 @@ def cmd_train(args: argparse.Namespace) -> int:
                  ("model card", os.path.join(result["export_dir"], "model_card.md"))]
     _print_summary("done", rows)
     return 0
+
+
+def _output_folder(path: str, flag: str = "--output") -> str:
+    """``path`` made absolute, checked writable (a file or a read-only place: one line)."""
+    from keras_hardneg.run.resume import OutputDirError, check_output_dir
+
+    try:
+        return check_output_dir(path, flag)
+    except OutputDirError as e:
+        raise CliError(str(e)) from None
 
 
 def _figure_rows(result: dict[str, Any], recipe: dict[str, Any] | None) -> list:
@@ -238,6 +290,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     except ValueError as e:
         flag = "--temperature" if "'temperature'" in str(e) else "--k"
         raise CliError(f"{flag}: {e}") from None
+    if args.preset:
+        return _evaluate_preset(args)
+    if args.encoder is None:
+        raise CliError("give an encoder (a run or SavedModel directory) or --preset DIR.")
     path = os.path.abspath(args.encoder)
     if not os.path.exists(path):
         raise CliError(f"encoder {args.encoder!r}: no such SavedModel or run directory.")
@@ -280,12 +336,52 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _evaluate_preset(args: argparse.Namespace) -> int:
+    """``evaluate --preset DIR``: the pretrained encoder as it is (zero-shot) on STS."""
+    from keras_hardneg.data import pretrained_tokenizer
+    from keras_hardneg.encoders import pretrained_text
+    from keras_hardneg.run.modality import (ANY_LENGTH_EVALUATION_TOKENS, evaluate_sentences,
+                                            sentence_embedder)
+
+    if args.encoder is not None:
+        raise CliError(f"--preset: give either an encoder ({args.encoder!r}) or --preset, "
+                       "not both.")
+    if not args.benchmark_dir or not os.path.isdir(args.benchmark_dir):
+        raise CliError(f"--benchmark-dir {args.benchmark_dir!r}: a pretrained text encoder is "
+                       "scored on the STS sets: give their folder (the layout of "
+                       "shared/data/text).")
+    preset = _preset_path(args.preset)
+    start = time.perf_counter()
+    tokenizer = pretrained_tokenizer(preset)
+    encoder = pretrained_text(input_shape=(None,), preset=preset,
+                              vocab_size=tokenizer.vocab_size, pooling=args.pooling)
+    result = evaluate_sentences(
+        sentence_embedder(encoder, tokenizer, ANY_LENGTH_EVALUATION_TOKENS),
+        os.path.abspath(args.benchmark_dir), senteval=args.senteval,
+        seed=0 if args.seed is None else args.seed)
+    rows = [("encoder", f"{preset} (pretrained, {args.pooling} pooling, zero-shot)"),
+            ("modality", "text")] + _figure_rows(result, None)
+    rows.append(("time", f"{time.perf_counter() - start:.1f} s"))
+    _print_summary("evaluation", rows)
+    if args.json:
+        print(json.dumps(result), flush=True)
+    return 0
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     from keras_hardneg import run
 
-    output = os.path.abspath(args.output)
-    if os.path.exists(output) and not args.overwrite:
-        raise CliError(f"--output {args.output!r} exists; pass --overwrite to replace it.")
+    from keras_hardneg.export.write import check_replaceable
+
+    output = os.path.abspath(args.output or os.path.join(args.run_dir, "encoder"))
+    if os.path.lexists(output) and not args.overwrite:
+        raise CliError(f"--output {output!r} exists; pass --overwrite to replace it.")
+    if os.path.lexists(output):
+        try:
+            check_replaceable(output)
+        except FileExistsError as e:
+            raise CliError(f"--output: {e}") from None
+    _output_folder(os.path.dirname(output), "--output's folder")
     model, recipe, results, description, train = run.restore_run(args.run_dir, with_data=True)
     results.setdefault("epochs_run", None)
     run.export_trained_encoder(model, recipe, results, description, output, x_train=train[0],
@@ -298,6 +394,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_tune(args: argparse.Namespace) -> int:
     from keras_hardneg import tuning
 
+    _output_folder(args.output)
     kwargs = dict(dataset=args.dataset, trials=args.trials, epochs=args.epochs, tuner=args.tuner,
                   output=args.output, loss=args.loss, framework=args.framework,
                   objective=args.objective, seed=args.seed, resume=not args.no_resume)
@@ -312,6 +409,50 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------- parser
+def cmd_zoo(args: argparse.Namespace) -> int:
+    from keras_hardneg import zoo
+
+    try:
+        if args.action == "list":
+            names = zoo.list()
+            if args.json:
+                print(json.dumps(names))
+            elif not names:
+                print(f"no zoo entry has weights in {zoo.zoo_dir()}")
+            else:
+                for name in names:
+                    meta = zoo.show(name)["preset"]
+                    print(f"{name:44s} {meta['modality']:6s} {meta['output_dim']:>5} features "
+                          f"({meta['parameter_count']:,} parameters, {meta['weights_dtype']})")
+            return 0
+        if not args.name:
+            raise CliError(f"zoo {args.action}: give NAME (one of `keras-hardneg zoo list`).")
+        if args.action == "show":
+            info = zoo.show(args.name)
+            if args.json:
+                print(json.dumps(info, default=str))
+                return 0
+            meta, results = info["preset"], info["results"] or {}
+            rows = [("path", info["path"]), ("modality", meta["modality"]),
+                    ("input", meta["input"]), ("features", meta["output_dim"]),
+                    ("parameters", f"{meta['parameter_count']:,}"),
+                    ("weights", meta["weights_dtype"])]
+            rows += [(k, results[k]) for k in ("knn_accuracy", "linear_probe_accuracy",
+                                               "svm_accuracy", "sts", "epochs_run")
+                     if results.get(k) is not None]
+            rows.append(("load", f"keras_hardneg.zoo.load({args.name!r})"))
+            _print_summary(args.name, rows)
+            return 0
+        if not args.directory:
+            raise CliError("zoo export: give NAME DIR (the SavedModel folder to write).")
+        out = zoo.export(args.name, args.directory, overwrite=args.overwrite)
+    except (zoo.ZooError, zoo.PresetError, FileExistsError) as e:
+        raise CliError(str(e)) from None
+    _print_summary("exported", [("SavedModel (TF Hub)", out),
+                                ("Keras preset", os.path.join(out, "preset"))])
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``keras-hardneg`` argument parser (component choices from the registries)."""
     from keras_hardneg.registry import EVALUATIONS
@@ -353,8 +494,13 @@ def build_parser() -> argparse.ArgumentParser:
                                    "Sentences: STS Spearman (and SentEval with --senteval) on "
                                    "the sets under --benchmark-dir. With --json the last stdout "
                                    "line is the result as one JSON object.")
-    p.add_argument("encoder", help="SavedModel directory written by export/train, or a run "
-                                   "directory")
+    p.add_argument("encoder", nargs="?", help="SavedModel directory written by export/train, "
+                                              "or a run directory (or --preset instead)")
+    p.add_argument("--preset", help="text: score this pretrained BERT-family checkpoint as it "
+                                    "is (zero-shot; a Hugging Face-format folder or a keras-hub "
+                                    "preset) on the sets under --benchmark-dir")
+    p.add_argument("--pooling", choices=["mean", "cls"], default="mean",
+                   help="with --preset: mean over tokens (default) or the [CLS] position")
     p.add_argument("--recipe", help="take the data from this recipe (default: recipe.json of "
                                     "the run)")
     p.add_argument("--dataset", help="'digits', 'tfds:NAME', an image folder or a TU graph "
@@ -380,9 +526,27 @@ def build_parser() -> argparse.ArgumentParser:
                                    "checkpoint and write a reusable TF2 SavedModel (TF Hub "
                                    "format) + model card.")
     p.add_argument("run_dir", help="directory written by `keras-hardneg train`")
-    p.add_argument("--output", required=True, help="SavedModel directory to write (atomically)")
-    p.add_argument("--overwrite", action="store_true", help="replace OUTPUT if it exists")
+    p.add_argument("--output", help="SavedModel directory to write (atomically; default "
+                                    "RUN_DIR/encoder)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace OUTPUT if it is an encoder exported by keras-hardneg (any "
+                        "other folder is refused)")
     p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("zoo", help="pretrained encoders: list, show, export",
+                       description="The model zoo (models/ of the repository, or "
+                                   "$KERAS_HARDNEG_ZOO): `zoo list` names the entries with "
+                                   "weights, `zoo show NAME` what one is, `zoo export NAME "
+                                   "DIR` writes its TF Hub SavedModel (TensorFlow backend). "
+                                   "In Python: keras_hardneg.zoo.load(NAME) gives a "
+                                   "trainable keras.Model under TensorFlow or JAX.")
+    p.add_argument("action", choices=("list", "show", "export"))
+    p.add_argument("name", nargs="?", help="entry name (show, export)")
+    p.add_argument("directory", nargs="?", help="SavedModel folder to write (export)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="export: replace DIR if it is an export (default: refuse)")
+    p.add_argument("--json", action="store_true", help="list/show: print JSON")
+    p.set_defaults(func=cmd_zoo)
 
     p = sub.add_parser("tune", help="Keras Tuner search over the loss's hyper-parameters",
                        description="Search the loss's hyper-parameters (beta and tau_plus for "

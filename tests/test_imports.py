@@ -16,7 +16,7 @@ LAYERS = [
     {"losses", "sampling", "evaluation"},
     {"models"},
     {"callbacks", "export"},
-    {"run"},
+    {"run", "zoo"},
     {"tuning"},
     {"cli"},
 ]

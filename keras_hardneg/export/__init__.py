@@ -11,7 +11,11 @@ It loads with ``tensorflow_hub.load`` / ``tf.saved_model.load`` (``obj(inputs,
 training=False)``), ``obj.signatures["serving_default"](**named inputs)["features"]``,
 ``keras.layers.TFSMLayer`` (endpoints ``serve`` / ``call_training``),
 ``hub.KerasLayer(dir, trainable=True)`` under tf_keras (images), and :func:`load_encoder`
-under Keras 3 (text: also ``load_encoder(dir).embed_sentences(list_of_str)``). Modules:
+under Keras 3 (text: also ``load_encoder(dir).embed_sentences(list_of_str)``); that wrapper
+is for inference and fine-tuning under TensorFlow. The Keras-native artifact is the preset
+(``preset`` module: :func:`save_preset`, :func:`load_preset`): ``config.json`` +
+``model.weights.h5`` that load as a trainable ``keras.Model`` under every backend, without
+TensorFlow; every export carries one in ``DIR/preset/``. Modules:
 ``write`` (export_encoder), ``saved_object`` (what the SavedModel holds), ``load``
 (load_encoder, SavedModelEncoder), ``inspection`` (saved_model.pb checks), ``model_card``
 (ModelCard, load_model_card), ``signatures`` (the input signatures per modality).
@@ -30,16 +34,23 @@ import importlib
 from keras_hardneg.data._tf import require_tensorflow_backend
 from keras_hardneg.export.inspection import find_device_strings
 from keras_hardneg.export.model_card import ModelCard, load_model_card
+from keras_hardneg.export.preset import (PresetError, find_preset, load_preset,
+                                         read_preset_metadata, save_preset)
 from keras_hardneg.export.signatures import graph_input_signature, text_input_signature
 
 __all__ = [
     "ModelCard",
+    "PresetError",
     "SavedModelEncoder",
     "export_encoder",
     "find_device_strings",
+    "find_preset",
     "graph_input_signature",
     "load_encoder",
     "load_model_card",
+    "load_preset",
+    "read_preset_metadata",
+    "save_preset",
     "text_input_signature",
 ]
 

@@ -1,8 +1,10 @@
 """What a run directory holds, and publishing its encoder.
 
 A run directory has ``recipe.json``, ``backup/`` (resume state), ``history.json``,
-``results.json`` and ``encoder/`` (the exported SavedModel with its model card).
-:func:`export_trained_encoder` writes ``encoder/`` with a card derived from the recipe;
+``results.json``, ``preset/`` (the encoder as a Keras preset, written under every backend:
+:func:`write_preset`) and ``encoder/`` (the exported SavedModel with its model card and
+its own ``preset/``; TensorFlow only). :func:`export_trained_encoder` writes ``encoder/``
+with a card derived from the recipe;
 :func:`restore_run` rebuilds a run's model from its recipe and last checkpoint.
 """
 
@@ -12,13 +14,14 @@ import json
 import os
 from typing import Any
 
+from keras_hardneg.export.preset import PRESET_DIR
 from keras_hardneg.run.build import build_model, load_data
 from keras_hardneg.registry import MODALITIES
 from keras_hardneg.run.modality import TOKENIZER_FILE, modality_of
 from keras_hardneg.run.recipe import RecipeError, load_recipe
 
-__all__ = ["RunDirectoryError", "export_trained_encoder", "restore_run", "is_run_directory",
-           "evaluate_directory"]
+__all__ = ["RunDirectoryError", "export_trained_encoder", "write_preset", "model_card",
+           "restore_run", "is_run_directory", "evaluate_directory"]
 
 
 class RunDirectoryError(RecipeError):
@@ -34,14 +37,10 @@ def _numbers(value: Any) -> Any:
     return value
 
 
-def export_trained_encoder(model: Any, recipe: dict[str, Any], results: dict[str, Any],
-                           description: str, export_dir: str, *, x_train: Any = None,
-                           run_dir: str | None = None) -> str:
-    """Exports ``model.encoder`` as a SavedModel with a model card made from ``recipe``
-    and ``results`` (the modality's figures, ``epochs_run``); returns ``export_dir``
-    (replaced if present). ``x_train`` (the training data) and ``run_dir`` give the
-    modality what its export needs (a graph encoder's feature width, a text run's
-    tokenizer)."""
+def model_card(model: Any, recipe: dict[str, Any], results: dict[str, Any],
+               description: str) -> Any:
+    """The :class:`~keras_hardneg.export.ModelCard` of a trained run: the recipe's
+    hyper-parameters, ``results``' figures (the modality's) and ``epochs_run``."""
     from keras_hardneg import export
 
     modality = modality_of(recipe)
@@ -66,8 +65,40 @@ def export_trained_encoder(model: Any, recipe: dict[str, Any], results: dict[str
         output_dim=int(model.encoder.output_shape[-1]),
         **({} if modality.name == "image" else {"modality": modality.name, "metrics": metrics}),
     )
+    return card
+
+
+def write_preset(model: Any, recipe: dict[str, Any], results: dict[str, Any],
+                 description: str, preset_dir: str, *, x_train: Any = None,
+                 run_dir: str | None = None, weights_dtype: str = "float32") -> str:
+    """Writes ``model.encoder`` as a Keras preset (:func:`keras_hardneg.export.save_preset`:
+    ``config.json`` + ``model.weights.h5`` + metadata + card; any backend, no TensorFlow)
+    into ``preset_dir`` (a preset there is replaced); returns ``preset_dir``."""
+    from keras_hardneg.export.preset import save_preset
+
+    modality = modality_of(recipe)
+    spec, assets = modality.preset_spec(model.encoder, x_train, run_dir)
+    return save_preset(model.encoder, preset_dir, modality=modality.name, input_spec=spec,
+                       assets=assets, weights_dtype=weights_dtype, overwrite=True,
+                       model_card=model_card(model, recipe, results, description))
+
+
+def export_trained_encoder(model: Any, recipe: dict[str, Any], results: dict[str, Any],
+                           description: str, export_dir: str, *, x_train: Any = None,
+                           run_dir: str | None = None) -> str:
+    """Exports ``model.encoder`` as a SavedModel with a model card made from ``recipe``
+    and ``results`` (the modality's figures, ``epochs_run``), its Keras preset in
+    ``export_dir/preset/`` (:func:`write_preset`); returns ``export_dir`` (replaced if
+    present). ``x_train`` (the training data) and ``run_dir`` give the modality what its
+    export needs (a graph encoder's feature width, a text run's tokenizer)."""
+    from keras_hardneg import export
+
+    modality = modality_of(recipe)
+    card = model_card(model, recipe, results, description)
     spec = modality.export_spec(model.encoder, x_train, run_dir)
     export.export_encoder(model.encoder, export_dir, model_card=card, overwrite=True, **spec)
+    write_preset(model, recipe, results, description, os.path.join(export_dir, PRESET_DIR),
+                 x_train=x_train, run_dir=run_dir)
     return export_dir
 
 
@@ -196,3 +227,84 @@ def evaluate_directory(path: str, *, recipe: Any = None, overrides: dict[str, An
     else:
         encoder = restore_run(run_dir)[0].encoder
     return modality.evaluate(encoder, loaded, train, test), info
+
+
+def preset_from_export(export_dir: str, preset_dir: str | None = None, *,
+                       recipe: Any = None, weights_dtype: str = "float32",
+                       atol: float = 1e-5) -> str:
+    """Converts a SavedModel export written by this package (a run's ``encoder/``, a zoo
+    entry's, ``keras-hardneg export``'s) into a Keras preset: the encoder is rebuilt from
+    ``recipe`` (default: the ``recipe.json`` beside ``export_dir``) for the card's input,
+    every variable is copied by path from the SavedModel, and the rebuilt encoder's
+    features are checked against the SavedModel's on a fixed input (max |diff| <= ``atol``)
+    before :func:`keras_hardneg.export.save_preset` writes ``preset_dir`` (default
+    ``export_dir/preset``; replaced if it is a preset). Needs the TensorFlow backend.
+
+    Raises:
+        RunDirectoryError: no recipe, or the SavedModel's variables do not match the
+            rebuilt encoder (names the first mismatch), or the features differ.
+    """
+    import numpy as np
+
+    from keras_hardneg import export
+    from keras_hardneg.export.preset import save_preset
+    from keras_hardneg.run.build import build_encoder
+
+    export_dir = os.path.abspath(export_dir)
+    if recipe is None:
+        recipe = os.path.join(os.path.dirname(export_dir), "recipe.json")
+        if not os.path.isfile(recipe):
+            raise RunDirectoryError(f"no recipe.json beside {export_dir!r}: pass `recipe`.")
+    recipe = load_recipe(recipe)
+    loaded = export.load_encoder(export_dir)
+    card = export.load_model_card(export_dir)
+    modality = getattr(card, "modality", "image") or "image"
+    assets, context = None, {}
+    rng = np.random.default_rng(0)
+    if modality == "graph":
+        f = int(card.input_signature["nodes"]["shape"][-1])
+        spec, shape = {"feature_dim": f}, (f,)
+        probe = {"nodes": rng.random((5, f), dtype=np.float32),
+                 "edges": np.array([[0, 1], [1, 2], [3, 4]], "int32"),
+                 "node_graph": np.array([0, 0, 0, 1, 1], "int32"),
+                 "node_mask": np.ones(5, "float32"), "edge_mask": np.ones(3, "float32"),
+                 "graph_mask": np.ones(2, "float32")}
+    elif modality == "text":
+        from keras_hardneg.data.tokenizer import load_tokenizer
+
+        length = int(card.max_length)
+        tokenizer = os.path.join(export_dir, "assets", TOKENIZER_FILE)
+        vocab = load_tokenizer(tokenizer).vocab_size
+        spec, shape, assets = {"max_length": length}, (length,), {TOKENIZER_FILE: tokenizer}
+        context = {"vocab_size": vocab}
+        probe = rng.integers(1, vocab, size=(3, length)).astype("int32")
+        probe[:, length // 2:] = 0
+    else:
+        shape = tuple(int(d) for d in card.input_shape)
+        spec = {"input_shape": list(shape)}
+        probe = rng.random((3, *shape), dtype=np.float32)
+    encoder = build_encoder(recipe, shape, **context)
+    if not encoder.built:
+        encoder(probe)
+    import tensorflow as tf  # the TensorFlow backend is in use (load_encoder checked)
+
+    # Dropout's random-generator states are not learned: only the encoder's weights move.
+    saved = {v.name.rsplit(":", 1)[0]: v for v in tf.saved_model.load(export_dir).variables
+             if "seed_generator" not in v.name}
+    ours = {v.path: v for v in encoder.weights}
+    if set(saved) != set(ours):
+        missing = sorted(set(ours) - set(saved))[:3]
+        extra = sorted(set(saved) - set(ours))[:3]
+        raise RunDirectoryError(f"{export_dir}: the SavedModel's variables do not match the "
+                                f"encoder the recipe builds (missing {missing}, extra {extra}).")
+    for path, v in ours.items():
+        v.assign(saved[path].numpy())
+    want = np.asarray(loaded(probe, training=False))
+    got = np.asarray(encoder(probe, training=False))
+    diff = float(np.abs(want - got).max())
+    if not diff <= atol:
+        raise RunDirectoryError(f"{export_dir}: the rebuilt encoder's features differ from the "
+                                f"SavedModel's by {diff:.3g} (> {atol}); no preset written.")
+    return save_preset(encoder, preset_dir or os.path.join(export_dir, PRESET_DIR),
+                       modality=modality, input_spec=spec, assets=assets,
+                       weights_dtype=weights_dtype, overwrite=True, model_card=card)

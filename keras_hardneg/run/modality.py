@@ -146,6 +146,14 @@ class Modality:
         (``input_shape`` or ``input_signature``, ``assets``)."""
         return {"input_shape": tuple(encoder.input_shape[1:])}
 
+    def preset_spec(self, encoder: Any, x: Any, run_dir: str | None = None
+                    ) -> tuple[dict[str, Any], dict[str, str] | None]:
+        """``(input_spec, assets)`` of :func:`keras_hardneg.export.save_preset` for this
+        data: images ``{"input_shape": [H, W, C]}``, graphs ``{"feature_dim": F}``, text
+        ``{"max_length": L}`` with the tokenizer as an asset."""
+        return {"input_shape": [None if d is None else int(d)
+                                for d in encoder.input_shape[1:]]}, None
+
     def save_run_files(self, x: Any, run_dir: str) -> None:
         """Writes what a run directory needs besides weights to embed new data (a text
         run's tokenizer)."""
@@ -336,6 +344,10 @@ class GraphModality(Modality):
         return ("SVM (RBF, C by inner cross-validation) on frozen graph embeddings, "
                 "10-fold cross-validation accuracy over all graphs (InfoGraph/GraphCL protocol)")
 
+    def preset_spec(self, encoder, x, run_dir=None):
+        return {"feature_dim": int(x.feature_dim) if x is not None
+                else int(encoder.feature_dim)}, None
+
     def export_spec(self, encoder, x, run_dir=None):
         from keras_hardneg.export import graph_input_signature
 
@@ -400,6 +412,8 @@ class TextModality(Modality):
             return {}
         tokenizer = train[0].tokenizer
         length = self.input_shape(train[0])[0]
+        if _any_length(encoder):  # e.g. a pretrained BERT: no STS sentence is cut
+            length = max(length, ANY_LENGTH_EVALUATION_TOKENS)
         return evaluate_sentences(sentence_embedder(encoder, tokenizer, length),
                                   ev["benchmark_dir"], senteval=ev.get("senteval", False),
                                   seed=recipe["seed"])
@@ -417,6 +431,11 @@ class TextModality(Modality):
             spec["assets"] = {TOKENIZER_FILE: path}
         return spec
 
+    def preset_spec(self, encoder, x, run_dir=None):
+        path = _tokenizer_path(x, run_dir)
+        return ({"max_length": self.input_shape(x)[0]},
+                {TOKENIZER_FILE: path} if path is not None else None)
+
     def save_run_files(self, x, run_dir):
         x.tokenizer.save(os.path.join(run_dir, TOKENIZER_FILE))
 
@@ -427,10 +446,28 @@ def _tokenizer_path(x, run_dir):
     return None
 
 
+#: Token ids per sentence when an encoder that accepts any length (input ``(None,)``, e.g.
+#: :func:`~keras_hardneg.encoders.pretrained_text`) is evaluated: above every STS/SICK
+#: sentence's WordPiece length (93 at most), so none is truncated.
+ANY_LENGTH_EVALUATION_TOKENS = 128
+
+
+def _any_length(encoder: Any) -> bool:
+    inputs = getattr(encoder, "inputs", None)
+    return bool(inputs) and len(inputs[0].shape) == 2 and inputs[0].shape[1] is None
+
+
 def sentence_embedder(encoder: Any, tokenizer: Any, max_length: int, batch_size: int = 256):
     """``embed_fn(list[str]) -> float32 [n, d]``: tokenize to ``max_length`` ids and encode
     with ``encoder`` in inference mode, ``batch_size`` sentences at a time (the last batch
-    padded to the same shape, so a compiled encoder compiles once)."""
+    padded to the same shape, so a compiled encoder compiles once).
+
+    An encoder whose input is ``(None,)`` (any length; padding never changes its output)
+    gets the sentences sorted by length, each batch cut to its longest row (same
+    embeddings, in the caller's order, without encoding padding)."""
+    if _any_length(encoder):
+        return _trimmed_embedder(encoder, tokenizer, max_length, batch_size)
+
     def embed(sentences):
         ids = np.asarray(tokenizer.encode(list(sentences), max_length), dtype="int32")
         out = []
@@ -443,6 +480,25 @@ def sentence_embedder(encoder: Any, tokenizer: Any, max_length: int, batch_size:
             vec = keras.ops.convert_to_numpy(encoder(chunk, training=False))
             out.append(np.asarray(vec, dtype="float32")[:real])
         return np.concatenate(out) if out else np.zeros((0, 0), "float32")
+    return embed
+
+
+def _trimmed_embedder(encoder: Any, tokenizer: Any, max_length: int, batch_size: int):
+    def embed(sentences):
+        ids = np.asarray(tokenizer.encode(list(sentences), max_length), dtype="int32")
+        if len(ids) == 0:
+            return np.zeros((0, 0), "float32")
+        lengths = (ids != 0).sum(axis=1)
+        order = np.argsort(lengths, kind="stable")
+        out = [None] * len(order)
+        for start in range(0, len(order), batch_size):
+            rows = order[start:start + batch_size]
+            chunk = ids[rows, :max(int(lengths[rows].max()), 1)]
+            vec = np.asarray(keras.ops.convert_to_numpy(encoder(chunk, training=False)),
+                             dtype="float32")
+            for i, row in enumerate(rows):
+                out[row] = vec[i]
+        return np.stack(out)
     return embed
 
 

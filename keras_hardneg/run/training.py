@@ -15,13 +15,15 @@ import keras
 
 from keras_hardneg import callbacks
 from keras_hardneg._io import atomic_write_json
-from keras_hardneg.run.artifacts import export_trained_encoder
+from keras_hardneg.export.preset import PRESET_DIR
+from keras_hardneg.run.artifacts import export_trained_encoder, write_preset
 from keras_hardneg.run import multi_worker as _multi_worker  # noqa: F401 (registers tf_multi_worker)
 from keras_hardneg.run.build import build_model, load_data, make_train_feed
 from keras_hardneg.run.distribution import build_distribution
 from keras_hardneg.run.modality import (MONITOR_TEST_LIMIT, MONITOR_TRAIN_LIMIT,
-                                       modality_of)
+                                       TrainFeed, modality_of)
 from keras_hardneg.run.recipe import load_recipe, save_recipe
+from keras_hardneg.run.resume import _committed_epoch, check_output_dir, check_resume
 
 __all__ = ["train", "MONITOR_TRAIN_LIMIT", "MONITOR_TEST_LIMIT"]
 
@@ -72,6 +74,47 @@ def _worker_feed(recipe, x_train, y_train, dist):
     for cb in feed.callbacks:
         if hasattr(cb, "agree"):
             cb.agree = dist.same_on_every_worker
+    return feed
+
+
+def _as_json(recipe: dict[str, Any]) -> Any:
+    return json.loads(json.dumps(recipe, default=str))
+
+
+def _finished(stored: dict[str, Any] | None, recipe: dict[str, Any], output_dir: str,
+              export: bool) -> dict[str, Any] | None:
+    """The stored results of a run that finished (every epoch committed, results.json
+    written, the encoder exported when asked for on TensorFlow), else None."""
+    if not stored or not stored["results"] or stored["epoch"] < recipe["epochs"]:
+        return None
+    on_tf = keras.backend.backend() == "tensorflow"
+    if export and on_tf and not os.path.isfile(os.path.join(output_dir, "encoder",
+                                                            "saved_model.pb")):
+        return None
+    results = dict(stored["results"])
+    try:
+        with open(os.path.join(output_dir, "history.json")) as f:
+            results["history"] = json.load(f)
+    except (OSError, ValueError):
+        results["history"] = {}
+    results.update(epochs_trained_now=0, images_per_second=None, output_dir=output_dir,
+                   already_complete=True)
+    return results
+
+
+def _skip_batches(feed: Any, n: int) -> Any:
+    """A resumed run's uniform feed, ``n`` batches in: where the interrupted run stopped,
+    so its epochs see the orders of an uninterrupted run (a sampler's feed resumes from the
+    sampler's saved state instead)."""
+    if feed.sampler is not None or feed.state:
+        return feed
+    dataset = feed.dataset
+    if hasattr(dataset, "start_batch"):  # ShuffledBatches (off TensorFlow)
+        dataset.start_batch = n
+        return feed
+    if hasattr(dataset, "skip"):  # tf.data: the same seeded orders, n batches on
+        return TrainFeed(dataset.skip(n), feed.steps_per_epoch, feed.callbacks, feed.sampler,
+                         feed.state)
     return feed
 
 
@@ -131,8 +174,16 @@ def train(recipe: Any, output_dir: str, *, resume: bool = True, verbose: int = 1
     dist = build_distribution(distribution)
     place = dist.place
     recipe = load_recipe(recipe)
-    os.makedirs(output_dir, exist_ok=True)
-    if place.is_chief:
+    # Before anything is written: a rerun must train the recipe stored there.
+    stored = check_resume(recipe, output_dir, resume) if place.is_chief else None
+    check_output_dir(output_dir)
+    finished = _finished(stored, recipe, output_dir, export) if resume else None
+    if finished is not None:  # nothing to train: the run's files stay as they are
+        if verbose:
+            print(f"{output_dir}: the run is complete ({recipe['epochs']} epochs); nothing to "
+                  "train (rerun with --no-resume to start over).", flush=True)
+        return finished
+    if place.is_chief and (stored is None or stored["recipe"] != _as_json(recipe)):
         save_recipe(recipe, os.path.join(output_dir, "recipe.json"))
     keras.config.set_dtype_policy(recipe["precision"])
     private = None  # a worker's own backup directory (not the chief's)
@@ -146,6 +197,12 @@ def train(recipe: Any, output_dir: str, *, resume: bool = True, verbose: int = 1
         feed = _worker_feed(recipe, x_train, y_train, dist)
         with dist.scope():
             model = build_model(recipe, x_train=x_train)
+        start_epoch = _committed_epoch(os.path.join(output_dir, "backup")) if resume else 0
+        if start_epoch:
+            feed = _skip_batches(feed, start_epoch * feed.steps_per_epoch)
+            if verbose and place.is_chief:
+                print(f"resuming from epoch {start_epoch} (of {recipe['epochs']}) in "
+                      f"{output_dir}", flush=True)
 
         cbs = _recipe_callbacks(recipe, modality, train_split, test_split) + list(feed.callbacks)
         backup = os.path.join(output_dir, "backup")
@@ -157,6 +214,7 @@ def train(recipe: Any, output_dir: str, *, resume: bool = True, verbose: int = 1
             state["sampler"] = feed.sampler
             state.update({f"refresh{i}": cb for i, cb in enumerate(feed.callbacks)})
         state.update(feed.state)
+        state["random"] = callbacks.RandomState(model)  # the augmentation's generators
         if place.is_chief:
             backup_cb = callbacks.AtomicBackupAndRestore(backup, delete_checkpoint=False,
                                                          state=state)
@@ -177,6 +235,8 @@ def train(recipe: Any, output_dir: str, *, resume: bool = True, verbose: int = 1
                                 steps_per_epoch=feed.steps_per_epoch, shuffle=False,
                                 callbacks=cbs, verbose=verbose)
         seconds = time.perf_counter() - start
+        if not len(history.history.get("loss", [])) and stored and stored["results"]:
+            seconds = stored["results"].get("seconds", seconds)  # nothing trained now
         # Epochs restored from the backup first, then this call's.
         hist = {}
         for logs in backup_cb.history:
@@ -219,6 +279,10 @@ def train(recipe: Any, output_dir: str, *, resume: bool = True, verbose: int = 1
             results["export_dir"] = export_trained_encoder(
                 model, recipe, results, description, os.path.join(output_dir, "encoder"),
                 x_train=x_train, run_dir=output_dir)
+        # The Keras-native artifact, under every backend (loads without TensorFlow).
+        results["preset_dir"] = write_preset(
+            model, recipe, results, description, os.path.join(output_dir, PRESET_DIR),
+            x_train=x_train, run_dir=output_dir)
         atomic_write_json(os.path.join(output_dir, "results.json"),
                           {k: v for k, v in results.items() if k != "history"}, indent=1,
                           default=str)
