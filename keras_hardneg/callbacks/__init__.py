@@ -9,9 +9,9 @@
 """
 
 from keras_hardneg.callbacks.annealing import BetaAnnealing, RingAnnealing
-from keras_hardneg.callbacks.backup import AtomicBackupAndRestore, BackupError
+from keras_hardneg.callbacks.backup import AtomicBackupAndRestore, BackupError, RandomState
 from keras_hardneg.callbacks.graph_refresh import GraphRefreshCallback
 from keras_hardneg.callbacks.knn_monitor import KNNMonitor
 from keras_hardneg.models.health import NonFiniteError, NonFiniteGuard
 
-__all__ = ["AtomicBackupAndRestore", "BackupError", "BetaAnnealing", "GraphRefreshCallback", "KNNMonitor", "NonFiniteError", "NonFiniteGuard", "RingAnnealing"]
+__all__ = ["AtomicBackupAndRestore", "BackupError", "RandomState", "BetaAnnealing", "GraphRefreshCallback", "KNNMonitor", "NonFiniteError", "NonFiniteGuard", "RingAnnealing"]

@@ -37,13 +37,14 @@ import io
 import json
 import os
 import uuid
+import warnings
 
 import keras
 import numpy as np
 
 from keras_hardneg._io import fsync_dir, fsync_file, state_from_npz, state_to_arrays
 
-__all__ = ["AtomicBackupAndRestore", "BackupError", "latest_weights"]
+__all__ = ["AtomicBackupAndRestore", "BackupError", "RandomState", "latest_weights"]
 
 _META = "training_metadata.json"
 _FORMAT = 1
@@ -67,6 +68,43 @@ def latest_weights(backup_dir):
             return os.path.join(backup_dir, name)
     legacy = os.path.join(backup_dir, "latest.weights.h5")
     return legacy if os.path.isfile(legacy) else None
+
+
+class RandomState:
+    """The state of every :class:`keras.random.SeedGenerator` a model's layers hold (e.g. the
+    augmentation's), as ``get_state()`` / ``set_state(dict)`` for
+    :class:`AtomicBackupAndRestore`'s ``state``. ``model.save_weights`` does not save these
+    variables: without them a resumed run draws the augmentations of epoch 0 again and
+    parts from an uninterrupted one. A backup written before this state existed restores
+    without it (``optional_in_backup``).
+
+    Args:
+        model: a built Keras model; its layers' seed generators are taken in
+            ``model._flatten_layers()`` order (fixed for a given architecture).
+    """
+
+    optional_in_backup = True
+
+    def __init__(self, model: keras.Model):
+        self.generators = [sg for layer in model._flatten_layers()
+                           for sg in getattr(layer, "_seed_generators", ())]
+
+    def get_state(self) -> dict:
+        return {f"g{i}": np.asarray(keras.ops.convert_to_numpy(sg.state.value))
+                for i, sg in enumerate(self.generators)}
+
+    def set_state(self, state: dict) -> None:
+        if len(state) != len(self.generators):
+            raise BackupError(f"the backup holds {len(state)} random generators, the model "
+                              f"{len(self.generators)}; it was written by a differently "
+                              "configured run.")
+        for i, sg in enumerate(self.generators):
+            sg.state.assign(np.asarray(state[f"g{i}"]).astype(sg.state.dtype))
+
+
+def _files(entry):
+    """The file names a commit record (or its ``previous``) names."""
+    return {entry.get("weights"), entry.get("state")} - {None} if entry else set()
 
 
 def _plain(value):
@@ -176,7 +214,12 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
             raise ValueError("AtomicBackupAndRestore needs a built model before fit().")
         source = self.restore_dir
         own = os.path.abspath(source) == os.path.abspath(self.backup_dir)
-        meta = self._read_meta(source)
+        try:
+            meta = self._read_meta(source)
+        except (OSError, ValueError) as e:
+            raise BackupError(f"the commit record {os.path.join(source, _META)} is damaged "
+                              f"({e}). Delete the directory (or run with resume=False) to "
+                              "start over.") from None
         if meta is None or "weights" not in meta:
             if not own:
                 return None  # nothing committed there yet (plain Keras backups: own dir only)
@@ -184,36 +227,62 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
             if meta is not None or os.path.exists(self._weights_path):
                 return super()._load_model()  # a plain Keras backup
             return None
+        previous = meta.get("previous") or None
         if own:
-            self._cleanup(keep={meta["weights"], meta.get("state")})
-        weights = os.path.join(source, meta["weights"])
+            self._cleanup(keep=_files(meta) | _files(previous))
         if self.model.optimizer is not None and not self.model.optimizer.built:
             self.model.optimizer.build(self.model.trainable_variables)
+        try:
+            entry = self._restore(source, meta)
+        except BackupError as e:
+            if previous is None:
+                raise
+            try:
+                entry = self._restore(source, previous)
+            except BackupError:
+                raise e from None
+            warnings.warn(f"{e} Resuming from the backup before it (epoch "
+                          f"{previous['epoch']}).", stacklevel=2)
+            print(f"the backup of epoch {meta['epoch']} is damaged; resuming from the one "
+                  f"before it (epoch {previous['epoch']}).", flush=True)
+        epoch = int(entry["epoch"])
+        self.history = list(meta.get("history", []))[:epoch]
+        self.model._initial_epoch = epoch
+        self._current_epoch = epoch
+        self.restored = {"epoch": epoch, "batch": int(entry.get("batch", 0)),
+                         "weights": entry["weights"]}
+        return meta
+
+    def _restore(self, source, entry):
+        """Loads the weights and state a commit record (or its ``previous``) names."""
+        weights = os.path.join(source, entry["weights"])
+        hint = ("Delete the directory (or run with resume=False) to start over.")
         try:
             self.model.load_weights(weights)
         except Exception as e:  # noqa: BLE001 -- reported with the path
             raise BackupError(
-                f"the backup in {source} (epoch {meta['epoch']}) cannot be loaded from "
-                f"{weights}: {e}. Delete the directory (or run with resume=False) to start over."
+                f"the backup in {source} (epoch {entry['epoch']}) cannot be loaded from "
+                f"{weights}: {str(e).splitlines()[0] if str(e) else type(e).__name__}. {hint}"
             ) from e
-        if meta.get("state"):
-            saved = _decode_state(os.path.join(source, meta["state"]))
-            missing = [n for n in self.state if n not in saved]
+        if entry.get("state"):
+            try:
+                saved = _decode_state(os.path.join(source, entry["state"]))
+            except Exception as e:  # noqa: BLE001 -- a damaged state file
+                raise BackupError(f"the backup in {source} (epoch {entry['epoch']}) has a "
+                                  f"damaged state file {entry['state']}: {e}. {hint}") from e
+            missing = [n for n, obj in self.state.items() if n not in saved
+                       and not getattr(obj, "optional_in_backup", False)]
             if missing:
                 raise BackupError(f"the backup in {source} has no state for {missing}; "
-                                  "it was written by a differently configured run.")
+                                  f"it was written by a differently configured run. {hint}")
             for name, obj in self.state.items():
-                obj.set_state(saved[name])
-        elif self.state:
+                if name in saved:
+                    obj.set_state(saved[name])
+        elif any(not getattr(obj, "optional_in_backup", False) for obj in self.state.values()):
             raise BackupError(f"the backup in {source} has no state for "
                               f"{sorted(self.state)}; it was written by a differently "
-                              "configured run.")
-        self.history = list(meta.get("history", []))
-        self.model._initial_epoch = int(meta["epoch"])
-        self._current_epoch = int(meta["epoch"])
-        self.restored = {"epoch": int(meta["epoch"]), "batch": int(meta.get("batch", 0)),
-                         "weights": meta["weights"]}
-        return meta
+                              f"configured run. {hint}")
+        return entry
 
     # ------------------------------------------------------------------ writing
     def on_epoch_end(self, epoch, logs=None):
@@ -236,8 +305,13 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
                 f.write(data)
                 f.flush()
                 os.fsync(f.fileno())
+        # The previous commit's files stay (one back): a damaged latest backup falls back.
+        previous = None
+        if old is not None and old.get("weights") and old["weights"] != weights:
+            previous = {k: old.get(k) for k in ("epoch", "batch", "weights", "state")}
         meta = {"format": _FORMAT, "epoch": self._current_epoch, "batch": self._last_batch_seen,
-                "weights": weights, "state": state_name, "history": self.history}
+                "weights": weights, "state": state_name, "history": self.history,
+                "previous": previous}
         tmp = os.path.join(self.backup_dir, f".tmp-{uuid.uuid4().hex[:8]}-{_META}")
         with open(tmp, "w") as f:
             json.dump(meta, f)
@@ -245,8 +319,7 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
             os.fsync(f.fileno())
         os.replace(tmp, self._meta_path)  # the commit
         fsync_dir(self.backup_dir)
-        keep = {weights, state_name}
-        self._cleanup(keep)
+        self._cleanup(_files(meta) | _files(previous))
         if old is None and os.path.exists(self._weights_path):
             os.remove(self._weights_path)  # a superseded plain Keras backup
 

@@ -48,7 +48,9 @@ class ShuffledBatches(keras.utils.PyDataset):
             ``keras.utils.PyDataset``.
 
     ``num_batches`` is ``None`` (endless): pass ``steps_per_epoch=feed.steps_per_epoch`` to
-    ``fit``.
+    ``fit``. ``start_batch`` (an attribute, default 0) shifts the batches: ``self[i]`` is
+    batch ``start_batch + i`` of the endless sequence (a resumed run starts where the
+    interrupted one stopped, so its epochs see the same orders as an uninterrupted run).
     """
 
     def __init__(self, x: np.ndarray, y: np.ndarray | None = None, batch_size: int = 256,
@@ -71,6 +73,7 @@ class ShuffledBatches(keras.utils.PyDataset):
         self.batch_size, self.seed = int(batch_size), int(seed)
         self.steps_per_epoch = x.shape[0] // self.batch_size
         self._perm = (-1, None)
+        self.start_batch = 0
 
     @property
     def num_batches(self) -> None:
@@ -88,7 +91,7 @@ class ShuffledBatches(keras.utils.PyDataset):
         return self._permutation(epoch)[j * self.batch_size:(j + 1) * self.batch_size]
 
     def __getitem__(self, i: int):
-        idx = self.indices(i)
+        idx = self.indices(self.start_batch + int(i))
         if self.y is None:
             return self.x[idx]
         return self.x[idx], self.y[idx]

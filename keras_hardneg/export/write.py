@@ -35,7 +35,12 @@ from keras_hardneg.export.signatures import (
     signature_to_json,
 )
 
-__all__ = ["export_encoder"]
+__all__ = ["export_encoder", "check_replaceable"]
+
+# What an exported encoder's folder holds: TensorFlow's SavedModel files, the model card,
+# and the Keras preset a run writes beside them (``preset/``).
+_EXPORT_ENTRIES = frozenset({"saved_model.pb", "variables", "assets", "fingerprint.pb",
+                             "model_card.json", "model_card.md", "preset"})
 
 _TMP_PREFIX = ".khn-export-tmp-"
 _OLD_PREFIX = ".khn-export-old-"
@@ -239,6 +244,31 @@ def _make_card(model_card, modality, signature, output_dim, asset_names):
     return card.validate()
 
 
+def check_replaceable(export_dir: str) -> None:
+    """Refuses to replace ``export_dir`` unless it is an encoder this package exported
+    (``saved_model.pb`` and ``model_card.json``, nothing else besides the SavedModel's
+    files) or an empty folder: ``overwrite`` never deletes a user's files.
+
+    Raises:
+        FileExistsError: one line naming the folder and what in it is not an export's.
+    """
+    export_dir = os.fspath(export_dir)
+    if not os.path.isdir(export_dir) or os.path.islink(export_dir):
+        raise FileExistsError(f"{export_dir} exists and is not a folder; refusing to replace "
+                              "it (choose another output).")
+    entries = set(os.listdir(export_dir))
+    if not entries:
+        return
+    foreign = sorted(entries - _EXPORT_ENTRIES)
+    if foreign or not {"saved_model.pb", MODEL_CARD_JSON} <= entries:
+        what = (f"it holds {foreign[0]!r}" + (f" and {len(foreign) - 1} more" if
+                                              len(foreign) > 1 else "")
+                if foreign else "it has no saved_model.pb + model_card.json")
+        raise FileExistsError(f"{export_dir} is not an encoder exported by keras-hardneg "
+                              f"({what}); refusing to replace it: choose another output "
+                              "folder, or empty or remove this one yourself.")
+
+
 def export_encoder(encoder, export_dir, *, input_shape=None, input_signature=None,
                    assets=None, model_card=None, overwrite=False):
     """Writes ``encoder`` as a reusable TF2 SavedModel plus a model card, atomically.
@@ -273,7 +303,8 @@ def export_encoder(encoder, export_dir, *, input_shape=None, input_signature=Non
             ``modality`` must match the input (a dict or ``None`` gets it filled in).
             Shape / signature, ``max_length`` (text, from a fixed ``L``), assets, output
             dim, versions and creation time are filled in.
-        overwrite: replace an existing ``export_dir`` (atomic swap); otherwise raise
+        overwrite: replace an existing ``export_dir`` (atomic swap) if it is an export of
+            this package or empty (:func:`check_replaceable`); otherwise raise
             ``FileExistsError``.
 
     Returns:
@@ -310,6 +341,8 @@ def export_encoder(encoder, export_dir, *, input_shape=None, input_signature=Non
     if os.path.lexists(export_dir) and not overwrite:
         raise FileExistsError(f"export_encoder: {export_dir} already exists; "
                               "pass overwrite=True to replace it.")
+    if os.path.lexists(export_dir):
+        check_replaceable(export_dir)
     modality, signature, spec = _resolve_signature(encoder, input_shape, input_signature)
     if not encoder.built:
         if modality == "image":

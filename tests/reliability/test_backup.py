@@ -47,9 +47,11 @@ def test_uncommitted_files_are_ignored_and_removed(tmp_path):
     assert cb2.restored["epoch"] == 2 and h.history == {}  # nothing left to run
     for a, b in zip(m2.get_weights(), saved):
         np.testing.assert_array_equal(a, b)
+    meta = json.load(open(tmp_path / "training_metadata.json"))
+    # The committed backup and the one before it (the fall-back of a damaged one).
     assert sorted(os.listdir(tmp_path)) == sorted(
-        [json.load(open(tmp_path / "training_metadata.json"))["weights"],
-         "training_metadata.json"])
+        [meta["weights"], meta["previous"]["weights"], "training_metadata.json"])
+    assert meta["previous"]["epoch"] == 1
     assert len(cb2.history) == 2  # the completed run still reports its epochs
     assert latest_weights(str(tmp_path)).endswith(
         json.load(open(tmp_path / "training_metadata.json"))["weights"])
@@ -62,6 +64,36 @@ def test_damaged_committed_backup_is_reported_not_ignored(tmp_path):
     meta = json.load(open(tmp_path / "training_metadata.json"))
     (tmp_path / meta["weights"]).write_bytes(b"garbage")
     with pytest.raises(BackupError, match=r"cannot be loaded.*resume=False"):
+        _model().fit(X, Y, epochs=2, verbose=0,
+                     callbacks=[AtomicBackupAndRestore(str(tmp_path))])
+
+
+def test_damaged_latest_backup_falls_back_to_the_previous_one(tmp_path, capsys):
+    m = _model()
+    m.fit(X, Y, epochs=1, verbose=0,
+          callbacks=[AtomicBackupAndRestore(str(tmp_path), delete_checkpoint=False)])
+    after_first = [w.copy() for w in m.get_weights()]
+    m.fit(X, Y, epochs=2, verbose=0,
+          callbacks=[AtomicBackupAndRestore(str(tmp_path), delete_checkpoint=False)])
+    meta = json.load(open(tmp_path / "training_metadata.json"))
+    assert meta["epoch"] == 2 and meta["previous"]["epoch"] == 1
+    (tmp_path / meta["weights"]).write_bytes(b"garbage")  # the latest one is damaged
+    m2 = _model()
+    cb = AtomicBackupAndRestore(str(tmp_path), delete_checkpoint=False)
+    cb.set_model(m2)
+    with pytest.warns(UserWarning, match="epoch 1"):
+        cb.on_train_begin()
+    assert cb.restored["epoch"] == 1 and m2._initial_epoch == 1 and len(cb.history) == 1
+    for a, b in zip(m2.get_weights(), after_first):
+        np.testing.assert_array_equal(a, b)
+    assert "resuming from the one before it (epoch 1)" in capsys.readouterr().out
+
+
+def test_damaged_commit_record_is_one_backup_error(tmp_path):
+    _model().fit(X, Y, epochs=1, verbose=0,
+                 callbacks=[AtomicBackupAndRestore(str(tmp_path), delete_checkpoint=False)])
+    (tmp_path / "training_metadata.json").write_text("{\"epoch\": 1, \"wei")
+    with pytest.raises(BackupError, match="commit record .* is damaged.*resume=False"):
         _model().fit(X, Y, epochs=2, verbose=0,
                      callbacks=[AtomicBackupAndRestore(str(tmp_path))])
 

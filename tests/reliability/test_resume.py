@@ -138,6 +138,10 @@ def test_sigkill_during_checkpoint_write_keeps_previous(tmp_path):
     assert resumed["begin"]["weights"] == killed["saved"]["0"]["weights"]
     assert resumed["epochs_run"] == EPOCHS
     assert resumed["epochs_trained_now"] == EPOCHS - 1
-    # The half-written file was removed; one backup remains.
+    # The half-written file was removed; the last backup and the one before it remain.
     files = sorted(f for f in os.listdir(backup) if f.startswith("ckpt-"))
-    assert len(files) == 1 and files[0].startswith(f"ckpt-{EPOCHS:05d}")
+    final = read_json(os.path.join(backup, "training_metadata.json"))
+    named = {final["weights"], final["state"], final["previous"]["weights"],
+             final["previous"]["state"]} - {None}
+    assert set(files) == named and final["weights"].startswith(f"ckpt-{EPOCHS:05d}")
+    assert final["previous"]["weights"].startswith(f"ckpt-{EPOCHS - 1:05d}")

@@ -1,0 +1,143 @@
+"""What ``train`` checks in an output directory before it writes anything there.
+
+* :func:`check_output_dir`: the folder can be created and written (not a file, not
+  read-only), else one line naming it.
+* :func:`stored_run`: what an earlier ``train`` left there (its recipe, the epoch its last
+  committed backup reached, whether it finished).
+* :func:`check_resume`: a rerun into a run directory must train the recipe stored there;
+  a different one is refused naming the keys that differ and the way out, before any file
+  of the earlier run is touched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from typing import Any
+
+from keras_hardneg.registry import ConfigError
+
+__all__ = ["OutputDirError", "check_output_dir", "stored_run", "recipe_differences",
+           "check_resume"]
+
+
+class OutputDirError(ConfigError):
+    """An output folder cannot be used (a file, read-only, or another run's recipe)."""
+
+
+def check_output_dir(path: str, what: str = "output directory", create: bool = True) -> str:
+    """Checks that ``path`` is (or can be made) a writable folder; returns its absolute path.
+
+    With ``create`` the folder is made and a probe file written and removed there (the
+    only reliable test: ``os.access`` says yes to root on a read-only file system).
+
+    Raises:
+        OutputDirError: ``path`` is a file, lies under a file, or cannot be written; the
+            message names ``what`` and the path in one line.
+    """
+    path = os.path.abspath(os.fspath(path))
+    if os.path.lexists(path) and not os.path.isdir(path):
+        raise OutputDirError(f"{what} {path!r} is a file, not a folder; give a folder path "
+                             "(it is created if missing).")
+    ancestor = os.path.dirname(path)
+    while not os.path.lexists(ancestor):
+        ancestor = os.path.dirname(ancestor)
+    if not os.path.isdir(ancestor):
+        raise OutputDirError(f"{what} {path!r} lies under the file {ancestor!r}; give a "
+                             "folder path.")
+    if not create:
+        return path
+    probe = os.path.join(path, f".khn-write-test-{uuid.uuid4().hex[:8]}")
+    try:
+        os.makedirs(path, exist_ok=True)
+        with open(probe, "w"):
+            pass
+        os.remove(probe)
+    except OSError as e:
+        raise OutputDirError(f"{what} {path!r} cannot be written ({e.strerror or e}); give a "
+                             "folder you can write to.") from None
+    return path
+
+
+def _committed_epoch(backup_dir: str) -> int:
+    try:
+        with open(os.path.join(backup_dir, "training_metadata.json")) as f:
+            return int(json.load(f).get("epoch", 0))
+    except (OSError, ValueError, TypeError, AttributeError):
+        return 0
+
+
+def stored_run(output_dir: str) -> dict[str, Any] | None:
+    """What an earlier ``train`` left in ``output_dir``: ``{"recipe": dict or None,
+    "epoch": committed epoch (0: none), "results": results.json's dict or None}``; None when
+    the folder holds no run (no ``recipe.json``)."""
+    recipe_path = os.path.join(output_dir, "recipe.json")
+    if not os.path.isfile(recipe_path):
+        return None
+    try:
+        with open(recipe_path) as f:
+            recipe = json.load(f)
+    except (OSError, ValueError):
+        recipe = None
+    results = None
+    try:
+        with open(os.path.join(output_dir, "results.json")) as f:
+            results = json.load(f)
+    except (OSError, ValueError):
+        pass
+    return {"recipe": recipe, "epoch": _committed_epoch(os.path.join(output_dir, "backup")),
+            "results": results}
+
+
+def recipe_differences(old: Any, new: Any, prefix: str = "") -> list[str]:
+    """The dotted keys whose values differ between two recipes (sorted). A section whose
+    ``name`` differs is reported by its name alone (its other keys follow from it)."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        if "name" in old and "name" in new and old["name"] != new["name"] and prefix:
+            return [f"{prefix}name"]
+        out = []
+        for key in sorted(set(old) | set(new), key=str):
+            out += recipe_differences(old.get(key), new.get(key), f"{prefix}{key}.")
+        return out
+    if isinstance(old, (list, tuple)) and isinstance(new, (list, tuple)):
+        old, new = list(old), list(new)
+    return [] if old == new else [prefix[:-1]]
+
+
+def check_resume(recipe: dict[str, Any], output_dir: str, resume: bool,
+                 flag: str = "resume=False") -> dict[str, Any] | None:
+    """Refuses to resume ``output_dir`` with another recipe; returns :func:`stored_run`.
+
+    A folder whose run trained nothing yet (no committed backup, no results) may take a new
+    recipe; so may any folder with ``resume=False`` (the run starts over).
+
+    Raises:
+        OutputDirError: naming the differing keys (old -> new) and the way out: ``flag``
+            (the CLI says ``--no-resume``) or another output folder.
+    """
+    stored = stored_run(output_dir)
+    if not resume or stored is None or (stored["epoch"] == 0 and stored["results"] is None):
+        return stored
+    old = stored["recipe"]
+    if old is None:
+        raise OutputDirError(f"{output_dir!r} holds an unreadable recipe.json; start over "
+                             f"with {flag} or choose another output folder.")
+    # JSON round trip: the stored recipe went through it (tuples are lists there).
+    new = json.loads(json.dumps(recipe, default=str))
+    keys = recipe_differences(old, new)
+    if keys:
+        shown = ", ".join(f"{k} ({_get(old, k)!r} -> {_get(new, k)!r})" for k in keys[:4])
+        more = f" and {len(keys) - 4} more" if len(keys) > 4 else ""
+        raise OutputDirError(
+            f"{output_dir!r} holds a run of another recipe (trained to epoch "
+            f"{stored['epoch']}); it differs in {shown}{more}. Start over with {flag}, or "
+            "choose another output folder.")
+    return stored
+
+
+def _get(recipe: dict[str, Any], dotted: str) -> Any:
+    value: Any = recipe
+    for part in dotted.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
