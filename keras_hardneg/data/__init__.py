@@ -29,8 +29,8 @@ from keras_hardneg.data.image_folder import (
 from keras_hardneg.data.sources import dataset_spec
 from keras_hardneg.data.text import TokenizedSentences, read_sentences, text_file
 from keras_hardneg.data.tfds_loader import tfds_dataset, to_rgb_float
-from keras_hardneg.data.tokenizer import (SentenceTokenizer, load_tokenizer, train_tokenizer,
-                                          wordllama_available, wordllama_start)
+from keras_hardneg.data.tokenizer import (SentenceTokenizer, load_tokenizer, pretrained_tokenizer,
+                                          train_tokenizer, wordllama_available, wordllama_start)
 
 __all__ = [
     "TensorFlowBackendRequiredError",
@@ -55,6 +55,7 @@ __all__ = [
     "to_rgb_float",
     "TokenizedSentences",
     "load_tokenizer",
+    "pretrained_tokenizer",
     "train_tokenizer",
     "wordllama_available",
     "wordllama_start",

@@ -38,8 +38,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from keras_hardneg.data.tokenizer import (SentenceTokenizer, load_tokenizer, train_tokenizer,
-                                          wordllama_start)
+from keras_hardneg.data.tokenizer import (SentenceTokenizer, load_tokenizer, pretrained_tokenizer,
+                                          train_tokenizer, wordllama_start)
 from keras_hardneg.registry import DATASETS, Param
 
 __all__ = ["PAIRS", "TokenizedSentences", "read_sentences", "text_file"]
@@ -180,8 +180,13 @@ def _tokenizer_for(choice: str, sentences: Sequence[str], vocab_size: int,
                             "embeddings")
     if isinstance(choice, (str, os.PathLike)) and os.path.isfile(choice):
         return load_tokenizer(choice), None, f"tokenizer {os.fspath(choice)}"
-    raise ValueError(f"`tokenizer` must be 'train', 'wordllama' or the path of a saved "
-                     f"tokenizer JSON file; got {choice!r} (no such file).")
+    if isinstance(choice, (str, os.PathLike)) and os.path.isdir(choice):
+        tok = pretrained_tokenizer(choice)
+        return tok, None, (f"WordPiece tokenizer of the pretrained checkpoint "
+                           f"{os.fspath(choice)} ({tok.vocab_size} ids)")
+    raise ValueError(f"`tokenizer` must be 'train', 'wordllama', the path of a saved "
+                     f"tokenizer JSON file or a pretrained checkpoint folder; got {choice!r} "
+                     "(no such file or folder).")
 
 
 @DATASETS.register(
@@ -191,8 +196,9 @@ def _tokenizer_for(choice: str, sentences: Sequence[str], vocab_size: int,
         "max_length": Param(int, low=2, help="token ids per sentence, [CLS] included (>= 2)"),
         "vocab_size": Param(int, low=258, help="vocabulary of a trained tokenizer (>= 258)"),
         "tokenizer": Param(str, help="'train' (byte-level BPE on the file), 'wordllama' "
-                                     "(its tokenizer and embedding table), or a saved "
-                                     "tokenizer JSON path"),
+                                     "(its tokenizer and embedding table), a saved "
+                                     "tokenizer JSON path, or a pretrained checkpoint "
+                                     "folder (its tokenizer.json / vocab.txt)"),
         "pairs": Param(str, choices=PAIRS,
                        help="none: one sentence per row (SimCSE); adjacent: (sentence i, "
                             "i + 1) rows (quick-thought)"),

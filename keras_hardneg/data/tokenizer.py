@@ -20,6 +20,10 @@ the corpus itself:
   ``[CLS]``-like id first (every sentence, even an empty one, has a real token, and CLS
   pooling can read it), the sentence's tokens truncated to ``L - 1``, then zeros;
   ``decode``, ``save`` (one JSON file) and :func:`load_tokenizer`.
+* :func:`pretrained_tokenizer` -- the WordPiece tokenizer of a pretrained BERT-family
+  checkpoint in a Hugging Face-format folder (``tokenizer.json``, else ``vocab.txt``), read
+  with ``tokenizers`` (no TensorFlow): rows are ``[CLS] tokens [SEP]`` then zeros, the ids
+  BERT was trained on (Devlin et al. 2019), checked against ``vocab.txt``.
 
 Example:
 >>> tok = train_tokenizer(["the cat sat on the mat", "the dog sat on the log"] * 5,
@@ -44,8 +48,8 @@ import numpy as np
 
 from keras_hardneg._io import atomic_write_json
 
-__all__ = ["SentenceTokenizer", "load_tokenizer", "train_tokenizer", "wordllama_available",
-           "wordllama_start"]
+__all__ = ["SentenceTokenizer", "load_tokenizer", "pretrained_tokenizer", "train_tokenizer",
+           "wordllama_available", "wordllama_start"]
 
 _FORMAT = "keras_hardneg.SentenceTokenizer"
 _VERSION = 1
@@ -97,11 +101,13 @@ class SentenceTokenizer:
         tokenizer: a ``tokenizers.Tokenizer``.
         cls_token: the token put first in every row (``"[CLS]"``; wordllama: ``"<s>"``).
         id_offset: added to the wrapped tokenizer's ids (0 or 1).
-        kind: ``"trained"`` or ``"wordllama"`` (what it is, saved with it).
+        kind: ``"trained"``, ``"wordllama"`` or ``"pretrained"`` (what it is, saved with it).
+        sep_token: a token put after the (truncated) sentence in every row (BERT's
+            ``"[SEP]"``), or None (default: rows end with the sentence).
     """
 
     def __init__(self, tokenizer: Any, cls_token: str = _CLS, id_offset: int = 0,
-                 kind: str = "trained"):
+                 kind: str = "trained", sep_token: str | None = None):
         tokenizers = _tokenizers()
         if not isinstance(tokenizer, tokenizers.Tokenizer):
             raise ValueError(f"`tokenizer` must be a tokenizers.Tokenizer; got "
@@ -110,6 +116,8 @@ class SentenceTokenizer:
             raise ValueError(f"`id_offset` must be 0 or 1; got {id_offset!r}.")
         if tokenizer.token_to_id(cls_token) is None:
             raise ValueError(f"`cls_token` {cls_token!r} is not in the tokenizer's vocabulary.")
+        if sep_token is not None and tokenizer.token_to_id(sep_token) is None:
+            raise ValueError(f"`sep_token` {sep_token!r} is not in the tokenizer's vocabulary.")
         if id_offset == 0 and tokenizer.id_to_token(0) != _PAD:
             raise ValueError(f"With id_offset=0 the tokenizer's id 0 must be {_PAD!r} (0 is "
                              f"padding); got {tokenizer.id_to_token(0)!r}. Use id_offset=1.")
@@ -117,6 +125,7 @@ class SentenceTokenizer:
         self.cls_token = cls_token
         self.id_offset = int(id_offset)
         self.kind = kind
+        self.sep_token = sep_token
 
     # ------------------------------------------------------------------ facts
     @property
@@ -128,6 +137,13 @@ class SentenceTokenizer:
     def cls_id(self) -> int:
         """The id that starts every encoded row."""
         return self.tokenizer.token_to_id(self.cls_token) + self.id_offset
+
+    @property
+    def sep_id(self) -> int | None:
+        """The id that ends every encoded sentence (None: no ``sep_token``)."""
+        if self.sep_token is None:
+            return None
+        return self.tokenizer.token_to_id(self.sep_token) + self.id_offset
 
     pad_id = 0
 
@@ -144,7 +160,8 @@ class SentenceTokenizer:
 
     def encode(self, sentences: Sequence[str], max_length: int = 32) -> np.ndarray:
         """``int32 [n, max_length]``: ``[CLS]``, the first ``max_length - 1`` tokens of each
-        sentence, then 0 (padding).
+        sentence (``max_length - 2`` and then ``[SEP]`` with a ``sep_token``), then 0
+        (padding).
 
         Args:
             sentences: a list of strings (not one string).
@@ -154,14 +171,17 @@ class SentenceTokenizer:
         rows = self.tokenize(sentences)
         out = np.zeros((len(rows), max_length), np.int32)
         out[:, 0] = self.cls_id
+        sep = self.sep_id
         for i, row in enumerate(rows):
-            row = row[:max_length - 1]
+            row = row[:max_length - 1] if sep is None else row[:max_length - 2] + [sep]
             out[i, 1:1 + len(row)] = row
         return out
 
     def lengths(self, sentences: Sequence[str]) -> np.ndarray:
-        """``int [n]``: each sentence's number of tokens with ``[CLS]`` (before truncation)."""
-        return np.asarray([len(r) + 1 for r in self.tokenize(sentences)], np.int64)
+        """``int [n]``: each sentence's number of tokens with ``[CLS]`` (and ``[SEP]``),
+        before truncation."""
+        extra = 1 if self.sep_token is None else 2
+        return np.asarray([len(r) + extra for r in self.tokenize(sentences)], np.int64)
 
     def decode(self, ids: Any) -> list[str] | str:
         """The text of ids ``[n, L]`` (a list) or ``[L]`` (one string); padding, ``[CLS]``
@@ -171,8 +191,8 @@ class SentenceTokenizer:
             raise ValueError(f"`ids` must be integer ids [n, L] or [L]; got dtype {ids.dtype} "
                              f"shape {ids.shape}.")
         rows = ids[None] if ids.ndim == 1 else ids
-        cls_id = self.cls_id
-        lists = [[int(i) - self.id_offset for i in row if i != 0 and i != cls_id]
+        cls_id, sep_id = self.cls_id, self.sep_id
+        lists = [[int(i) - self.id_offset for i in row if i not in (0, cls_id, sep_id)]
                  for row in rows]
         texts = [t.strip() for t in self.tokenizer.decode_batch(lists, skip_special_tokens=True)]
         return texts[0] if ids.ndim == 1 else texts
@@ -180,9 +200,12 @@ class SentenceTokenizer:
     # ---------------------------------------------------------------- storage
     def to_dict(self) -> dict:
         """Everything needed to rebuild it (what :meth:`save` writes)."""
-        return {"format": _FORMAT, "version": _VERSION, "kind": self.kind,
-                "cls_token": self.cls_token, "id_offset": self.id_offset,
-                "tokenizer": json.loads(self.tokenizer.to_str())}
+        out = {"format": _FORMAT, "version": _VERSION, "kind": self.kind,
+               "cls_token": self.cls_token, "id_offset": self.id_offset,
+               "tokenizer": json.loads(self.tokenizer.to_str())}
+        if self.sep_token is not None:
+            out["sep_token"] = self.sep_token
+        return out
 
     @classmethod
     def from_dict(cls, data: dict) -> "SentenceTokenizer":
@@ -194,7 +217,7 @@ class SentenceTokenizer:
                              f"supported (this library reads version {_VERSION}).")
         tok = _tokenizers().Tokenizer.from_str(json.dumps(data["tokenizer"]))
         return cls(tok, cls_token=data["cls_token"], id_offset=data["id_offset"],
-                   kind=data.get("kind", "trained"))
+                   kind=data.get("kind", "trained"), sep_token=data.get("sep_token"))
 
     def save(self, path: str | os.PathLike) -> str:
         """Writes the tokenizer as one JSON file (atomically); returns the path."""
@@ -335,3 +358,90 @@ def wordllama_start() -> tuple[SentenceTokenizer, np.ndarray]:
                          f"{tok.get_vocab_size()} tokens.")
     table = np.concatenate([np.zeros((1, table.shape[1]), np.float32), table], axis=0)
     return SentenceTokenizer(tok, cls_token="<s>", id_offset=1, kind="wordllama"), table
+
+
+_PRETRAINED_INSTALL = 'pip install "keras-hardneg[pretrained]"'
+
+
+def _read_vocab_txt(path: str) -> list[str]:
+    with open(path, encoding="utf-8") as f:
+        return [line.rstrip("\n").rstrip("\r") for line in f]
+
+
+def pretrained_tokenizer(preset: str | os.PathLike) -> SentenceTokenizer:
+    """The tokenizer of a pretrained BERT-family checkpoint folder (Hugging Face format).
+
+    Reads ``tokenizer.json`` with ``tokenizers`` (no TensorFlow; any Keras backend); a
+    folder with only ``vocab.txt`` gets BERT's uncased WordPiece pipeline (Devlin et al.
+    2019: lower-case, split on whitespace and punctuation, greedy longest-match WordPiece,
+    ``[UNK]`` for the rest). Padding and truncation stored in ``tokenizer.json`` are turned
+    off (:meth:`SentenceTokenizer.encode` pads with id 0, BERT's ``[PAD]``). Rows are
+    ``[CLS] tokens [SEP] 0 ...`` (``int32 [n, L]``).
+
+    Args:
+        preset: the folder (``tokenizer.json`` and/or ``vocab.txt``).
+
+    Raises:
+        ValueError: one line naming ``preset`` when the folder or its tokenizer is missing,
+            when ``vocab.txt`` and ``tokenizer.json`` disagree, or when id 0 is not
+            ``[PAD]`` or ``[CLS]``/``[SEP]`` are absent.
+
+    Example:
+    >>> import os, tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> with open(os.path.join(folder, "vocab.txt"), "w") as f:
+    ...     _ = f.write("\\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "the", "cat", "##s"]))
+    >>> tok = pretrained_tokenizer(folder)
+    >>> tok.encode(["The cats"], max_length=6).tolist()
+    [[2, 4, 5, 6, 3, 0]]
+    """
+    folder = os.fspath(preset)
+    if not os.path.isdir(folder):
+        raise ValueError(f"`preset` {folder!r} is not a folder; pass a folder holding a "
+                         "BERT-family checkpoint in Hugging Face format (tokenizer.json or "
+                         "vocab.txt).")
+    tokenizers = _tokenizers()
+    json_path = os.path.join(folder, "tokenizer.json")
+    vocab_path = os.path.join(folder, "vocab.txt")
+    if os.path.isfile(json_path):
+        try:
+            tok = tokenizers.Tokenizer.from_file(json_path)
+        except Exception as err:  # tokenizers raises its own Exception type
+            raise ValueError(f"`preset` {folder!r}: tokenizer.json is not a readable "
+                             f"tokenizers file ({str(err).splitlines()[0]}).") from None
+        tok.no_padding()
+        tok.no_truncation()
+        if os.path.isfile(vocab_path):
+            vocab = _read_vocab_txt(vocab_path)
+            while vocab and vocab[-1] == "":
+                vocab.pop()
+            size = tok.get_vocab_size(with_added_tokens=True)
+            first = next((i for i, t in enumerate(vocab) if tok.token_to_id(t) != i), None)
+            if len(vocab) != size or first is not None:
+                where = ("" if first is None else
+                         f"; first difference at id {first}: vocab.txt {vocab[first]!r}, "
+                         f"tokenizer.json {tok.id_to_token(first)!r}")
+                raise ValueError(f"`preset` {folder!r}: vocab.txt ({len(vocab)} tokens) and "
+                                 f"tokenizer.json ({size} tokens) must hold the same "
+                                 f"vocabulary in the same order{where}.")
+    elif os.path.isfile(vocab_path):
+        from tokenizers import models, normalizers, pre_tokenizers
+
+        vocab = {t: i for i, t in enumerate(_read_vocab_txt(vocab_path)) if t}
+        if "[UNK]" not in vocab:
+            raise ValueError(f"`preset` {folder!r}: vocab.txt has no '[UNK]' token.")
+        tok = tokenizers.Tokenizer(models.WordPiece(vocab, unk_token="[UNK]"))
+        tok.normalizer = normalizers.BertNormalizer(lowercase=True)
+        tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    else:
+        raise ValueError(f"`preset` {folder!r} has neither tokenizer.json nor vocab.txt; a "
+                         "BERT-family checkpoint folder needs one of them.")
+    for token in (_PAD, _CLS, "[SEP]"):
+        if tok.token_to_id(token) is None:
+            raise ValueError(f"`preset` {folder!r}: the tokenizer has no {token!r} token "
+                             "(a BERT WordPiece vocabulary has [PAD], [CLS] and [SEP]).")
+    if tok.id_to_token(0) != _PAD:
+        raise ValueError(f"`preset` {folder!r}: the tokenizer's id 0 must be '[PAD]' (0 is "
+                         f"padding); got {tok.id_to_token(0)!r}.")
+    return SentenceTokenizer(tok, cls_token=_CLS, id_offset=0, kind="pretrained",
+                             sep_token="[SEP]")

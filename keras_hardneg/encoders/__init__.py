@@ -9,6 +9,10 @@ float32 features ``[B, F]``.
 * :func:`text_transformer` -- a small Transformer sentence encoder (pre-LN, dropout, mean or
   CLS pooling over real tokens): token ids ``int32 [B, L]`` -> ``[B, width]``;
   :func:`mean_embedding_encoder` -- the mean-of-token-embeddings baseline.
+* :func:`pretrained_text` -- a pretrained BERT-family checkpoint (keras-hub's BertBackbone
+  from a Hugging Face-format folder or a keras-hub preset; the optional ``pretrained``
+  extra) with mean or CLS pooling: token ids ``int32 [B, L]`` -> ``[B, hidden_size]``
+  (registered as ``"pretrained_bert"``).
 * :class:`FusedBatchNormalization` -- Keras batch norm computed by one fused TensorFlow
   kernel (used by the ResNets and the small convnet; faster on CPU, see docs/benchmarks.md).
 * :func:`projection_head`, :func:`prediction_head`, :class:`ProjectionHead` -- MLP heads
@@ -23,6 +27,7 @@ from keras_hardneg.encoders.gin import GINEncoder, gin
 from keras_hardneg.encoders.heads import (HEAD_VERSIONS, ProjectionHead, prediction_head,
                                           projection_head)
 from keras_hardneg.encoders.normalization import ImageNormalization
+from keras_hardneg.encoders.pretrained_text import pretrained_text
 from keras_hardneg.encoders.resnet import resnet18_cifar, resnet50
 from keras_hardneg.encoders.small_convnet import small_convnet
 from keras_hardneg.encoders.text_transformer import mean_embedding_encoder, text_transformer
@@ -36,6 +41,7 @@ __all__ = [
     "ProjectionHead",
     "gin",
     "prediction_head",
+    "pretrained_text",
     "projection_head",
     "resnet18_cifar",
     "resnet50",

