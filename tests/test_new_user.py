@@ -110,3 +110,69 @@ def test_quick_start_runs_twice(tmp_path, monkeypatch):
     for _ in range(2):
         exec(compile(block, "README.md", "exec"), {})
     assert os.path.isfile(tmp_path / "my_encoder" / "saved_model.pb")
+
+
+def _image_folder(root, size=32):
+    from PIL import Image
+    import numpy as np
+
+    for split in ("train", "test"):
+        for label in ("a", "b"):
+            os.makedirs(root / split / label)
+            for i in range(3):
+                pixels = np.random.default_rng(i).integers(0, 255, (size, size, 3), "uint8")
+                Image.fromarray(pixels).save(root / split / label / f"{i}.png")
+    return root
+
+
+def test_small_encoder_on_larger_images_suggests_image_size(run_dir, tmp_path, capsys):
+    images = _image_folder(tmp_path / "imgs")
+    exported = tmp_path / "enc"
+    assert cli.main(["export", str(run_dir), "--output", str(exported)]) == 0
+    for encoder in (run_dir, exported):  # rebuilt from the checkpoint, and the SavedModel
+        capsys.readouterr()
+        assert cli.main(["evaluate", str(encoder), "--dataset", str(images)]) == 2
+        err = capsys.readouterr().err
+        assert "takes 8x8 images, the data are 32x32: pass --image-size 8" in err, err
+        assert err.count("\n") == 1, err
+    assert cli.main(["evaluate", str(exported), "--dataset", str(images), "--image-size", "8",
+                     "--no-linear-probe"]) == 0
+
+
+def test_saved_model_refuses_other_image_sizes_in_one_line(run_dir, tmp_path):
+    import numpy as np
+
+    from keras_hardneg import export
+
+    exported = tmp_path / "enc"
+    assert cli.main(["export", str(run_dir), "--output", str(exported)]) == 0
+    encoder = export.load_encoder(str(exported))
+    assert encoder(np.zeros((2, 8, 8, 3), "float32")).shape[0] == 2
+    with pytest.raises(ValueError, match=r"takes images \[B, 8, 8, 3\] .*got \[B, 32, 32, 3\]"
+                                         r".*--image-size 8"):
+        encoder(np.zeros((2, 32, 32, 3), "float32"))
+
+
+def test_zoo_entry_folder_says_what_to_pass(tmp_path, capsys):
+    trained = tmp_path / "trained"
+    (trained / "encoder").mkdir(parents=True)
+    (trained / "encoder" / "saved_model.pb").write_bytes(b"")
+    recipe_only = tmp_path / "recipe_only"
+    recipe_only.mkdir()
+    for entry in (trained, recipe_only):
+        (entry / "recipe.json").write_text("{}")
+    assert cli.main(["evaluate", str(trained)]) == 2
+    assert f"model zoo entry: pass its encoder, '{trained / 'encoder'}'" in capsys.readouterr().err
+    assert cli.main(["evaluate", str(recipe_only)]) == 2
+    err = capsys.readouterr().err
+    assert "not trained" in err and "keras-hardneg train --recipe" in err
+
+
+def test_tu_folder_without_graph_indicator_names_the_file(tmp_path, capsys):
+    tu = tmp_path / "MUTAG"
+    tu.mkdir()
+    for part in ("A", "graph_labels"):
+        (tu / f"MUTAG_{part}.txt").write_text("1, 2\n")
+    assert cli.main(["train", "--dataset", str(tu), "--epochs", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "looks like a TU graph folder" in err and "no MUTAG_graph_indicator.txt" in err, err

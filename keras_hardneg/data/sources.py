@@ -206,6 +206,21 @@ def _is_tu_folder(path: str) -> bool:
     return is_tu_folder(path)
 
 
+def _incomplete_tu_folder(path: str) -> str:
+    """What a folder holding some TU files (``D_A.txt``, ``D_graph_indicator.txt``,
+    ``D_graph_labels.txt``) lacks, naming the files; "" when it holds none of them."""
+    from keras_hardneg.data.graphs import _REQUIRED_FILES
+
+    parts = [f"_{part}.txt" for part in _REQUIRED_FILES]
+    names = sorted({f[:-len(p)] for f in os.listdir(path) for p in parts if f.endswith(p)})
+    if not names:
+        return ""
+    name = names[0]
+    missing = [f"{name}{p}" for p in parts if not os.path.isfile(os.path.join(path, name + p))]
+    return (f"it has no {', '.join(missing)} (a TU dataset needs "
+            f"{', '.join(name + p for p in parts)}).")
+
+
 def dataset_spec(text: str, **overrides: Any) -> dict[str, Any]:
     """A recipe ``data`` section from a ``--dataset`` string.
 
@@ -239,6 +254,9 @@ def dataset_spec(text: str, **overrides: Any) -> dict[str, Any]:
         spec = {"name": "text_file", "path": os.path.abspath(text)}
     elif os.path.isdir(text) and _is_tu_folder(text):
         spec = {"name": "tu", "folder": os.path.abspath(text)}
+    elif os.path.isdir(text) and _incomplete_tu_folder(text):
+        raise ConfigError(f"dataset {text!r} looks like a TU graph folder but is incomplete: "
+                          f"{_incomplete_tu_folder(text)}")
     elif os.path.isdir(text):
         path = os.path.abspath(text)
         if os.path.isdir(os.path.join(path, "train")):

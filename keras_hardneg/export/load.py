@@ -148,7 +148,9 @@ class SavedModelEncoder(keras.layers.Layer):
 
     def _prepare(self, inputs):
         if self.modality == "image":
-            return tf.cast(inputs, tf.float32)
+            inputs = tf.cast(inputs, tf.float32)
+            self._check_image_shape(inputs.shape)
+            return inputs
         if self.modality == "text":
             return tf.cast(inputs, tf.int32)
         if not isinstance(inputs, dict) or not set(GRAPH_INPUTS) <= set(inputs):
@@ -157,6 +159,23 @@ class SavedModelEncoder(keras.layers.Layer):
                              f"keys {list(GRAPH_INPUTS)} (a padded graph batch); got {got}")
         return {name: tf.cast(inputs[name], dtype)
                 for name, (_, dtype) in GRAPH_INPUTS.items()}
+
+    def _check_image_shape(self, shape):
+        """One line instead of TensorFlow's page on unmatched concrete functions: the
+        images must have the card's ``input_shape`` (a ``None`` side takes any size)."""
+        expected = tuple(self.model_card.input_shape or ())
+        got = tuple(shape)[1:] if shape.rank is not None else None
+        if not expected or got is None:
+            return
+        if len(got) != len(expected) or any(
+                e is not None and g is not None and int(e) != int(g)
+                for e, g in zip(expected, got)):
+            want = "x".join("any" if e is None else str(e) for e in expected[:2])
+            raise ValueError(
+                f"{self.export_dir}: this encoder takes images [B, {', '.join(map(str, expected))}]"
+                f" (its model card's input_shape); got [B, {', '.join(map(str, got))}]. "
+                f"Resize the images to {want} first (the CLI: --image-size "
+                f"{expected[0]}).")
 
     def call(self, inputs, training=None):
         inputs = self._prepare(inputs)

@@ -173,6 +173,7 @@ def evaluate_directory(path: str, *, recipe: Any = None, overrides: dict[str, An
         export_dir = os.path.join(path, "encoder")
     elif run_dir is None:
         if not os.path.isfile(os.path.join(path, "saved_model.pb")):
+            _explain_zoo_entry(path)
             raise RunDirectoryError(
                 f"{path!r} is neither a run directory (recipe.json + backup/) nor an exported "
                 "encoder (saved_model.pb).")
@@ -224,9 +225,41 @@ def evaluate_directory(path: str, *, recipe: Any = None, overrides: dict[str, An
     info["data"] = description
     if export_dir is not None:
         encoder = export.load_encoder(export_dir)
+        expected = tuple(card.input_shape or ()) if card is not None else ()
     else:
         encoder = restore_run(run_dir)[0].encoder
+        expected = tuple(encoder.input_shape[1:])
+    if modality.name == "image":
+        _check_image_size(expected, train[0], info["encoder"])
     return modality.evaluate(encoder, loaded, train, test), info
+
+
+def _explain_zoo_entry(path: str) -> None:
+    """A model-zoo entry (``recipe.json`` + ``encoder/``, or the recipe alone) given where an
+    encoder is expected: say what to pass instead."""
+    if not os.path.isfile(os.path.join(path, "recipe.json")):
+        return
+    encoder = os.path.join(path, "encoder")
+    if os.path.isfile(os.path.join(encoder, "saved_model.pb")):
+        raise RunDirectoryError(f"{path!r} is a model zoo entry: pass its encoder, {encoder!r}.")
+    raise RunDirectoryError(
+        f"{path!r} holds a recipe but no encoder: this entry is not trained (no encoder/). "
+        f"Train it with `keras-hardneg train --recipe {os.path.join(path, 'recipe.json')}`, "
+        "then evaluate the run directory.")
+
+
+def _check_image_size(expected: tuple, images: Any, where: str) -> None:
+    """The data's images ``[N, H, W, C]`` must have the encoder's ``(H, W, C)`` (a ``None``
+    side takes any size): one line naming both and ``--image-size``."""
+    got = tuple(getattr(images, "shape", ())[1:])
+    if not expected or len(got) != len(expected):
+        return
+    if any(e is not None and int(e) != int(g) for e, g in zip(expected, got)):
+        size = "x".join(str(v) for v in expected[:2])
+        raise RunDirectoryError(
+            f"the encoder {where} takes {size} images, the data are "
+            f"{'x'.join(str(v) for v in got[:2])}: pass --image-size {expected[0]} (the "
+            f"images are then resized to {size}), or evaluate on data of that size.")
 
 
 def preset_from_export(export_dir: str, preset_dir: str | None = None, *,
