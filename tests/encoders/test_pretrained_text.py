@@ -160,3 +160,47 @@ def test_minilm_matches_an_independent_forward_pass():
     np.testing.assert_allclose(got, ref, atol=1e-4)
     unit = got / np.linalg.norm(got, axis=1, keepdims=True)
     assert unit[0] @ unit[1] > 0.8 and unit[0] @ unit[2] < 0.2
+
+
+_NO_TF_CHILD = r'''
+import importlib.abc, json, sys
+
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("tensorflow", "tensorflow_text", "tf_keras"):
+            raise ImportError(f"blocked: {name}")
+        return None
+
+sys.meta_path.insert(0, Block())
+import keras_hardneg
+from keras_hardneg.data import pretrained_tokenizer
+from keras_hardneg.encoders import pretrained_text
+import keras
+folder, sentences = sys.argv[1], json.loads(sys.argv[2])
+tok = pretrained_tokenizer(folder)
+ids = tok.encode(sentences, max_length=10)
+enc = pretrained_text(preset=folder, vocab_size=tok.vocab_size)
+out = keras.ops.convert_to_numpy(enc(ids, training=False))
+assert not any(m.split(".")[0] == "tensorflow" for m in sys.modules), "tensorflow imported"
+print(json.dumps({"backend": keras.backend.backend(), "ids": ids.tolist(),
+                  "features": out.tolist()}))
+'''
+
+
+@pytest.mark.skipif(os.environ.get("KERAS_BACKEND", "tensorflow") != "tensorflow",
+                    reason="started from the TensorFlow run (it runs JAX itself)")
+def test_jax_loads_and_tokenises_without_tensorflow(tiny):
+    import json
+    import subprocess
+
+    pytest.importorskip("jax")
+    env = {**os.environ, "KERAS_BACKEND": "jax"}
+    out = subprocess.run([sys.executable, "-c", _NO_TF_CHILD, tiny, json.dumps(SENTENCES)],
+                         capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["backend"] == "jax"
+    ids = np.asarray(got["ids"], "int32")
+    np.testing.assert_array_equal(ids, pretrained_tokenizer(tiny).encode(SENTENCES, 10))
+    np.testing.assert_allclose(np.asarray(got["features"]),
+                               bert_reference.bert_mean_features(tiny, ids), atol=1e-5)
