@@ -463,6 +463,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="keras-hardneg",
         description="Self-supervised contrastive pre-training with principled negatives "
                     "(Keras 3).")
+    from keras_hardneg import __version__
+
+    parser.add_argument("--version", action="version", version=f"keras-hardneg {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("train", help="pre-train an encoder, evaluate it and export it",

@@ -176,3 +176,12 @@ def test_tu_folder_without_graph_indicator_names_the_file(tmp_path, capsys):
     assert cli.main(["train", "--dataset", str(tu), "--epochs", "1"]) == 2
     err = capsys.readouterr().err
     assert "looks like a TU graph folder" in err and "no MUTAG_graph_indicator.txt" in err, err
+
+
+def test_version_flag(capsys):
+    from keras_hardneg import __version__
+
+    with pytest.raises(SystemExit) as e:
+        cli.main(["--version"])
+    assert e.value.code == 0
+    assert capsys.readouterr().out.strip() == f"keras-hardneg {__version__}"
