@@ -4,7 +4,8 @@ fails (a meta-path finder raises ImportError for ``tensorflow*`` and ``tf_keras`
 
     python -m tests._no_tensorflow_child SCENARIO [SCENARIO ...]
 
-Scenarios: ``imports``, ``quickstart`` (README), ``moco_v2``, ``run_train``. The error of a
+Scenarios: ``imports``, ``quickstart`` (README), ``moco_v2``, ``run_train``, ``presets``
+(a run's and the zoo's Keras presets load and fine-tune). The error of a
 blocked import names the keras_hardneg module that asked for TensorFlow. Prints
 ``OK <scenario>`` after each scenario that passed.
 """
@@ -111,8 +112,58 @@ def run_train():
             assert 0.0 <= result["knn_accuracy"] <= 1.0, result
 
 
+def _fine_tune_moves(model, x):
+    """One epoch of fit on ``x``: (trainable weights moved, BN moving statistics moved)."""
+    import keras
+    import numpy as np
+
+    bn = [v for v in model.non_trainable_weights if "moving_mean" in v.path]
+    before = [keras.ops.convert_to_numpy(v).copy() for v in model.trainable_weights + bn]
+    model.compile(optimizer=keras.optimizers.SGD(0.05), loss="mse")
+    target = np.zeros((len(x), model.output_shape[-1]), "float32")
+    model.fit(x, target, batch_size=len(x), epochs=1, verbose=0)
+    after = [keras.ops.convert_to_numpy(v) for v in model.trainable_weights + bn]
+    n = len(model.trainable_weights)
+    moved = [not np.allclose(a, b) for a, b in zip(before, after)]
+    return any(moved[:n]), bool(bn) and any(moved[n:])
+
+
+def presets():
+    """A run's preset (written under JAX) and the zoo's shipped presets load as trainable
+    Keras models without TensorFlow, and fine-tune: weights move, BN statistics update."""
+    import tempfile
+
+    import numpy as np
+
+    import keras_hardneg as khn
+    from keras_hardneg import run
+    from keras_hardneg.export import load_preset
+
+    recipe = {"encoder": {"name": "small_convnet", "width": 8}, "projection_dims": [16, 8],
+              "data": {"name": "digits", "test_fraction": 0.75}, "batch_size": 64,
+              "epochs": 1, "evaluation": {"monitor_every": 0, "linear_probe": False,
+                                          "knn_k": 20}}
+    x = np.random.default_rng(0).random((16, 8, 8, 3), dtype=np.float32)
+    with tempfile.TemporaryDirectory() as out:
+        result = run.train(recipe, out, verbose=0)
+        assert "export_skipped" in result and result["preset_dir"] == out + "/preset", result
+        encoder = load_preset(out)  # the run folder: its preset/
+        assert encoder.preset_metadata["backend"] == "jax", encoder.preset_metadata
+        assert _fine_tune_moves(encoder, x) == (True, True)
+    names = khn.zoo.list()
+    for name in ("simclr-ntxent-cifar10-r18w8-cpu", "graphcl-ntxent-mutag",
+                 "quickthought-ntxent-wiki"):
+        assert name in names, names
+        model = khn.zoo.load(name)
+        assert model.trainable and model.preset_metadata["modality"] in ("image", "graph", "text")
+    image = khn.zoo.load("simclr-ntxent-cifar10-r18w8-cpu")
+    x = np.random.default_rng(1).random((8, 32, 32, 3), dtype=np.float32)
+    assert np.isfinite(np.asarray(image(x, training=False))).all()
+    assert _fine_tune_moves(image, x) == (True, True)
+
+
 SCENARIOS = {"imports": imports, "quickstart": quickstart, "moco_v2": moco_v2,
-             "run_train": run_train}
+             "run_train": run_train, "presets": presets}
 
 if __name__ == "__main__":
     sys.meta_path.insert(0, BlockTensorFlow())

@@ -39,3 +39,10 @@ def test_readme_quick_start_and_moco_v2_fit_without_tensorflow():
     # README "Quick start" as written (one epoch instead of ten); its export line must raise
     # the "needs the TensorFlow backend" error. Then a MoCo v2 fit on digits.
     _child("quickstart", "moco_v2")
+
+
+@pytest.mark.timeout(600)
+def test_run_and_zoo_presets_load_and_fine_tune_without_tensorflow():
+    # Issue 24: a run's preset (trained under JAX) and the zoo's entries load as trainable
+    # keras.Models with TensorFlow blocked; fine-tuning moves the weights and BN statistics.
+    _child("presets")

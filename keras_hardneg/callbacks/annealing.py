@@ -95,6 +95,10 @@ class BetaAnnealing(keras.callbacks.Callback):
         return {"epochs": self.epochs, "num_changes": self.num_changes,
                 "initial_beta": self.initial_beta}
 
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
 
 @keras.saving.register_keras_serializable(package="keras_hardneg")
 class RingAnnealing(keras.callbacks.Callback):
@@ -131,3 +135,7 @@ class RingAnnealing(keras.callbacks.Callback):
 
     def get_config(self):
         return {"epochs": self.epochs, "start": self.start, "end": self.end}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)

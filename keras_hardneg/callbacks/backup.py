@@ -329,3 +329,7 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
         if self.restore_dir != self.backup_dir:
             config["restore_dir"] = self.restore_dir
         return config
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)

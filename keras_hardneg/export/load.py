@@ -247,9 +247,23 @@ class SavedModelEncoder(keras.layers.Layer):
         return np.concatenate(chunks, axis=0).astype(np.float32)
 
     def get_config(self):
+        # An absolute path: a .keras file that holds this layer loads from any working
+        # directory (it stores where the SavedModel is, not the SavedModel itself).
         config = super().get_config()
-        config["export_dir"] = self.export_dir
+        config["export_dir"] = os.path.abspath(self.export_dir)
         return config
+
+    @classmethod
+    def from_config(cls, config):
+        path = config.get("export_dir")
+        if path is not None and not os.path.isfile(os.path.join(path, "saved_model.pb")):
+            raise ValueError(
+                f"SavedModelEncoder: the SavedModel {path!r} that this file refers to is gone "
+                "(a .keras file holding a SavedModelEncoder stores the SavedModel's path, not "
+                "its weights): put it back there, or load the encoder as a Keras preset "
+                "(keras_hardneg.export.load_preset(DIR) or keras_hardneg.zoo.load(NAME)), "
+                "whose .keras files are self-contained.")
+        return cls(**config)
 
 
 def load_encoder(export_dir, *, trainable=True, name=None) -> SavedModelEncoder:

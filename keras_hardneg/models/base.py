@@ -194,6 +194,19 @@ class ContrastiveModel(keras.Model):
         self.loss = self.contrastive_loss = loss
         self.optimizer.build(self.trainable_variables)
 
+    def get_compile_config(self) -> dict | None:
+        """Keras's compile config with the contrastive loss in it (it is not handed to
+        Keras's ``compile``), so a ``.keras`` file reloads compiled with the same loss."""
+        config = super().get_compile_config()
+        if config is not None and self.contrastive_loss is not None:
+            config = dict(config)
+            config["loss"] = keras.saving.serialize_keras_object(self.contrastive_loss)
+        return config
+
+    def compile_from_config(self, config: dict) -> None:
+        """Compiles from :meth:`get_compile_config`'s output (what ``load_model`` calls)."""
+        self.compile(**keras.saving.deserialize_keras_object(config))
+
     @property
     def metrics(self) -> list:
         has_clamp = self.contrastive_loss is not None and self.contrastive_loss.has_clamp
