@@ -4,6 +4,7 @@ sampler x seed, on a CPU budget; every cell's STS figures as JSON with its comma
     python benchmarks/text_minilm.py subset               # writes the training subset
     python benchmarks/text_minilm.py zeroshot             # evaluate --preset (the start)
     nohup python benchmarks/text_minilm.py grid --minutes 60 > /tmp/minilm_grid.log 2>&1 &
+    python benchmarks/text_minilm.py report               # the docs/benchmarks.md table
 
 The subset: ``SUBSET_SIZE`` sentences drawn uniformly (NumPy seed 0) from the wiki1m prefix
 and every ``corpus/extra`` file of ``shared/data/text`` (155k sentences), written to
@@ -139,10 +140,42 @@ def grid(minutes: float) -> None:
             print(f"{loss}/{sampler}/s{seed}: {e}", flush=True)
 
 
+TASKS = ("STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness", "avg")
+
+
+def report() -> None:
+    """Markdown: zero-shot, then each (loss, sampler) as mean ± sample std (n seeds)."""
+    def row(label, records):
+        cells = []
+        for task in TASKS:
+            v = np.array([r["sts"][task] for r in records])
+            cells.append(f"{v.mean():.2f}" + (f" ± {v.std(ddof=1):.2f}" if len(v) > 1 else "")
+                         + f" ({len(v)})")
+        return f"| {label} | " + " | ".join(cells) + " |"
+
+    records = {}
+    for name in sorted(os.listdir(OUT)):
+        if name.endswith(".json") and "__" in name:
+            with open(os.path.join(OUT, name)) as f:
+                r = json.load(f)
+            records.setdefault((r["loss"], r["sampler"]), []).append(r)
+    print("| MiniLM-L6 | " + " | ".join(TASKS) + " |")
+    print("|---" * (len(TASKS) + 1) + "|")
+    with open(os.path.join(OUT, "zeroshot.json")) as f:
+        print(row("zero-shot (no training)", [json.load(f)]))
+    for (loss, sampler), rs in sorted(records.items()):
+        print(row(f"SimCSE {loss}, {sampler}", rs))
+    for (loss, sampler), rs in sorted(records.items()):
+        secs = [r["train_seconds"] for r in rs]
+        print(f"- {loss}/{sampler}: seeds {sorted(r['seed'] for r in rs)}, train "
+              f"{min(secs):.0f}-{max(secs):.0f} s, evaluate "
+              f"{min(r['evaluate_seconds'] for r in rs):.0f} s+")
+
+
 if __name__ == "__main__":
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("what", choices=["subset", "zeroshot", "grid"])
+    p.add_argument("what", choices=["subset", "zeroshot", "grid", "report"])
     p.add_argument("--minutes", type=float, default=60.0)
     a = p.parse_args()
-    {"subset": make_subset, "zeroshot": zeroshot,
+    {"subset": make_subset, "zeroshot": zeroshot, "report": report,
      "grid": lambda: grid(a.minutes)}[a.what]()
