@@ -95,7 +95,7 @@ def test_text_file_source_through_the_registry(corpus, tmp_path):
         DATASETS.check("text_file", {"path": corpus, "pairs": "next"})
     with pytest.raises(ConfigError, match="max_length"):
         DATASETS.check("text_file", {"path": corpus, "max_length": 1})
-    with pytest.raises(ValueError, match="'train', 'wordllama' or the path"):
+    with pytest.raises(ValueError, match="'train', 'wordllama', the path"):
         text_file(0, path=corpus, tokenizer="bert")
 
 
