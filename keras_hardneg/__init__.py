@@ -56,4 +56,24 @@ def _register_serializable() -> None:
         importlib.import_module("keras_hardneg.export.load")
 
 
+def _quiet_tensorflow_for_the_command_line() -> None:
+    """When this process is the ``keras-hardneg`` command (the console script or ``python -m
+    keras_hardneg.cli``) on a machine without an NVIDIA device, TensorFlow's C++ runtime logs
+    an error-level ``failed call to cuInit`` line at start-up that reads like a failure: hide
+    its C++ log lines there (Python errors are unaffected; a user's own
+    ``TF_CPP_MIN_LOG_LEVEL`` wins). Done here, before the registration above imports Keras
+    (and with it TensorFlow); a library user's process is left as it is."""
+    import glob
+    import os
+    import sys
+
+    argv = list(getattr(sys, "orig_argv", sys.argv))
+    command = os.path.basename(sys.argv[0] if sys.argv else "") == "keras-hardneg" or any(
+        a == "keras_hardneg.cli" for a in argv[:4])
+    if command and "tensorflow" not in sys.modules:
+        no_gpu = not glob.glob("/dev/nvidia[0-9]*")
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3" if no_gpu else "2")
+
+
+_quiet_tensorflow_for_the_command_line()
 _register_serializable()

@@ -10,7 +10,6 @@ public functions of the package.
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import os
 import sys
@@ -24,15 +23,6 @@ EXIT_USAGE = 2
 
 class CliError(Exception):
     """A user-facing error: printed as one line, exit status 2."""
-
-
-def _quiet_tensorflow_logs() -> None:
-    """On a machine without an NVIDIA device, TensorFlow's C++ runtime logs an
-    error-level ``failed call to cuInit`` line at start-up that reads like a failure;
-    hide its C++ log lines there (Python errors are unaffected). A user's own
-    ``TF_CPP_MIN_LOG_LEVEL`` wins."""
-    no_gpu = not glob.glob("/dev/nvidia[0-9]*")
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3" if no_gpu else "2")
 
 
 # ----------------------------------------------------------------------- flags
@@ -586,7 +576,6 @@ def _with_flag(message: str) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs the command line; returns the exit status (2 for bad input)."""
-    _quiet_tensorflow_logs()
     parser = build_parser()
     args = parser.parse_args(argv)
     from keras_hardneg.data import TensorFlowBackendRequiredError, TensorFlowRequiredError
