@@ -87,3 +87,74 @@ def test_evaluate_reproduces_the_svm_accuracy_of_the_mutag_entry(capsys):
     assert cli.main(["evaluate", os.path.join(entry, "encoder"), "--json"]) == 0
     measured = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert measured["svm_accuracy"] == pytest.approx(results["svm_accuracy"], abs=1e-9)
+
+
+# ------------------------------------------------------------ the zoo API (issue 24)
+import numpy as np  # noqa: E402
+
+import keras_hardneg as khn  # noqa: E402
+
+
+def _probe(meta):
+    rng = np.random.default_rng(0)
+    if meta["modality"] == "image":
+        return rng.random((2, *meta["input"]["input_shape"]), dtype=np.float32)
+    if meta["modality"] == "text":
+        ids = rng.integers(2, 50, size=(2, meta["input"]["max_length"])).astype("int32")
+        ids[:, 6:] = 0
+        return ids
+    f = meta["input"]["feature_dim"]
+    return {"nodes": rng.random((4, f), dtype=np.float32),
+            "edges": np.array([[0, 1], [1, 0], [2, 3], [3, 2]], "int32"),
+            "node_graph": np.array([0, 0, 1, 1], "int32"), "node_mask": np.ones(4, "float32"),
+            "edge_mask": np.ones(4, "float32"), "graph_mask": np.ones(2, "float32")}
+
+
+def test_zoo_list_names_the_entries_with_weights_and_each_loads():
+    names = khn.zoo.list()
+    assert set(names) >= {"graphcl-ntxent-mutag", "quickthought-ntxent-wiki",
+                          "simclr-ntxent-cifar10-r18w8-cpu"}, names
+    for name in names:
+        model = khn.zoo.load(name, trainable=False)
+        meta = model.preset_metadata
+        out = np.asarray(model(_probe(meta), training=False))
+        assert out.shape == (2, meta["output_dim"]) and np.isfinite(out).all(), name
+        assert not model.trainable
+
+
+def test_zoo_refuses_unknown_and_untrained_entries_in_one_line(tmp_path, monkeypatch):
+    with pytest.raises(khn.zoo.ZooError, match="not a zoo entry. Close: .*simclr-ntxent-cifar10,"):
+        khn.zoo.load("simclr-ntxent")
+    with pytest.raises(khn.zoo.ZooError, match="no trained weights yet.*keras-hardneg train"):
+        khn.zoo.load("simclr-ring-stl10")
+    monkeypatch.setenv(khn.zoo.ZOO_ENV, str(tmp_path / "absent"))
+    with pytest.raises(khn.zoo.ZooError, match="KERAS_HARDNEG_ZOO"):
+        khn.zoo.list()
+    monkeypatch.setenv(khn.zoo.ZOO_ENV, str(tmp_path))
+    assert khn.zoo.list() == []
+
+
+def test_zoo_show_and_the_command_line(capsys, tmp_path):
+    info = khn.zoo.show("graphcl-ntxent-mutag")
+    assert info["preset"]["modality"] == "graph" and info["results"]["epochs_run"] >= 1
+    assert cli.main(["zoo", "list", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1]) == khn.zoo.list()
+    assert cli.main(["zoo", "show", "graphcl-ntxent-mutag"]) == 0
+    assert "keras_hardneg.zoo.load('graphcl-ntxent-mutag')" in capsys.readouterr().out
+    assert cli.main(["zoo", "show", "nope"]) == 2
+    assert "not a zoo entry" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["simclr-ntxent-cifar10-r18w8-cpu", "quickthought-ntxent-wiki"])
+def test_zoo_export_loads_in_hub_with_the_same_features(name, tmp_path, capsys):
+    hub = pytest.importorskip("tensorflow_hub")
+    out = str(tmp_path / "export")
+    assert cli.main(["zoo", "export", name, out]) == 0
+    model = khn.zoo.load(name)
+    probe = _probe(model.preset_metadata)
+    want = np.asarray(model(probe, training=False))
+    got = np.asarray(hub.load(out)(probe, training=False))
+    assert np.abs(got - want).max() <= 1e-5
+    assert os.path.isfile(os.path.join(out, "preset", "model.weights.h5"))
+    assert cli.main(["zoo", "export", name, out]) == 2  # exists: refused, not replaced
+    assert "exists" in capsys.readouterr().err
