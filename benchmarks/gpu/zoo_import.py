@@ -8,15 +8,20 @@ on the full splits with :func:`keras_hardneg.run.evaluate_encoder` (weighted kNN
 t = 0.1, the 50k train set as bank, the 10k test set; logistic-regression linear probe on
 frozen features), and writes into ``MODELS/ENTRY/``:
 
-* ``encoder/``: the reusable SavedModel with its model card (figures, epochs, batch,
-  minutes, hardware, the exact recipe and the commands), checked by loading it back with
-  :func:`keras_hardneg.export.load_encoder` (same features as the encoder, finite);
+* ``preset/``: the Keras preset (float16 weights, exactly the GPU's float16 values) with
+  its model card (figures, epochs, batch, minutes, hardware, the exact recipe and the
+  commands), checked by loading it back (same features to 1e-5); ``khn.zoo.load(ENTRY)``
+  reads it under TF or JAX, ``keras-hardneg zoo export ENTRY DIR`` writes the SavedModel;
+  ``--saved-model`` also writes ``encoder/`` (float32 SavedModel, too large for the zoo);
 * ``results.json`` (``knn_accuracy``, ``linear_probe_accuracy``, ``epochs_run``, minutes,
   hardware, ...), ``epochs.jsonl`` and ``history.json`` (the per-epoch log),
   ``trained_recipe.json`` (the recipe trained, which differs from ``recipe.json`` where the
   GPU plan changed it);
-* with ``--keep-weights``, ``weights/`` (the float16 parts, from which ``encoder/`` can be
+* with ``--keep-weights``, ``weights/`` (the float16 parts, from which the entry can be
   rebuilt: ``--from MODELS/ENTRY/weights``).
+
+``--figures RESULTS`` reuses the kNN / probe figures of an earlier import of the same
+weights (their SHA-256 checked) instead of evaluating again (~11 min on 2 cores).
 
 Usage (repository root, TensorFlow backend, the device's files fetched to DIR)::
 
@@ -115,11 +120,14 @@ def build_card(entry, recipe, summary, rows, meta, figures, description, import_
     probe_recipe = {**recipe, "evaluation": {**recipe["evaluation"], "linear_probe":
                                              figures.get("linear_probe_accuracy") is not None}}
     text = (f"{recipe['framework']['name']} encoder ({enc['name']}, width {enc.get('width')}) "
-            f"pre-trained with keras-hardneg on CIFAR-10 for {summary['epochs_run']} epochs at "
+            f"pre-trained with keras-hardneg on CIFAR-10 for {summary['epochs_run']} epochs "
+            + ("" if summary["epochs_run"] >= recipe["epochs"] else
+               f"of a {recipe['epochs']}-epoch schedule (stopped by the device budget before "
+               "the cosine decay ended) ") + "at "
             f"batch {recipe['batch_size']}, {recipe['precision']}, under JAX on "
             f"{summary.get('hardware')}: {summary.get('training_minutes')} training minutes in "
             f"{len(commands)} invocation(s) of `{commands[-1] if commands else '?'}`. "
-            "Weights trained under JAX, stored as float16, exported with TensorFlow on a CPU "
+            "Weights trained under JAX, stored as float16 in a Keras preset on a CPU "
             f"(`{import_command}`). Exact recipe: `trained_recipe.json` next to this folder "
             "and `hyperparameters` below.")
     metrics = {k: v for k, v in {
@@ -167,6 +175,10 @@ def main(argv=None):
     p.add_argument("--test-pack")
     p.add_argument("--limit-per-class", type=int, help="a smaller evaluation (not the card's)")
     p.add_argument("--no-linear-probe", action="store_true")
+    p.add_argument("--figures", help="results.json of an earlier import of the same weights "
+                                     "(SHA-256 checked): reuse its kNN / probe figures")
+    p.add_argument("--saved-model", action="store_true",
+                   help="also write ENTRY/encoder/ (float32 SavedModel; not for the zoo)")
     p.add_argument("--keep-weights", action="store_true",
                    help="copy the float16 parts to MODELS/ENTRY/weights/")
     a = p.parse_args(argv)
@@ -186,22 +198,51 @@ def main(argv=None):
     keras.config.set_dtype_policy("float32")
     encoder = build_encoder(recipe, (32, 32, 3))
     zoo_train.set_encoder_weights(encoder, weights)
-    train, test, description = evaluation_data(a, a.entry, recipe)
-    ev = recipe["evaluation"]
-    figures = evaluate_encoder(encoder, train, test, k=ev["knn_k"],
-                               temperature=ev["knn_temperature"],
-                               linear_probe=not a.no_linear_probe)
-    print(f"{a.entry}: {figures} ({description}; {time.perf_counter() - t0:.0f}s)", flush=True)
+    if a.figures:
+        # Figures of an earlier import of the very same weights (checked by SHA-256).
+        with open(a.figures) as f:
+            earlier = json.load(f)
+        if earlier.get("weights_sha256") != summary.get("weights"):
+            raise SystemExit(f"--figures {a.figures}: its weights_sha256 differ from the run's "
+                             "weights; evaluate again (drop --figures).")
+        figures = {k: earlier[k] for k in ("knn_accuracy", "linear_probe_accuracy")
+                   if earlier.get(k) is not None}
+        description = earlier["data"]
+        test = None
+        print(f"{a.entry}: figures from {a.figures}: {figures}", flush=True)
+    else:
+        train, test, description = evaluation_data(a, a.entry, recipe)
+        ev = recipe["evaluation"]
+        figures = evaluate_encoder(encoder, train, test, k=ev["knn_k"],
+                                   temperature=ev["knn_temperature"],
+                                   linear_probe=not a.no_linear_probe)
+        print(f"{a.entry}: {figures} ({description}; {time.perf_counter() - t0:.0f}s)",
+              flush=True)
 
     entry_dir = os.path.join(a.models_dir, a.entry)
     os.makedirs(entry_dir, exist_ok=True)
     command = "python " + " ".join([os.path.relpath(os.path.abspath(sys.argv[0]), ROOT)]
                                    + (argv if argv is not None else sys.argv[1:]))
     card = build_card(a.entry, recipe, summary, rows, meta, figures, description, command)
-    export_dir = os.path.join(entry_dir, "encoder")
-    export.export_encoder(encoder, export_dir, model_card=card, overwrite=True)
-    shape, diff = check_export(encoder, export_dir, test[0][:8])
-    print(f"exported {export_dir}: load_encoder gives {shape} finite, max |diff| {diff:.2e}")
+    # The zoo's artifact: the Keras preset, float16 (the weights came as float16, so the
+    # storage is exact). The SavedModel (float32, ~45 MB at width 64) only on request:
+    # khn.zoo.export / `keras-hardneg zoo export` writes it from the preset.
+    from keras_hardneg.export.preset import load_preset, save_preset
+
+    preset_dir = save_preset(encoder, os.path.join(entry_dir, "preset"), model_card=card,
+                             weights_dtype="float16", overwrite=True)
+    probe = np.random.default_rng(0).random((8, 32, 32, 3), dtype=np.float32)
+    want = np.asarray(keras.ops.convert_to_numpy(encoder(probe, training=False)))
+    diff = float(np.abs(np.asarray(load_preset(preset_dir)(probe, training=False)) - want).max())
+    print(f"wrote {preset_dir}: loads back with max |diff| {diff:.2e}")
+    if diff > 1e-5:
+        raise SystemExit(f"{preset_dir}: the preset's features differ by {diff:.3g}.")
+    if a.saved_model:
+        export_dir = os.path.join(entry_dir, "encoder")
+        export.export_encoder(encoder, export_dir, model_card=card, overwrite=True)
+        shape, sdiff = check_export(encoder, export_dir, probe)
+        print(f"exported {export_dir}: load_encoder gives {shape} finite, "
+              f"max |diff| {sdiff:.2e}")
 
     if a.keep_weights:
         wdir = os.path.join(entry_dir, "weights")
@@ -228,9 +269,13 @@ def main(argv=None):
         "gpu_commands": sorted({i["command"] for i in summary.get("invocations", [])}),
         "import_command": command, "weights_sha256": summary.get("weights"),
         "weights_max_relative_rounding_error": meta.get("max_relative_rounding_error"),
-        "export_check_max_abs_diff": diff, "export_dir": "encoder"}
+        "epochs_planned": int(recipe["epochs"]),
+        "finished": bool(summary.get("finished", summary["epochs_run"] >= recipe["epochs"])),
+        "learning_rate_at_stop": rows[-1].get("learning_rate") if rows else None,
+        "preset_check_max_abs_diff": diff, "preset_dir": "preset",
+        **({"export_dir": "encoder"} if a.saved_model else {})}
     zoo_train._write_json(os.path.join(entry_dir, "results.json"), results)
-    print(f"wrote {entry_dir}: encoder/, results.json, epochs.jsonl, history.json, "
+    print(f"wrote {entry_dir}: preset/, results.json, epochs.jsonl, history.json, "
           f"trained_recipe.json{', weights/' if a.keep_weights else ''} "
           f"({time.perf_counter() - t0:.0f}s)")
     return 0

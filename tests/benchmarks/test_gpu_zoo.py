@@ -96,8 +96,8 @@ def test_gpu_recipe_changes_only_the_plan():
     zoo, recipe, differs = zoo_train.gpu_recipe(
         "simclr-hard-cifar10", os.path.join(ROOT, "models"), batch_size=512, epochs=200,
         precision="mixed_bfloat16", override={"optimizer": {"learning_rate": 2e-3}})
-    assert set(differs) == {"batch_size", "epochs", "evaluation.linear_probe",
-                            "optimizer.learning_rate"}
+    # The zoo recipe is already the GPU plan's (lightly's: batch 512, 200 epochs).
+    assert set(differs) == {"evaluation.linear_probe", "optimizer.learning_rate"}
     assert recipe["loss"] == zoo["loss"] and recipe["encoder"]["width"] == 64
     with pytest.raises(SystemExit, match="simclr-ntxent-cifar10"):
         zoo_train.gpu_recipe("nope", os.path.join(ROOT, "models"), batch_size=512, epochs=1,
@@ -105,7 +105,7 @@ def test_gpu_recipe_changes_only_the_plan():
 
 
 @needs_cifar
-def test_zoo_import_exports_an_entry_that_loads(tmp_path):
+def test_zoo_import_writes_an_entry_whose_preset_loads(tmp_path):
     """A device folder (weights of an untrained width-2 encoder) -> models/ENTRY/."""
     from keras_hardneg import export
 
@@ -135,13 +135,25 @@ def test_zoo_import_exports_an_entry_that_loads(tmp_path):
     entry = models / "simclr-ntxent-cifar10"
     results = json.loads((entry / "results.json").read_text())
     assert results["epochs_run"] == 2 and 0.0 <= results["knn_accuracy"] <= 1.0
-    card = export.load_model_card(str(entry / "encoder"))
+    assert results["finished"] and results["epochs_planned"] == 2
+    assert results["preset_check_max_abs_diff"] <= 1e-5 and not (entry / "encoder").exists()
+    card = export.ModelCard.from_dict(json.loads((entry / "preset" / "model_card.json")
+                                                 .read_text()))
     assert card.epochs == 2 and card.hyperparameters["batch_size"] == 16
     assert card.hyperparameters["gpu_training"]["differs_from_zoo_recipe"] == differs
-    features = np.asarray(export.load_encoder(str(entry / "encoder"))(
-        np.random.default_rng(0).random((3, 32, 32, 3), dtype=np.float32)))
+    model = export.load_preset(str(entry))
+    assert model.preset_metadata["weights_dtype"] == "float16"
+    features = np.asarray(model(np.random.default_rng(0).random((3, 32, 32, 3),
+                                                                dtype=np.float32)))
     assert features.shape == (3, 16) and np.all(np.isfinite(features))
     assert len((entry / "epochs.jsonl").read_text().splitlines()) == 2
+    # The figures of an earlier import of the same weights are reused (no evaluation).
+    again = tmp_path / "again"
+    assert zoo_import.main(["--entry", "simclr-ntxent-cifar10", "--from", str(out),
+                            "--models-dir", str(again),
+                            "--figures", str(entry / "results.json")]) == 0
+    reused = json.loads((again / "simclr-ntxent-cifar10" / "results.json").read_text())
+    assert reused["knn_accuracy"] == results["knn_accuracy"]
     # A damaged transfer is refused.
     with open(out / names[0], "r+b") as f:
         f.seek(-3, 2)
