@@ -44,6 +44,18 @@ def figures(res):
     return "-"
 
 
+def _card_markdown(name):
+    """The entry's measured card: from ``preset/model_card.json`` (the Keras preset), else
+    from ``encoder/model_card.md`` (the SavedModel); ``None`` when neither exists."""
+    preset_card = os.path.join(HERE, name, "preset", "model_card.json")
+    if os.path.isfile(preset_card):
+        from keras_hardneg.export import ModelCard
+
+        return ModelCard.from_dict(json.load(open(preset_card))).to_markdown()
+    encoder_card = os.path.join(HERE, name, "encoder", "model_card.md")
+    return open(encoder_card).read() if os.path.isfile(encoder_card) else None
+
+
 def main():
     rows = []
     for name in sorted(os.listdir(HERE)):
@@ -51,20 +63,39 @@ def main():
         if not os.path.isfile(recipe_path):
             continue
         recipe = json.load(open(recipe_path))
+        trained_path = os.path.join(HERE, name, "trained_recipe.json")
+        if os.path.isfile(trained_path):  # what was trained, where it differs from recipe.json
+            recipe = json.load(open(trained_path))
         results_path = os.path.join(HERE, name, "results.json")
         trained = os.path.isfile(results_path)
         res = json.load(open(results_path)) if trained else {}
         fw, loss, enc, sampler, data, epochs = describe(recipe)
-        status = "trained here" if trained else "recipe only"
+        gpu = "gpu" in str(res.get("hardware", "")).lower()
+        if trained:
+            planned = res.get("epochs_planned", epochs)
+            epochs = (res.get("epochs_run", epochs) if res.get("epochs_run") == planned
+                      else f"{res.get('epochs_run')} of {planned}")
+        status = ("recipe only" if not trained else
+                  f"weights (GPU: {res['hardware'].split(';')[0].split(' x ')[-1].split(' (')[0]})" if gpu
+                  else "weights (trained here, CPU)")
         rows.append(f"| `{name}` | {fw} | {loss} | {enc} | {sampler} | {data} | {epochs} | "
                     f"{figures(res) if trained else '-'} | {status} |")
-        encoder_card = os.path.join(HERE, name, "encoder", "model_card.md")
-        if trained and os.path.isfile(encoder_card):
-            card = open(encoder_card).read()
-            with open(os.path.join(HERE, name, "model_card.md"), "w") as f:
-                f.write(card.rstrip() + "\n\nTrained here with `keras-hardneg train --recipe "
+        card = _card_markdown(name) if trained else None
+        if card is not None:
+            how = (f"Load it: `keras_hardneg.zoo.load({name!r})` (a trainable keras.Model under "
+                   f"TensorFlow or JAX); TF Hub SavedModel: `keras-hardneg zoo export {name} "
+                   "DIR`.")
+            if res.get("import_command"):
+                how += (f" Trained on the GPU with `{(res.get('gpu_commands') or ['?'])[0]}` "
+                        f"and imported with `{res['import_command']}`"
+                        + (f" (figures by `{res['figures_command']}`)"
+                           if res.get("figures_command") else "") + ".")
+            else:
+                how += (f" Trained here with `keras-hardneg train --recipe "
                         f"models/{name}/recipe.json --output models/{name}`; reproduce the "
-                        f"accuracies with `keras-hardneg evaluate models/{name}/encoder`.\n")
+                        f"accuracies with `keras-hardneg evaluate models/{name}/encoder`.")
+            with open(os.path.join(HERE, name, "model_card.md"), "w") as f:
+                f.write(card.rstrip() + "\n\n" + how + "\n")
         if not trained:
             card = [f"# {name}", "",
                     "Status: **recipe only** -- not trained on this project's CPU machines; no "
@@ -86,14 +117,23 @@ def main():
     header = [
         "# The keras-hardneg model zoo", "",
         "One directory per entry: `recipe.json` (framework, encoder, loss, sampler, optimizer,",
-        "schedule, data, epochs) and a model card. Entries trained here also hold `results.json`,",
-        "`history.json` and `encoder/` (a reusable TF2 SavedModel with `model_card.md/json`).",
-        "Figures are measured by the training run on frozen features: images, weighted kNN",
-        "(k=200, t=0.1) and a logistic-regression linear probe on the test split; graphs, 10-fold",
-        "SVM accuracy (mean ± std over folds); sentences, STS Spearman x 100 (the shared STS",
-        "files are a Portuguese translation: see docs/benchmarks.md) and SentEval accuracy.",
-        "Reproduce them with `keras-hardneg evaluate models/<entry>/encoder` (text: add",
-        "`--benchmark-dir ../shared/data/text`).", "",
+        "schedule, data, epochs) and a model card. Entries with weights also hold `preset/` (the",
+        "Keras preset: `config.json` + `model.weights.h5`), `results.json` and `history.json`;",
+        "those trained on the CPU here also keep `encoder/` (a TF2 SavedModel).",
+        "",
+        "```python",
+        "import keras_hardneg as khn          # KERAS_BACKEND=tensorflow or jax",
+        "khn.zoo.list()                       # the entries with weights",
+        "encoder = khn.zoo.load(NAME)         # a trainable keras.Model: images [B, 32, 32, 3] in [0, 1] -> [B, F]",
+        "```",
+        "",
+        "`keras-hardneg zoo list | show NAME | export NAME DIR` does the same from the shell",
+        "(`export` writes the TF Hub SavedModel; `keras.layers.TFSMLayer` on it is for inference",
+        "only). Figures are measured on frozen features: images, weighted kNN (k=200, t=0.1) and",
+        "a logistic-regression linear probe, 50k train -> 10k test; graphs, 10-fold SVM accuracy",
+        "(mean ± std over folds); sentences, STS Spearman x 100 and SentEval accuracy (figures",
+        "made before the English STS files arrived used a Portuguese translation: void, see",
+        "docs/benchmarks.md). \"N of 200\" epochs: the run stopped before its schedule ended.", "",
         "Recipes are generated by `python models/make_recipes.py`; this index by",
         "`python models/make_index.py`.", "",
         "| entry | framework | loss | encoder | sampler | data | epochs | figures | status |",

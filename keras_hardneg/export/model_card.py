@@ -459,26 +459,42 @@ def _axis_name(name, axis):
     return names[axis] if axis < len(names) else "?"
 
 
-def _usage_image(card):
+def _preset_usage(call):
+    """The Keras-native load (any backend, trainable), shown first in every card."""
     return [
+        "Keras-native, under TensorFlow or JAX (no TensorFlow needed), trainable: the Keras "
+        "preset in `preset/` (`config.json` + `model.weights.h5`; a zoo entry's is "
+        "`khn.zoo.load(NAME)`).",
+        "",
+        "```python",
+        "import keras_hardneg as khn",
+        "encoder = khn.export.load_preset(export_dir)        # keras.Model, fine-tunable",
+        f"features = encoder({call})",
+        "```",
+        "",
+    ]
+
+
+def _usage_image(card):
+    return _preset_usage("images") + [
         "Reusable TF2 SavedModel (TF Hub format). `serving_default` signature: "
         "input `images`, output `features`.",
         "",
         "```python",
         "import keras_hardneg as khn                         # Keras 3",
-        "encoder = khn.export.load_encoder(export_dir)       # keras Layer, fine-tunable",
+        "encoder = khn.export.load_encoder(export_dir)       # keras Layer (TensorFlow backend)",
         "",
         "import tensorflow_hub as hub                        # any TF2 program",
         "obj = hub.load(export_dir); features = obj(images, training=False)",
         "",
         "# tf_keras (TF_USE_LEGACY_KERAS=1): hub.KerasLayer(export_dir, trainable=True)",
-        "# Keras 3 without keras-hardneg: keras.layers.TFSMLayer(export_dir)",
+        "# Keras 3 without keras-hardneg, inference only: keras.layers.TFSMLayer(export_dir)",
         "```",
     ]
 
 
 def _usage_graph(card):
-    return [
+    return _preset_usage("graph") + [
         "Reusable TF2 SavedModel (TF Hub format). `serving_default` signature: inputs "
         "`nodes`, `edges`, `node_graph`, `node_mask`, `edge_mask`, `graph_mask` (a padded "
         "batch of B graphs, any budget), output `features` `[B, F]`.",
@@ -487,21 +503,21 @@ def _usage_graph(card):
         "# graph = {'nodes': ..., 'edges': ..., 'node_graph': ..., 'node_mask': ...,",
         "#          'edge_mask': ..., 'graph_mask': ...}   (keras_hardneg GraphSet.batch)",
         "import keras_hardneg as khn                         # Keras 3",
-        "encoder = khn.export.load_encoder(export_dir)       # keras Layer, fine-tunable",
+        "encoder = khn.export.load_encoder(export_dir)       # keras Layer (TensorFlow backend)",
         "features = encoder(graph)",
         "",
         "import tensorflow_hub as hub                        # any TF2 program",
         "obj = hub.load(export_dir); features = obj(graph, training=False)",
         "features = obj.signatures['serving_default'](**graph)['features']",
         "",
-        "# Keras 3 without keras-hardneg: keras.layers.TFSMLayer(export_dir)(graph)",
+        "# inference only: keras.layers.TFSMLayer(export_dir)(graph)",
         "```",
     ]
 
 
 def _usage_text(card):
     has_tokenizer = TOKENIZER_ASSET in card.assets
-    lines = [
+    lines = _preset_usage("token_ids") + [
         "Reusable TF2 SavedModel (TF Hub format). `serving_default` signature: input "
         f"`{TEXT_INPUT}` (int32 `[batch, L]`, 0 = padding), output `features`."
         + (f" The tokenizer is `assets/{TOKENIZER_ASSET}` (a `tokenizers` JSON file); "
@@ -510,7 +526,7 @@ def _usage_text(card):
         "",
         "```python",
         "import keras_hardneg as khn                         # Keras 3",
-        "encoder = khn.export.load_encoder(export_dir)       # keras Layer, fine-tunable",
+        "encoder = khn.export.load_encoder(export_dir)       # keras Layer (TensorFlow backend)",
         "features = encoder(token_ids)                       # int32 [batch, L]",
     ]
     if has_tokenizer:
@@ -521,7 +537,7 @@ def _usage_text(card):
         "import tensorflow_hub as hub                        # any TF2 program",
         "obj = hub.load(export_dir); features = obj(token_ids, training=False)",
         "",
-        "# Keras 3 without keras-hardneg: keras.layers.TFSMLayer(export_dir)(token_ids)",
+        "# inference only: keras.layers.TFSMLayer(export_dir)(token_ids)",
         "```",
     ]
     return lines

@@ -203,6 +203,9 @@ def save_preset(encoder: keras.Model, preset_dir: str, *, modality: str = "image
     parent = os.path.dirname(preset_dir)
     os.makedirs(parent, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix=".preset-", dir=parent)
+    mask = os.umask(0)
+    os.umask(mask)
+    os.chmod(tmp, 0o777 & ~mask)  # mkdtemp makes it private; a preset is for sharing
     try:
         config = keras.saving.serialize_keras_object(encoder)
         with open(os.path.join(tmp, CONFIG_FILE), "w") as f:
