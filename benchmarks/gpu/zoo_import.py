@@ -38,6 +38,7 @@ import argparse
 import glob
 import json
 import os
+import re
 import shutil
 import sys
 import time
@@ -147,7 +148,7 @@ def build_card(entry, recipe, summary, rows, meta, figures, description, import_
         knn_accuracy=figures["knn_accuracy"],
         linear_probe_accuracy=figures.get("linear_probe_accuracy"),
         evaluation=ImageModality().describe_evaluation(probe_recipe),
-        metrics=metrics, output_dim=int(8 * enc.get("width", 64)))
+        metrics=metrics, output_dim=int(8 * enc.get("width", 64)), input_shape=(32, 32, 3))
 
 
 def check_export(encoder, export_dir, images):
@@ -163,6 +164,14 @@ def check_export(encoder, export_dir, images):
         raise RuntimeError(f"{export_dir}: loaded encoder gives {got.shape} "
                            f"(finite: {np.all(np.isfinite(got))}), expected {want.shape}.")
     return got.shape, float(np.abs(got - want).max())
+
+
+def _no_paths(command: str) -> str:
+    """A command without this machine's paths (for cards): the device files, an earlier
+    import and a scratch models folder named by role."""
+    command = re.sub(r"--from \S+", "--from DEVICE_FILES", command)
+    command = re.sub(r"--figures \S+", "--figures EARLIER_IMPORT/results.json", command)
+    return re.sub(r"--models-dir /tmp/\S+", "--models-dir SCRATCH", command)
 
 
 def main(argv=None):
@@ -198,6 +207,7 @@ def main(argv=None):
     keras.config.set_dtype_policy("float32")
     encoder = build_encoder(recipe, (32, 32, 3))
     zoo_train.set_encoder_weights(encoder, weights)
+    earlier = None
     if a.figures:
         # Figures of an earlier import of the very same weights (checked by SHA-256).
         with open(a.figures) as f:
@@ -223,6 +233,10 @@ def main(argv=None):
     os.makedirs(entry_dir, exist_ok=True)
     command = "python " + " ".join([os.path.relpath(os.path.abspath(sys.argv[0]), ROOT)]
                                    + (argv if argv is not None else sys.argv[1:]))
+    command = _no_paths(command)
+    for invocation in summary.get("invocations", []):
+        invocation["command"] = re.sub(r"--out \S*/(\S+)", r"--out $OUT/\1",
+                                       invocation["command"])
     card = build_card(a.entry, recipe, summary, rows, meta, figures, description, command)
     # The zoo's artifact: the Keras preset, float16 (the weights came as float16, so the
     # storage is exact). The SavedModel (float32, ~45 MB at width 64) only on request:
@@ -269,6 +283,8 @@ def main(argv=None):
         "gpu_commands": sorted({i["command"] for i in summary.get("invocations", [])}),
         "import_command": command, "weights_sha256": summary.get("weights"),
         "weights_max_relative_rounding_error": meta.get("max_relative_rounding_error"),
+        **({"figures_command": _no_paths(earlier.get("import_command") or "")}
+           if a.figures else {}),
         "epochs_planned": int(recipe["epochs"]),
         "finished": bool(summary.get("finished", summary["epochs_run"] >= recipe["epochs"])),
         "learning_rate_at_stop": rows[-1].get("learning_rate") if rows else None,
