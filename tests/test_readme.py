@@ -19,3 +19,11 @@ def test_quick_start_runs(tmp_path, monkeypatch):
 def test_ci_runs_the_readme_test_command():
     ci = open(os.path.join(ROOT, ".ci", "run")).read().strip().splitlines()[-1]
     assert ci in open(os.path.join(ROOT, "README.md")).read()
+
+
+def test_zoo_block_runs():
+    text = open(os.path.join(ROOT, "README.md")).read()
+    block = re.search(r"## Pretrained encoders.*?```python\n(.*?)```", text, re.S).group(1)
+    namespace = {}
+    exec(compile(block, "README.md", "exec"), namespace)
+    assert namespace["encoder"].output_shape == (None, 512) and namespace["encoder"].trainable
