@@ -162,9 +162,9 @@ def report() -> None:
     print("| MiniLM-L6 | " + " | ".join(TASKS) + " |")
     print("|---" * (len(TASKS) + 1) + "|")
     with open(os.path.join(OUT, "zeroshot.json")) as f:
-        print(row("zero-shot (no training)", [json.load(f)]))
+        print(row("MiniLM-L6 zero-shot (no training)", [json.load(f)]))
     for (loss, sampler), rs in sorted(records.items()):
-        print(row(f"SimCSE {loss}, {sampler}", rs))
+        print(row(f"MiniLM-L6 + SimCSE, {loss}, {sampler}", rs))
     for (loss, sampler), rs in sorted(records.items()):
         secs = [r["train_seconds"] for r in rs]
         print(f"- {loss}/{sampler}: seeds {sorted(r['seed'] for r in rs)}, train "
