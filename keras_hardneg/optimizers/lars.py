@@ -41,6 +41,7 @@ import keras
 from keras import ops
 
 from keras_hardneg.optimizers.builtin import LEARNING_RATE, MOMENTUM, WEIGHT_DECAY
+from keras_hardneg.optimizers.sgd_l2 import MomentumBuffers
 from keras_hardneg.registry import OPTIMIZERS
 
 __all__ = ["LARS", "DEFAULT_EXCLUDE"]
@@ -68,7 +69,7 @@ def _as_patterns(value, what):
 @OPTIMIZERS.register("lars", params={"learning_rate": LEARNING_RATE, "momentum": MOMENTUM,
                                      "weight_decay": WEIGHT_DECAY})
 @keras.saving.register_keras_serializable(package="keras_hardneg")
-class LARS(keras.optimizers.Optimizer):
+class LARS(MomentumBuffers):
     """Layer-wise Adaptive Rate Scaling optimizer (You et al. 2017) for Keras 3.
 
     Args:
@@ -144,17 +145,10 @@ class LARS(keras.optimizers.Optimizer):
         """Whether ``variable`` gets the trust-ratio adaptation (static, from its path/shape)."""
         return not self._matches(variable, self.adaptation_exclusions)
 
-    # -- Keras optimizer API ---------------------------------------------------------
-    def build(self, var_list):
-        if self.built:
-            return
-        super().build(var_list)
-        self.momentums = self.add_optimizer_variables(var_list, "momentum")
-
+    # -- Keras optimizer API (the buffers: MomentumBuffers) ----------------------------
     def update_step(self, gradient, variable, learning_rate):
+        g, lr, m = self._cast(gradient, variable, learning_rate)
         dtype = variable.dtype
-        lr = ops.cast(learning_rate, dtype)
-        g = ops.cast(gradient, dtype)
         w = ops.convert_to_tensor(variable)
         if self.uses_weight_decay(variable):
             g = g + ops.cast(self.lars_weight_decay, dtype) * w
@@ -169,7 +163,6 @@ class LARS(keras.optimizers.Optimizer):
         else:
             scaled = lr * g
         v = self.momentums[self._get_variable_index(variable)]
-        m = ops.cast(self.momentum, dtype)
         self.assign(v, m * v + scaled)
         if self.nesterov:
             self.assign_sub(variable, m * v + scaled)

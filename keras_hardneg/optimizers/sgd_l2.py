@@ -41,16 +41,33 @@ from keras import ops
 from keras_hardneg.optimizers.builtin import LEARNING_RATE, MOMENTUM
 from keras_hardneg.registry import OPTIMIZERS, Param
 
-__all__ = ["SGDL2"]
+__all__ = ["MomentumBuffers", "SGDL2"]
 
 L2_WEIGHT_DECAY = Param(float, low=0.0,
                         help="L2 coefficient added to the gradient (torch SGD's weight_decay) >= 0")
 
 
+class MomentumBuffers(keras.optimizers.Optimizer):
+    """An optimizer with one momentum buffer per variable (``self.momentums``, zeros), the
+    base of :class:`SGDL2` and :class:`~keras_hardneg.optimizers.LARS`."""
+
+    def build(self, var_list):
+        if self.built:
+            return
+        super().build(var_list)
+        self.momentums = self.add_optimizer_variables(var_list, "momentum")
+
+    def _cast(self, gradient, variable, learning_rate):
+        """``(g, lr, m)`` in the variable's dtype."""
+        dtype = variable.dtype
+        return (ops.cast(gradient, dtype), ops.cast(learning_rate, dtype),
+                ops.cast(self.momentum, dtype))
+
+
 @OPTIMIZERS.register("sgd_l2", params={"learning_rate": LEARNING_RATE, "momentum": MOMENTUM,
                                        "weight_decay": L2_WEIGHT_DECAY})
 @keras.saving.register_keras_serializable(package="keras_hardneg")
-class SGDL2(keras.optimizers.Optimizer):
+class SGDL2(MomentumBuffers):
     """Momentum SGD with L2 weight decay added to the gradient (``torch.optim.SGD``'s rule).
 
     Args:
@@ -88,19 +105,10 @@ class SGDL2(keras.optimizers.Optimizer):
         self.l2 = float(weight_decay)
         self.nesterov = bool(nesterov)
 
-    def build(self, var_list):
-        if self.built:
-            return
-        super().build(var_list)
-        self.momentums = self.add_optimizer_variables(var_list, "momentum")
-
     def update_step(self, gradient, variable, learning_rate):
-        dtype = variable.dtype
-        lr = ops.cast(learning_rate, dtype)
-        g = ops.cast(gradient, dtype)
+        g, lr, m = self._cast(gradient, variable, learning_rate)
         if self.l2 > 0:
-            g = g + ops.cast(self.l2, dtype) * ops.convert_to_tensor(variable)
-        m = ops.cast(self.momentum, dtype)
+            g = g + ops.cast(self.l2, variable.dtype) * ops.convert_to_tensor(variable)
         b = self.momentums[self._get_variable_index(variable)]
         self.assign(b, m * b + g)
         step = g + m * b if self.nesterov else b
