@@ -152,12 +152,14 @@ def presets():
         assert _fine_tune_moves(encoder, x) == (True, True)
     names = khn.zoo.list()
     for name in ("simclr-ntxent-cifar10-r18w8-cpu", "graphcl-ntxent-mutag",
-                 "quickthought-ntxent-wiki"):
+                 "quickthought-ntxent-wiki", "simclr-hard-cifar10"):
         assert name in names, names
         model = khn.zoo.load(name)
         assert model.trainable and model.preset_metadata["modality"] in ("image", "graph", "text")
-    image = khn.zoo.load("simclr-ntxent-cifar10-r18w8-cpu")
     x = np.random.default_rng(1).random((8, 32, 32, 3), dtype=np.float32)
+    gpu = khn.zoo.load("simclr-hard-cifar10", trainable=False)  # a GPU entry (float16 preset)
+    assert np.asarray(gpu(x, training=False)).shape == (8, 512)
+    image = khn.zoo.load("simclr-ntxent-cifar10-r18w8-cpu")
     assert np.isfinite(np.asarray(image(x, training=False))).all()
     assert _fine_tune_moves(image, x) == (True, True)
 
