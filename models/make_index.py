@@ -6,8 +6,34 @@ come only from each entry's ``results.json`` written by ``keras-hardneg train``.
 
 import json
 import os
+import re
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+#: Keys of a Keras loss config that are not hyper-parameters (older cards carry them).
+KERAS_CONFIG_KEYS = ("name", "reduction", "dtype")
+#: Hyper-parameters a card shows from the trained recipe (what was trained), not from the
+#: card written at export (the r18w8-cpu cards said Adam weight_decay 1e-06, which the Adam
+#: of that version ignored; their recipes say null).
+RECIPE_KEYS = ("batch_size", "framework", "encoder", "sampler", "optimizer", "augmentation",
+               "seed")
+
+
+def plain_path(text):
+    """``text`` with absolute paths cut to their last two parts (no machine's folders)."""
+    return re.sub(r"(?<![\w.])/(?:[^/\s]+/)+([^/\s]+/[^/\s]+)", r"\1", text)
+
+
+def plain_card(card, recipe):
+    """A zoo card as users read it: hyper-parameters without Keras config noise and, where
+    the recipe has them, the trained recipe's values; no absolute paths."""
+    hp = {k: v for k, v in card.hyperparameters.items() if k not in KERAS_CONFIG_KEYS}
+    for key in RECIPE_KEYS:
+        if key in hp and key in recipe:
+            hp[key] = recipe[key]
+    card.hyperparameters = json.loads(plain_path(json.dumps(hp)))
+    if card.data:
+        card.data = plain_path(card.data)
+    return card
 
 
 def describe(recipe):
@@ -44,14 +70,15 @@ def figures(res):
     return "-"
 
 
-def _card_markdown(name):
+def _card_markdown(name, recipe):
     """The entry's measured card: from ``preset/model_card.json`` (the Keras preset), else
     from ``encoder/model_card.md`` (the SavedModel); ``None`` when neither exists."""
     preset_card = os.path.join(HERE, name, "preset", "model_card.json")
     if os.path.isfile(preset_card):
         from keras_hardneg.export import ModelCard
 
-        return ModelCard.from_dict(json.load(open(preset_card))).to_markdown()
+        card = ModelCard.from_dict(json.load(open(preset_card)))
+        return plain_card(card, recipe).to_markdown()
     encoder_card = os.path.join(HERE, name, "encoder", "model_card.md")
     return open(encoder_card).read() if os.path.isfile(encoder_card) else None
 
@@ -80,7 +107,7 @@ def main():
                   else "weights (trained here, CPU)")
         rows.append(f"| `{name}` | {fw} | {loss} | {enc} | {sampler} | {data} | {epochs} | "
                     f"{figures(res) if trained else '-'} | {status} |")
-        card = _card_markdown(name) if trained else None
+        card = _card_markdown(name, recipe) if trained else None
         if card is not None:
             how = (f"Load it: `keras_hardneg.zoo.load({name!r})` (a trainable keras.Model under "
                    f"TensorFlow or JAX); TF Hub SavedModel: `keras-hardneg zoo export {name} "

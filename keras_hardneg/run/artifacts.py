@@ -37,6 +37,16 @@ def _numbers(value: Any) -> Any:
     return value
 
 
+#: Keys of a Keras loss config that are not hyper-parameters (the Keras object's name, its
+#: reduction and dtype policy): left out of model cards.
+KERAS_CONFIG_KEYS = ("name", "reduction", "dtype")
+
+
+def loss_hyperparameters(loss: Any) -> dict[str, Any]:
+    """``loss.get_config()`` without the Keras bookkeeping keys (:data:`KERAS_CONFIG_KEYS`)."""
+    return {k: v for k, v in loss.get_config().items() if k not in KERAS_CONFIG_KEYS}
+
+
 def model_card(model: Any, recipe: dict[str, Any], results: dict[str, Any],
                description: str) -> Any:
     """The :class:`~keras_hardneg.export.ModelCard` of a trained run: the recipe's
@@ -52,7 +62,7 @@ def model_card(model: Any, recipe: dict[str, Any], results: dict[str, Any],
         description=f"{recipe['framework']['name']} encoder pre-trained with keras-hardneg",
         framework=recipe["framework"]["name"],
         loss=type(loss).__name__,
-        hyperparameters={**loss.get_config(), "batch_size": recipe["batch_size"],
+        hyperparameters={**loss_hyperparameters(loss), "batch_size": recipe["batch_size"],
                          "framework": recipe["framework"], "encoder": recipe["encoder"],
                          "sampler": recipe["sampler"], "optimizer": recipe["optimizer"],
                          "augmentation": recipe["augmentation"], "data": recipe["data"],
