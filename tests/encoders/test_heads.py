@@ -107,3 +107,20 @@ def test_bad_arguments(kwargs, name):
     args.update(kwargs)
     with pytest.raises(ValueError, match=name):
         projection_head(**args)
+
+
+def test_simclr_v1_bn_is_lightlys_head():
+    """lightly's SimCLRProjectionHead(512, 512, 128): Linear-BN-ReLU, Linear-BN, no biases
+    before a BN, the output BN with scale and shift (the head of its CIFAR-10 benchmark)."""
+    head = projection_head(6, 10, 4, version="simclr_v1_bn")
+    assert _kinds(head) == ["Dense", "BatchNormalization", "ReLU", "Dense",
+                            "BatchNormalization"]
+    assert not head.hidden_layers[0][0].use_bias and not head.last_dense.use_bias
+    assert head.output_bn.center and head.output_bn.scale
+    assert len(head.output_bn.trainable_weights) == 2
+    x = np.random.default_rng(0).normal(size=(64, 6)).astype("float32")
+    z, h = head(x, training=True, return_features=True)
+    z = keras.ops.convert_to_numpy(z)
+    np.testing.assert_allclose(z.mean(0), 0.0, atol=1e-4)   # batch statistics, beta 0
+    np.testing.assert_allclose(z.std(0), 1.0, atol=1e-2)    # gamma 1
+    assert tuple(keras.ops.shape(h)) == (64, 10)
