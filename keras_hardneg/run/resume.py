@@ -123,7 +123,14 @@ def check_resume(recipe: dict[str, Any], output_dir: str, resume: bool,
     if old is None:
         raise OutputDirError(f"{output_dir!r} holds an unreadable recipe.json; start over "
                              f"with {flag} or choose another output folder.")
-    # JSON round trip: the stored recipe went through it (tuples are lists there).
+    # The stored recipe as this version reads it (a wave-1 recipe is upgraded, defaults
+    # filled in), then both through JSON (tuples are lists there).
+    from keras_hardneg.run.recipe import RecipeError, load_recipe
+
+    try:
+        old = json.loads(json.dumps(load_recipe(old), default=str))
+    except RecipeError:
+        pass  # compared as stored: the differences name what no longer loads
     new = json.loads(json.dumps(recipe, default=str))
     keys = recipe_differences(old, new)
     if keys:

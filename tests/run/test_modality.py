@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 
+import keras
 import numpy as np
 import pytest
 
@@ -160,8 +161,16 @@ def test_graph_runs_resume_with_the_feed_state(tmp_path):
     folder = write_tu(str(tmp_path / "TOY"))
     recipe = {"data": dataset_spec(folder), "epochs": 1, "batch_size": 8}
     out = str(tmp_path / "run")
-    first = run.train(recipe, out, verbose=0, export=False)
-    again = run.train({**recipe, "epochs": 2}, out, verbose=0, export=False)
+
+    class StopAfterOneEpoch(keras.callbacks.Callback):  # an interrupted 2-epoch run
+        def on_epoch_end(self, epoch, logs=None):
+            self.model.stop_training = True
+
+    recipe["epochs"] = 2
+    first = run.train(recipe, out, verbose=0, export=False,
+                      extra_callbacks=[StopAfterOneEpoch()])
+    again = run.train(recipe, out, verbose=0, export=False)
+    assert first["epochs_run"] == 1
     assert again["epochs_trained_now"] == 1 and again["epochs_run"] == 2
     assert first["history"]["loss"][0] == again["history"]["loss"][0]
 
