@@ -72,8 +72,16 @@ def make_subset() -> str:
 
 
 def _run(cmd: list[str]) -> tuple[str, float]:
+    """Runs a ``keras-hardneg`` command. With ``KHN_CODE_DIR`` set (a snapshot of the
+    package, e.g. ``git archive HEAD keras_hardneg | tar -x -C DIR``) it runs that code as
+    ``python -m keras_hardneg.cli`` (the working tree is shared with other developers and
+    was briefly broken mid-grid)."""
     start = time.time()
-    out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    env = dict(os.environ)
+    if env.get("KHN_CODE_DIR") and cmd[0] == "keras-hardneg":
+        cmd = [sys.executable, "-m", "keras_hardneg.cli"] + cmd[1:]
+        env["PYTHONPATH"] = env["KHN_CODE_DIR"]
+    out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env)
     if out.returncode:
         raise RuntimeError(f"{shlex.join(cmd)} failed:\n{out.stderr[-3000:]}")
     return out.stdout, time.time() - start
@@ -121,10 +129,19 @@ def cell(loss: str, sampler: str, seed: int) -> None:
         history = json.load(f)
     _write(name, {"loss": loss, "sampler": sampler, "seed": seed,
                   "train_command": shlex.join(train), "evaluate_command": shlex.join(evaluate),
-                  "train_seconds": round(train_s, 1), "evaluate_seconds": round(eval_s, 1),
+                  "train_seconds": round(sum(history.get("epoch_seconds", [train_s])), 1),
+                  "train_command_seconds": round(train_s, 1),
+                  "evaluate_seconds": round(eval_s, 1), "code": _code(),
                   "subset": f"{SUBSET_SIZE} sentences, `python benchmarks/text_minilm.py "
                             "subset`", "recipe": recipe_used,
                   "final_loss": history.get("loss", [None])[-1], **_last_json(stdout)})
+
+
+def _code() -> str:
+    if os.environ.get("KHN_CODE_DIR"):
+        return f"snapshot {os.environ['KHN_CODE_DIR']} of commit {os.environ.get('KHN_CODE_COMMIT')}"
+    return "working tree " + subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                                            capture_output=True, text=True).stdout.strip()
 
 
 def grid(minutes: float) -> None:
