@@ -77,6 +77,30 @@ def _section_param(section: str, key: str):
     return registry.get(users[0]).params[key], users
 
 
+def _by_value(pairs: list[tuple[str, Any]]) -> str:
+    """``"a: X; b, c: Y"`` from ``[(name, value), ...]``, names grouped by equal values."""
+    groups: dict[str, list[str]] = {}
+    for name, value in pairs:
+        groups.setdefault(str(value), []).append(name)
+    if len(groups) == 1:
+        return next(iter(groups))
+    return "; ".join(f"{', '.join(names)}: {value}" for value, names in groups.items())
+
+
+def _section_help(section: str, key: str) -> str:
+    """Help of a component key's flag: what it is for each component that takes it (their
+    texts differ, e.g. --width for a GIN and a ResNet) and their defaults."""
+    from keras_hardneg.run import SECTIONS
+
+    registry = SECTIONS[section]
+    users = [n for n in registry.names() if key in registry.get(n).params]
+    params = [(n, registry.get(n).params[key]) for n in users]
+    what = _by_value([(n, p.help) for n, p in params])
+    default = _by_value([(n, "none" if p.default is None else p.default) for n, p in params])
+    return (f"{what} ({section}: {', '.join(users)}; default: the recipe's, else the "
+            f"{section}'s: {default})")
+
+
 def _recipe_key_flags() -> dict[str, str]:
     """recipe key -> the flag that sets it (to name both in errors)."""
     keys = {f"{section}.{key}": _flag(key) for section, key in _SECTION_FLAGS}
@@ -87,13 +111,15 @@ def _recipe_key_flags() -> dict[str, str]:
 
 
 def _add_model_flags(p: argparse.ArgumentParser) -> None:
-    from keras_hardneg.run import RUN_PARAMS, SECTIONS
+    from keras_hardneg.run import DEFAULT_RECIPE, RUN_PARAMS, SECTIONS
 
     g = p.add_argument_group("what to train (override the recipe)")
     g.add_argument("--recipe", help="JSON recipe file (e.g. one from models/); flags below "
                                     "override it")
     g.add_argument("--dataset", help="'digits' (embedded, default), 'tfds:NAME', an image "
-                                     "folder (class subfolders, or train/ and test/ inside), a "
+                                     "folder (class subfolders, or train/ and test/ inside; a "
+                                     "flat folder of unlabeled images trains without "
+                                     "evaluation), a "
                                      "TU graph folder (graph recipe: GraphCL), or a .txt file of "
                                      "sentences (text recipe: SimCSE)")
     g.add_argument("--benchmark-dir", help="text: evaluate on the STS sets under this folder "
@@ -103,22 +129,27 @@ def _add_model_flags(p: argparse.ArgumentParser) -> None:
                                     "with unsupervised SimCSE (t 0.05, lr 3e-5, batch 64 unless "
                                     "given); its tokenizer is the data's")
     g.add_argument("--image-size", type=_number(int, "--image-size"),
-                   help="resize images to this side (>= 8)")
+                   help="resize images to this side (>= 8; default: the recipe's, else the "
+                        "data's own size, 32 for image folders)")
     g.add_argument("--limit-per-class", type=_number(int, "--limit-per-class"),
-                   help="image folders: use at most this many images per class")
+                   help="image folders: use at most this many images per class (default: "
+                        "all)")
     for section in _COMPONENT_FLAGS:
         g.add_argument(_flag(section), choices=SECTIONS[section].names(),
-                       help=f"the {SECTIONS[section].kind}")
+                       help=f"the {SECTIONS[section].kind} (default: the recipe's, else "
+                            f"{DEFAULT_RECIPE[section]['name']})")
     for section, key in _SECTION_FLAGS:
         param, users = _section_param(section, key)
         g.add_argument(_flag(key), dest=key, type=_number(param.kind, _flag(key)),
-                       help=f"{param.help} ({section}: {', '.join(users)})")
+                       help=_section_help(section, key))
     for key in _RUN_FLAGS:
         param = RUN_PARAMS[key]
         kind = param.kind if param.kind in (int, float) else str
+        text = param.help.split(" (default")[0]
         g.add_argument(_flag(key), dest=key, choices=param.choices,
                        type=None if param.choices else _number(kind, _flag(key))
-                       if kind is not str else str, help=param.help)
+                       if kind is not str else str,
+                       help=f"{text} (default: the recipe's, else {param.default!r})")
 
 
 def _data_overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -210,11 +241,14 @@ def cmd_train(args: argparse.Namespace) -> int:
     recipe = _recipe_from_args(args)
     output = _output_folder(args.output or os.path.join("runs", recipe["name"]))
     print(f"keras-hardneg train: {recipe['framework']['name']} + {recipe['loss']['name']} on "
-          f"{recipe['data']['name']}, {recipe['epochs']} epochs -> {output}", flush=True)
+          f"{recipe['data']['name']}{_image_size_note(recipe)}, {recipe['epochs']} epochs -> "
+          f"{output}", flush=True)
     from keras_hardneg.callbacks import BackupError
 
     try:
-        result = run.train(recipe, output, resume=not args.no_resume, verbose=args.verbose,
+        verbose = args.verbose if args.verbose is not None else (  # no \r in log files
+            1 if sys.stdout.isatty() else 2)
+        result = run.train(recipe, output, resume=not args.no_resume, verbose=verbose,
                            export=not args.no_export, distribution=args.distribution)
     except (BackupError, run.RecipeError) as e:  # the API's words -> the flags
         raise CliError(str(e).replace("resume=False", "--no-resume")
@@ -230,14 +264,32 @@ def cmd_train(args: argparse.Namespace) -> int:
         ("training examples/s", f"{result['images_per_second']:.1f}"
          if result["images_per_second"] else "n/a (nothing left to train: the run was complete)"),
     ] + _figure_rows(result, recipe)
+    if isinstance(result.get("evaluation"), str):  # unlabeled images: evaluation off
+        rows.append(("evaluation", result["evaluation"]))
     rows += [(label, os.path.join(output, name)) for label, name in (
         ("run directory", ""), ("recipe", "recipe.json"), ("history", "history.json"),
-        ("results", "results.json"), ("resume state", "backup"))]
+        ("history plot", "history.png"), ("results", "results.json"),
+        ("resume state", "backup")) if name != "history.png" or os.path.isfile(
+            os.path.join(output, name))]
     if result.get("export_dir"):
         rows += [("exported encoder", result["export_dir"]),
                  ("model card", os.path.join(result["export_dir"], "model_card.md"))]
     _print_summary("done", rows)
     return 0
+
+
+def _image_size_note(recipe: dict[str, Any]) -> str:
+    """``" (images resized to 32x32)"`` for an image run; "" for graphs and text."""
+    from keras_hardneg.registry import DATASETS
+
+    data = recipe["data"]
+    if DATASETS.get(data["name"]).tags.get("modality", "image") != "image":
+        return ""
+    size = data.get("image_size")
+    if size:
+        return f" (images resized to {size}x{size})"
+    return " (images at their own size: 8x8)" if data["name"] == "digits" else \
+        " (images at their own size)"
 
 
 def _output_folder(path: str, flag: str = "--output") -> str:
@@ -257,6 +309,9 @@ def _figure_rows(result: dict[str, Any], recipe: dict[str, Any] | None) -> list:
         ev = (recipe or {}).get("evaluation", {})
         rows.append(("kNN accuracy", f"{result['knn_accuracy']:.4f} (weighted, "
                                      f"k={ev.get('knn_k')}, t={ev.get('knn_temperature')})"))
+        if result.get("knn_accuracy_epoch0") is not None:
+            rows.append(("kNN before training", f"{result['knn_accuracy_epoch0']:.4f} (the "
+                                                "random encoder, epoch 0)"))
     if "linear_probe_accuracy" in result:
         rows.append(("linear probe", f"{result['linear_probe_accuracy']:.4f}"))
     if "svm_accuracy" in result:
@@ -467,8 +522,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-resume", action="store_true",
                    help="start over even if OUTPUT has a backup")
     p.add_argument("--no-export", action="store_true", help="do not write the SavedModel")
-    p.add_argument("--verbose", type=int, choices=[0, 1, 2], default=1,
-                   help="1: progress bars (default), 2: one line per epoch, 0: silent")
+    p.add_argument("--verbose", type=int, choices=[0, 1, 2], default=None,
+                   help="1: a progress bar per epoch, 2: one line per epoch, 0: silent "
+                        "(default: 1 on a terminal, 2 when the output goes to a file or "
+                        "pipe); lines show the loss and the kNN monitor, every metric is "
+                        "in history.json")
     p.add_argument("--distribution", type=_distribution, default=None,
                    metavar="NAME_OR_JSON",
                    help="spread the run over processes: a registered distribution "
@@ -502,15 +560,21 @@ def build_parser() -> argparse.ArgumentParser:
                                            "of shared/data/text)")
     p.add_argument("--senteval", action="store_true",
                    help="text: also run SentEval (MR, CR, SUBJ, MPQA, TREC, MRPC)")
-    p.add_argument("--image-size", type=_number(int, "--image-size"))
-    p.add_argument("--limit-per-class", type=_number(int, "--limit-per-class"))
+    p.add_argument("--image-size", type=_number(int, "--image-size"),
+                   help="resize the images to this side (default: the run's, else the "
+                        "data's own size)")
+    p.add_argument("--limit-per-class", type=_number(int, "--limit-per-class"),
+                   help="image folders: at most this many images per class (default: the "
+                        "run's, else all)")
     p.add_argument("--k", type=_positive_int,
                    help=f"{knn['k'].help} (default: the run's, else {knn['k'].default})")
     p.add_argument("--temperature", type=_number(float, "--temperature"),
                    help=f"{knn['temperature'].help} (default: the run's, else "
                         f"{knn['temperature'].default})")
-    p.add_argument("--no-linear-probe", action="store_true")
-    p.add_argument("--seed", type=_number(int, "--seed"))
+    p.add_argument("--no-linear-probe", action="store_true",
+                   help="images: kNN only, skip the logistic-regression probe")
+    p.add_argument("--seed", type=_number(int, "--seed"),
+                   help="seed of the data split and the probe (default: the run's, else 0)")
     p.add_argument("--json", action="store_true", help="also print the result as JSON")
     p.set_defaults(func=cmd_evaluate)
 
@@ -533,7 +597,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "DIR` writes its TF Hub SavedModel (TensorFlow backend). "
                                    "In Python: keras_hardneg.zoo.load(NAME) gives a "
                                    "trainable keras.Model under TensorFlow or JAX.")
-    p.add_argument("action", choices=("list", "show", "export"))
+    p.add_argument("action", choices=("list", "show", "export"),
+                   help="list the entries, show NAME, or export NAME DIR")
     p.add_argument("name", nargs="?", help="entry name (show, export)")
     p.add_argument("directory", nargs="?", help="SavedModel folder to write (export)")
     p.add_argument("--overwrite", action="store_true",
@@ -547,17 +612,23 @@ def build_parser() -> argparse.ArgumentParser:
                                    "split; writes OUTPUT/results.json and a plot.")
     p.add_argument("--dataset", default="digits",
                    help="'digits' (default), 'tfds:NAME' or an image folder")
-    p.add_argument("--limit-per-class", type=_positive_int)
+    p.add_argument("--limit-per-class", type=_positive_int,
+                   help="image folders: at most this many images per class (default: all)")
     p.add_argument("--trials", type=_positive_int, default=8, help="number of trials (default 8)")
     p.add_argument("--epochs", type=_positive_int, default=3, help="epochs per trial (default 3)")
-    p.add_argument("--tuner", choices=TUNERS, default=TUNERS[0])
-    p.add_argument("--objective", choices=list(OBJECTIVES), default=next(iter(OBJECTIVES)))
+    p.add_argument("--tuner", choices=TUNERS, default=TUNERS[0],
+                   help=f"Keras Tuner search algorithm (default {TUNERS[0]})")
+    p.add_argument("--objective", choices=list(OBJECTIVES), default=next(iter(OBJECTIVES)),
+                   help="validation accuracy to maximise: weighted kNN or the linear probe "
+                        f"(default {next(iter(OBJECTIVES))})")
     p.add_argument("--loss", choices=SECTIONS["loss"].names(),
                    help="loss whose hyper-parameters are searched (default: the recipe's)")
     p.add_argument("--framework", choices=SECTIONS["framework"].names(),
                    help="default: the recipe's")
-    p.add_argument("--batch-size", type=_positive_int)
-    p.add_argument("--seed", type=_number(int, "--seed"), default=0)
+    p.add_argument("--batch-size", type=_positive_int,
+                   help="batch size of every trial (default: the recipe's, 128)")
+    p.add_argument("--seed", type=_number(int, "--seed"), default=0,
+                   help="seed of the split and the trials (default 0)")
     p.add_argument("--output", required=True,
                    help="directory for results.json, the plot and the tuner state")
     p.add_argument("--no-resume", action="store_true",

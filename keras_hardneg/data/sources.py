@@ -45,6 +45,8 @@ _ACCESS = Param(str, choices=("auto", "arrays", "random"),
 
 #: ``access="auto"`` reads by index when the float32 training arrays would exceed this.
 ARRAY_BUDGET_BYTES = 2 * 1024 ** 3
+#: ``data.labels`` of an image folder.
+LABELS = ("auto", "folders", "none")
 
 
 def _random(access: str, num_images: int, image_size: int | None) -> bool:
@@ -68,8 +70,13 @@ def digits(seed: int, image_size: int | None = None, test_fraction: float = 0.2)
 
 @DATASETS.register(
     "image_folder", modality="image",
-    params={"train": Param("path", help="folder of class subfolders (required)"),
+    params={"train": Param("path", help="folder of class subfolders, or a flat folder of "
+                                        "unlabeled images (required)"),
             "test": Param("path", help="test folder (default: split off train)"),
+            "labels": Param(str, choices=LABELS,
+                            help="folders: class subfolders give the labels; none: unlabeled "
+                                 "images (no evaluation); auto: none when train holds no "
+                                 "subfolder"),
             "image_size": _IMAGE_SIZE, "limit_per_class": _LIMIT,
             "test_limit_per_class": _LIMIT, "test_fraction": _TEST_FRACTION,
             "on_error": Param(str, choices=("skip", "raise"),
@@ -79,12 +86,19 @@ def digits(seed: int, image_size: int | None = None, test_fraction: float = 0.2)
 def image_folder(seed: int, train: str | None = None, test: str | None = None,
                  image_size: int = 32, limit_per_class: int | None = None,
                  test_limit_per_class: int | None = None, test_fraction: float = 0.2,
-                 on_error: str = "skip", access: str = "auto") -> Splits:
+                 on_error: str = "skip", access: str = "auto", labels: str = "auto") -> Splits:
     """``root/<class>/<image>`` folders (JPEG, PNG, ...), decoded and resized to arrays, or
-    read by path (:class:`~keras_hardneg.data.random_access.ImageFiles`)."""
+    read by path (:class:`~keras_hardneg.data.random_access.ImageFiles`). A folder of
+    unlabeled images (``labels`` ``"none"``, or ``"auto"`` and no subfolder in ``train``)
+    gives ``((images, None), None, description)``: the run trains without evaluation."""
     from keras_hardneg.data.image_folder import load_image_folder_arrays
 
     size = (image_size, image_size)
+    if labels == "none" or (labels == "auto" and _flat_folder(train)):
+        return _unlabeled_folder(train, test, size, access, on_error)
+    if labels == "folders" and _flat_folder(train):
+        raise ConfigError(f"data.labels = 'folders' but {train!r} has no class subfolders; "
+                          "for a folder of unlabeled images use data.labels 'none' or 'auto'.")
     if access != "arrays":
         files = _image_folder_files(train, limit_per_class, on_error)
         if _random(access, len(files[0]), image_size):
@@ -175,6 +189,31 @@ def synthetic(seed: int, num_images: int = 1_281_167, test_images: int = 10_000,
     desc = (f"synthetic JPEGs ({num_images} train / {test_images} test, {num_classes} classes, "
             f"stored {stored_size or image_size}px, read {image_size}px, decoded per read)")
     return (train, None), (test, None), desc
+
+
+def _flat_folder(folder) -> bool:
+    """Whether ``folder`` holds no (visible) subfolder: unlabeled images."""
+    return os.path.isdir(folder) and not any(
+        not e.startswith(".") and os.path.isdir(os.path.join(folder, e))
+        for e in os.listdir(folder))
+
+
+def _unlabeled_folder(train, test, size, access, on_error) -> Splits:
+    from keras_hardneg.data.image_folder import load_image_folder_arrays
+
+    if test:
+        raise ConfigError(
+            f"data.test = {test!r}: the training images in {train!r} are unlabeled (no class "
+            "subfolders), so the run does not evaluate; leave 'test' out and evaluate the "
+            "encoder on a labelled folder afterwards: keras-hardneg evaluate RUN_DIR "
+            "--dataset LABELLED_FOLDER.")
+    if access == "random":
+        raise ConfigError("data.access = 'random' is not available for unlabeled images; "
+                          "use 'arrays' or 'auto'.")
+    images = load_image_folder_arrays(train, image_size=size, labels=False, on_error=on_error)
+    desc = (f"image folder {train} ({len(images)} unlabeled images, resized to "
+            f"{size[0]}x{size[1]}; no evaluation)")
+    return (images, None), None, desc
 
 
 def _image_folder_files(folder, limit_per_class, on_error):

@@ -217,7 +217,8 @@ class ImageModality(Modality):
             return ShuffledBatches(x.astype("float32"), y, b, seed=recipe["seed"]), {}
         import tensorflow as tf
 
-        ds = tf.data.Dataset.from_tensor_slices((x.astype("float32"), y))
+        ds = tf.data.Dataset.from_tensor_slices(  # unlabeled images: x alone
+            x.astype("float32") if y is None else (x.astype("float32"), y))
         ds = ds.shuffle(n, seed=recipe["seed"], reshuffle_each_iteration=True)
         return ds.batch(b, drop_remainder=True).prefetch(tf.data.AUTOTUNE).repeat(), {}
 

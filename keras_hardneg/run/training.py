@@ -23,6 +23,7 @@ from keras_hardneg.run.distribution import build_distribution
 from keras_hardneg.run.modality import (MONITOR_TEST_LIMIT, MONITOR_TRAIN_LIMIT,
                                        TrainFeed, modality_of)
 from keras_hardneg.run.recipe import load_recipe, save_recipe
+from keras_hardneg.run.report import HISTORY_PLOT, ShortProgress, plot_history, resolve_verbose
 from keras_hardneg.run.resume import _committed_epoch, check_output_dir, check_resume
 
 __all__ = ["train", "MONITOR_TRAIN_LIMIT", "MONITOR_TEST_LIMIT"]
@@ -38,7 +39,8 @@ class _EpochTimer(keras.callbacks.Callback):
 
 def _recipe_callbacks(recipe, modality, train, test):
     ann = recipe["annealing"]
-    out = [_EpochTimer()] + modality.monitors(recipe, train, test)
+    out = [_EpochTimer()] + (modality.monitors(recipe, train, test)
+                             if not _unlabeled(modality, test) else [])
     if "beta_changes" in ann:
         out.append(callbacks.BetaAnnealing(recipe["epochs"], ann["beta_changes"]))
     if "ring_start" in ann or "ring_end" in ann:
@@ -118,7 +120,51 @@ def _skip_batches(feed: Any, n: int) -> Any:
     return feed
 
 
-def train(recipe: Any, output_dir: str, *, resume: bool = True, verbose: int = 1,
+#: The random encoder's figures, measured before the first epoch (kept for resumes).
+BASELINE_FILE = "baseline.json"
+
+
+def _unlabeled(modality, test_split) -> bool:
+    """An image run without labels (a folder of unlabeled images): no monitor, no
+    evaluation."""
+    return modality.name == "image" and not _labelled(test_split)
+
+
+def _labelled(split) -> bool:
+    """Whether a split has class labels (arrays with ``y``, or a random-access source,
+    which carries its own)."""
+    from keras_hardneg.data.random_access import is_random_access
+
+    return split is not None and split[0] is not None and (
+        split[1] is not None or is_random_access(split[0]))
+
+
+def _baseline(modality, model, recipe, train_split, test_split, output_dir, start_epoch,
+              verbose):
+    """The random encoder's kNN accuracy ("epoch 0", the final evaluation's protocol
+    without the probe) of an image run with labels, so that a user sees what pre-training
+    bought; measured at a fresh start and stored in ``output_dir/baseline.json``."""
+    path = os.path.join(output_dir, BASELINE_FILE)
+    if start_epoch:
+        try:
+            with open(path) as f:
+                return json.load(f)
+        except (OSError, ValueError):
+            return None
+    if modality.name != "image" or not recipe["evaluation"].get("monitor_every") \
+            or not _labelled(test_split):
+        return None
+    quick = {**recipe, "evaluation": {**recipe["evaluation"], "linear_probe": False}}
+    figures = modality.evaluate(model.encoder, quick, train_split, test_split)
+    baseline = {"knn_accuracy": float(figures["knn_accuracy"])}
+    atomic_write_json(path, baseline, indent=1)
+    if verbose:
+        print(f"epoch 0 (random encoder): kNN accuracy {baseline['knn_accuracy']:.4f}",
+              flush=True)
+    return baseline
+
+
+def train(recipe: Any, output_dir: str, *, resume: bool = True, verbose: Any = "auto",
           export: bool = True, extra_callbacks: Iterable[keras.callbacks.Callback] = (),
           data: tuple | None = None, distribution: Any = None) -> dict[str, Any]:
     """Trains, evaluates and exports what ``recipe`` describes, into ``output_dir``.
@@ -135,7 +181,9 @@ def train(recipe: Any, output_dir: str, *, resume: bool = True, verbose: int = 1
         recipe: path or dict (see :func:`~keras_hardneg.run.load_recipe`).
         output_dir: where everything goes (created).
         resume: continue from ``output_dir/backup`` if present.
-        verbose: Keras progress bars (1), one line per epoch (2) or silent (0).
+        verbose: Keras progress bars (1), one line per epoch (2), silent (0) or
+            ``"auto"``: 1 when stdout is a terminal, else 2 (no ``\r`` in log files).
+            Lines show the loss and the kNN monitor (every metric is in history.json).
         export: write the SavedModel.
         extra_callbacks: more Keras callbacks.
         data: optional ``((x_train, y_train), (x_test, y_test), description)`` to skip
@@ -173,6 +221,7 @@ def train(recipe: Any, output_dir: str, *, resume: bool = True, verbose: int = 1
     # First: a multi-worker strategy must exist before the process runs any TF operation.
     dist = build_distribution(distribution)
     place = dist.place
+    verbose = resolve_verbose(verbose)
     recipe = load_recipe(recipe)
     # Before anything is written: a rerun must train the recipe stored there.
     stored = check_resume(recipe, output_dir, resume) if place.is_chief else None
@@ -204,7 +253,13 @@ def train(recipe: Any, output_dir: str, *, resume: bool = True, verbose: int = 1
                 print(f"resuming from epoch {start_epoch} (of {recipe['epochs']}) in "
                       f"{output_dir}", flush=True)
 
+        baseline = None
+        if place.is_chief and place.num_workers == 1:
+            baseline = _baseline(modality, model, recipe, train_split, test_split, output_dir,
+                                 start_epoch, verbose)
         cbs = _recipe_callbacks(recipe, modality, train_split, test_split) + list(feed.callbacks)
+        if verbose:
+            cbs.append(ShortProgress())  # replaces Keras's: the figures that matter
         backup = os.path.join(output_dir, "backup")
         if not resume and place.is_chief and os.path.isdir(backup):
             shutil.rmtree(backup)
@@ -257,14 +312,22 @@ def train(recipe: Any, output_dir: str, *, resume: bool = True, verbose: int = 1
             model.set_weights(weights)
         with open(os.path.join(output_dir, "history.json"), "w") as f:
             json.dump(hist, f, indent=1)
+        plot_history(hist, os.path.join(output_dir, HISTORY_PLOT), baseline)
 
-        results = modality.evaluate(model.encoder, recipe, train_split, test_split)
+        if _unlabeled(modality, test_split):
+            results = {"evaluation": (
+                "off: the training images are unlabeled; measure the encoder on a labelled "
+                f"folder with `keras-hardneg evaluate {output_dir} --dataset FOLDER`")}
+        else:
+            results = modality.evaluate(model.encoder, recipe, train_split, test_split)
         results.update(
             history=hist, seconds=seconds, epochs_run=len(hist.get("loss", [])),
             epochs_trained_now=trained_now, steps_per_epoch=feed.steps_per_epoch,
             images_per_second=(trained_now * feed.steps_per_epoch * recipe["batch_size"] / seconds
                                if seconds > 0 and trained_now else None),
             data=description, modality=modality.name, output_dir=output_dir)
+        if baseline is not None:
+            results["knn_accuracy_epoch0"] = baseline["knn_accuracy"]
         if place.num_workers > 1:
             results["distribution"] = dist.describe()
         if export and keras.backend.backend() != "tensorflow":

@@ -1,0 +1,69 @@
+"""A folder of unlabeled images (no class subfolders) trains (issue 26): no evaluation, the
+header states the size images are resized to, a labelled split given with it is refused in
+one line that says how to evaluate instead. The user's view runs in a subprocess."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _cli(*argv):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT)
+    return subprocess.run([sys.executable, "-m", "keras_hardneg.cli", *argv], cwd=ROOT,
+                          capture_output=True, text=True, env=env, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def flat(tmp_path_factory):
+    from PIL import Image
+
+    folder = tmp_path_factory.mktemp("flat")
+    rng = np.random.default_rng(0)
+    for i in range(96):
+        Image.fromarray(rng.integers(0, 255, (20, 24, 3), dtype=np.uint8)).save(
+            folder / f"img{i:03d}.png")
+    (folder / "notes.txt").write_text("not an image")
+    return folder
+
+
+def test_flat_folder_trains_without_evaluation_and_states_the_image_size(flat, tmp_path):
+    out = tmp_path / "run"
+    proc = _cli("train", "--dataset", str(flat), "--image-size", "16", "--epochs", "1",
+                "--width", "4", "--batch-size", "32", "--no-export", "--output", str(out))
+    assert proc.returncode == 0, proc.stderr
+    header = proc.stdout.splitlines()[0]
+    assert "images resized to 16x16" in header, header
+    results = json.loads((out / "results.json").read_text())
+    assert results["epochs_run"] == 1 and "knn_accuracy" not in results
+    assert "unlabeled" in results["data"] and "96 unlabeled images" in results["data"]
+    assert results["evaluation"].startswith("off: the training images are unlabeled")
+    assert "keras-hardneg evaluate" in proc.stdout
+    assert "knn_accuracy" not in json.loads((out / "history.json").read_text())
+
+
+def test_unlabeled_images_with_a_test_split_or_folder_labels_are_one_line(flat, tmp_path):
+    recipe = tmp_path / "recipe.json"
+    recipe.write_text(json.dumps({"data": {"name": "image_folder", "train": str(flat),
+                                           "test": str(flat), "image_size": 16},
+                                  "epochs": 1}))
+    proc = _cli("train", "--recipe", str(recipe), "--output", str(tmp_path / "a"))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert "data.test" in proc.stderr and "keras-hardneg evaluate" in proc.stderr
+    recipe.write_text(json.dumps({"data": {"name": "image_folder", "train": str(flat),
+                                           "labels": "folders"}, "epochs": 1}))
+    proc = _cli("train", "--recipe", str(recipe), "--output", str(tmp_path / "b"))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert "data.labels = 'folders'" in proc.stderr
+
+
+def test_labels_key_is_checked():
+    from keras_hardneg.data import dataset_spec
+
+    with pytest.raises(ValueError, match="data.labels"):
+        dataset_spec(ROOT, labels="maybe")
