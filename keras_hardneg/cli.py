@@ -438,6 +438,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_tune(args: argparse.Namespace) -> int:
     from keras_hardneg import tuning
+    from keras_hardneg.tuning import records
 
     _output_folder(args.output)
     kwargs = dict(dataset=args.dataset, trials=args.trials, epochs=args.epochs, tuner=args.tuner,
@@ -448,8 +449,20 @@ def cmd_tune(args: argparse.Namespace) -> int:
     if args.limit_per_class is not None:
         kwargs["limit_per_class"] = args.limit_per_class
     trials = tuning.run_search(**kwargs)
-    _print_summary("tuning done", [("trials", len(trials)),
-                                   ("results", os.path.join(args.output, "results.json"))])
+    rows = [("trials", len(trials))]
+    best = records.best(trials)
+    if best is not None:  # numbered from 1, as Keras Tuner prints them
+        with open(os.path.join(args.output, "search.json")) as f:
+            values, command = records.train_command(best, json.load(f))
+        rows += [("best trial", f"#{records.trial_number(best['trial_id'])}: "
+                                f"{best['objective_name']} {best['objective']:.4f}"),
+                 ("best values", values),
+                 ("train with", command or "the knobs have no flags: set them in a recipe "
+                                           "(--recipe)")]
+    rows.append(("results", os.path.join(args.output, "results.json")))
+    _print_summary("tuning done", rows)
+    if best is not None and command:
+        print(f"  (trials ran {args.epochs} epochs each; add --epochs N for the full run)")
     return 0
 
 

@@ -42,6 +42,47 @@ def rank(records):
     return done + rest
 
 
+def trial_number(trial_id):
+    """The trial's number as Keras Tuner prints it ("Running Trial #1" is trial id "00"):
+    ``int(trial_id) + 1`` for a numeric id, else the id."""
+    text = str(trial_id)
+    return str(int(text) + 1) if text.isdigit() else text
+
+
+def best(records):
+    """The completed trial with the highest objective, or ``None``."""
+    ranked = rank(records)
+    return ranked[0] if ranked and _ok(ranked[0]) else None
+
+
+def train_command(record, settings):
+    """``(values, command)`` of a trial: its knob values as ``"beta 0.93, tau_plus 0.05"``
+    and the ``keras-hardneg train`` command that trains with them on the search's data,
+    framework, loss and batch size (``settings``: the search's ``search.json``). Knobs
+    without a flag (the sampler's) make the command ``None``: use the trial's recipe."""
+    import shlex
+
+    from keras_hardneg.tuning.space import KNOBS
+
+    values = {k: v for k, v in record.get("hyperparameters", {}).items() if k in KNOBS}
+    text = ", ".join(f"{k} {_fmt(v)}" for k, v in values.items())
+    if any(KNOBS[k]["section"] != "loss" for k in values):
+        return text, None
+    recipe = settings.get("recipe") or {}
+    argv = ["keras-hardneg", "train", "--dataset", str(settings.get("dataset", "digits"))]
+    limit = (recipe.get("data") or {}).get("limit_per_class")
+    if limit:
+        argv += ["--limit-per-class", str(limit)]
+    for section in ("framework", "loss"):
+        if (recipe.get(section) or {}).get("name"):
+            argv += [f"--{section}", recipe[section]["name"]]
+    if recipe.get("batch_size"):
+        argv += ["--batch-size", str(recipe["batch_size"])]
+    for knob, value in values.items():
+        argv += ["--" + KNOBS[knob]["key"].replace("_", "-"), f"{value:.6g}"]
+    return text, " ".join(shlex.quote(a) for a in argv)
+
+
 def _fmt(v):
     if v is None:
         return "-"
@@ -60,7 +101,7 @@ def format_table(records, objective_name="objective"):
     cols = ["rank", "trial", "status", objective_name, "beta", "tau_plus"] + knobs + ["seconds"]
     rows = []
     for i, r in enumerate(rank(records)):
-        rows.append([str(i + 1) if _ok(r) else "-", str(r["trial_id"]), r.get("status", "?"),
+        rows.append([str(i + 1) if _ok(r) else "-", trial_number(r["trial_id"]), r.get("status", "?"),
                      _fmt(r.get("objective")), _fmt(r.get("beta")), _fmt(r.get("tau_plus"))]
                     + [_fmt(r.get("hyperparameters", {}).get(k)) for k in knobs]
                     + [_fmt(r.get("seconds"))])
@@ -71,5 +112,5 @@ def format_table(records, objective_name="objective"):
     lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths)) for row in rows]
     failed = [r for r in records if r.get("status") == "FAILED" and r.get("error")]
     for r in failed:
-        lines.append(f"trial {r['trial_id']} FAILED: {r['error']}")
+        lines.append(f"trial {trial_number(r['trial_id'])} FAILED: {r['error']}")
     return "\n".join(lines)
