@@ -57,7 +57,11 @@ def quickstart():
     lines = code.splitlines()
     export = [i for i, line in enumerate(lines) if "export_encoder" in line]
     assert len(export) == 1, "the quick start has one export line"
-    export_line = lines.pop(export[0])
+    start = end = export[0]  # the statement, continuation lines included
+    while "".join(lines[start:end + 1]).count("(") > "".join(lines[start:end + 1]).count(")"):
+        end += 1
+    export_line = "\n".join(line.strip() for line in lines[start:end + 1])
+    del lines[start:end + 1]
     scope = {}
     exec(compile("\n".join(lines), "README.md quick start", "exec"), scope)
     feats, x_test = scope["feats"], scope["x_test"]
