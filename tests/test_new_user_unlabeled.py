@@ -1,6 +1,6 @@
 """A folder of unlabeled images (no class subfolders) trains (issue 26): no evaluation, the
-header states the size images are resized to, a labelled split given with it is refused in
-one line that says how to evaluate instead. The user's view runs in a subprocess."""
+header states the size images are resized to; a labelled folder given as ``test`` is what
+the run evaluates on (split into kNN reference and queries). The user's view runs in a subprocess."""
 
 import json
 import os
@@ -47,14 +47,37 @@ def test_flat_folder_trains_without_evaluation_and_states_the_image_size(flat, t
     assert "knn_accuracy" not in json.loads((out / "history.json").read_text())
 
 
-def test_unlabeled_images_with_a_test_split_or_folder_labels_are_one_line(flat, tmp_path):
+def test_unlabeled_images_evaluate_on_a_labelled_folder_given_separately(flat, tmp_path):
+    labelled = tmp_path / "labelled"
+    for k, name in enumerate(("a", "b")):
+        (labelled / name).mkdir(parents=True)
+        for i in range(20):
+            value = np.full((16, 16, 3), 40 + 150 * k + i, np.uint8)
+            from PIL import Image
+
+            Image.fromarray(value).save(labelled / name / f"{i}.png")
+    recipe = tmp_path / "recipe.json"
+    recipe.write_text(json.dumps({"data": {"name": "image_folder", "train": str(flat),
+                                           "test": str(labelled), "image_size": 16},
+                                  "encoder": {"name": "small_convnet", "width": 4},
+                                  "batch_size": 32, "epochs": 1}))
+    out = tmp_path / "run"
+    proc = _cli("train", "--recipe", str(recipe), "--no-export", "--output", str(out))
+    assert proc.returncode == 0, proc.stderr
+    results = json.loads((out / "results.json").read_text())
+    assert 0.0 <= results["knn_accuracy"] <= 1.0 and "knn_accuracy_epoch0" in results
+    assert "evaluated on the labelled folder" in results["data"]
+    assert "32 kNN/probe reference, 8 queries" in results["data"]
+
+
+def test_a_flat_test_folder_or_folder_labels_on_a_flat_folder_are_one_line(flat, tmp_path):
     recipe = tmp_path / "recipe.json"
     recipe.write_text(json.dumps({"data": {"name": "image_folder", "train": str(flat),
                                            "test": str(flat), "image_size": 16},
                                   "epochs": 1}))
     proc = _cli("train", "--recipe", str(recipe), "--output", str(tmp_path / "a"))
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
-    assert "data.test" in proc.stderr and "keras-hardneg evaluate" in proc.stderr
+    assert "data.test" in proc.stderr and "no class subfolders" in proc.stderr
     recipe.write_text(json.dumps({"data": {"name": "image_folder", "train": str(flat),
                                            "labels": "folders"}, "epochs": 1}))
     proc = _cli("train", "--recipe", str(recipe), "--output", str(tmp_path / "b"))

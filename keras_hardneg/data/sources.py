@@ -95,7 +95,8 @@ def image_folder(seed: int, train: str | None = None, test: str | None = None,
 
     size = (image_size, image_size)
     if labels == "none" or (labels == "auto" and _flat_folder(train)):
-        return _unlabeled_folder(train, test, size, access, on_error)
+        return _unlabeled_folder(train, test, size, access, on_error, seed, test_fraction,
+                                 test_limit_per_class or limit_per_class)
     if labels == "folders" and _flat_folder(train):
         raise ConfigError(f"data.labels = 'folders' but {train!r} has no class subfolders; "
                           "for a folder of unlabeled images use data.labels 'none' or 'auto'.")
@@ -198,22 +199,30 @@ def _flat_folder(folder) -> bool:
         for e in os.listdir(folder))
 
 
-def _unlabeled_folder(train, test, size, access, on_error) -> Splits:
+def _unlabeled_folder(train, test, size, access, on_error, seed, test_fraction,
+                      test_limit) -> Splits:
+    """Unlabeled training images; ``test``, a labelled folder given separately, is what
+    the run evaluates on (the run splits it into kNN / probe reference and queries)."""
     from keras_hardneg.data.image_folder import load_image_folder_arrays
 
-    if test:
-        raise ConfigError(
-            f"data.test = {test!r}: the training images in {train!r} are unlabeled (no class "
-            "subfolders), so the run does not evaluate; leave 'test' out and evaluate the "
-            "encoder on a labelled folder afterwards: keras-hardneg evaluate RUN_DIR "
-            "--dataset LABELLED_FOLDER.")
     if access == "random":
         raise ConfigError("data.access = 'random' is not available for unlabeled images; "
                           "use 'arrays' or 'auto'.")
+    if test and _flat_folder(test):
+        raise ConfigError(
+            f"data.test = {test!r} has no class subfolders: the evaluation needs labelled "
+            "images (test/<class>/<image>); leave 'test' out to train without evaluation.")
     images = load_image_folder_arrays(train, image_size=size, labels=False, on_error=on_error)
     desc = (f"image folder {train} ({len(images)} unlabeled images, resized to "
-            f"{size[0]}x{size[1]}; no evaluation)")
-    return (images, None), None, desc
+            f"{size[0]}x{size[1]})")
+    if not test:
+        return (images, None), None, desc + "; no evaluation"
+    labelled = load_image_folder_arrays(test, image_size=size, on_error=on_error,
+                                        limit_per_class=test_limit)
+    cut = int(len(labelled[0]) * (1 - test_fraction))
+    desc += (f"; evaluated on the labelled folder {test} ({len(labelled[0])} images: {cut} "
+             f"kNN/probe reference, {len(labelled[0]) - cut} queries)")
+    return (images, None), labelled, desc
 
 
 def _image_folder_files(folder, limit_per_class, on_error):

@@ -12,9 +12,11 @@ import warnings
 from typing import Any, Iterable
 
 import keras
+import numpy as np
 
 from keras_hardneg import callbacks
 from keras_hardneg._io import atomic_write_json
+from keras_hardneg.data.random_access import is_random_access
 from keras_hardneg.export.preset import PRESET_DIR
 from keras_hardneg.run.artifacts import export_trained_encoder, write_preset
 from keras_hardneg.run import multi_worker as _multi_worker  # noqa: F401 (registers tf_multi_worker)
@@ -124,6 +126,20 @@ def _skip_batches(feed: Any, n: int) -> Any:
 BASELINE_FILE = "baseline.json"
 
 
+def _evaluation_splits(modality, recipe, train_split, test_split):
+    """``(reference, queries)`` the run evaluates on: the train and test splits, or, when
+    the training images are unlabeled and a labelled folder is given as ``test``, that
+    folder split by ``data.test_fraction`` (seeded)."""
+    x, y = train_split
+    if modality.name != "image" or y is not None or test_split is None or \
+            is_random_access(x) or is_random_access(test_split[0]) or test_split[1] is None:
+        return train_split, test_split
+    xt, yt = test_split
+    order = np.random.default_rng(recipe["seed"]).permutation(len(xt))
+    cut = int(len(order) * (1 - recipe["data"].get("test_fraction", 0.2)))
+    return (xt[order[:cut]], yt[order[:cut]]), (xt[order[cut:]], yt[order[cut:]])
+
+
 def _unlabeled(modality, test_split) -> bool:
     """An image run without labels (a folder of unlabeled images): no monitor, no
     evaluation."""
@@ -133,8 +149,6 @@ def _unlabeled(modality, test_split) -> bool:
 def _labelled(split) -> bool:
     """Whether a split has class labels (arrays with ``y``, or a random-access source,
     which carries its own)."""
-    from keras_hardneg.data.random_access import is_random_access
-
     return split is not None and split[0] is not None and (
         split[1] is not None or is_random_access(split[0]))
 
@@ -239,6 +253,8 @@ def train(recipe: Any, output_dir: str, *, resume: bool = True, verbose: Any = "
     try:
         train_split, test_split, description = data if data is not None else load_data(recipe)
         x_train, y_train = train_split
+        eval_train, eval_test = _evaluation_splits(modality_of(recipe), recipe, train_split,
+                                                   test_split)
         modality = modality_of(recipe)
         if place.is_chief:
             modality.save_run_files(x_train, output_dir)
@@ -255,9 +271,9 @@ def train(recipe: Any, output_dir: str, *, resume: bool = True, verbose: Any = "
 
         baseline = None
         if place.is_chief and place.num_workers == 1:
-            baseline = _baseline(modality, model, recipe, train_split, test_split, output_dir,
+            baseline = _baseline(modality, model, recipe, eval_train, eval_test, output_dir,
                                  start_epoch, verbose)
-        cbs = _recipe_callbacks(recipe, modality, train_split, test_split) + list(feed.callbacks)
+        cbs = _recipe_callbacks(recipe, modality, eval_train, eval_test) + list(feed.callbacks)
         if verbose:
             cbs.append(ShortProgress())  # replaces Keras's: the figures that matter
         backup = os.path.join(output_dir, "backup")
@@ -316,10 +332,11 @@ def train(recipe: Any, output_dir: str, *, resume: bool = True, verbose: Any = "
 
         if _unlabeled(modality, test_split):
             results = {"evaluation": (
-                "off: the training images are unlabeled; measure the encoder on a labelled "
-                f"folder with `keras-hardneg evaluate {output_dir} --dataset FOLDER`")}
+                "off: the training images are unlabeled; give a labelled folder as data.test "
+                f"(or FOLDER/test beside FOLDER/train), or measure the encoder with "
+                f"`keras-hardneg evaluate {output_dir} --dataset LABELLED_FOLDER`")}
         else:
-            results = modality.evaluate(model.encoder, recipe, train_split, test_split)
+            results = modality.evaluate(model.encoder, recipe, eval_train, eval_test)
         results.update(
             history=hist, seconds=seconds, epochs_run=len(hist.get("loss", [])),
             epochs_trained_now=trained_now, steps_per_epoch=feed.steps_per_epoch,
