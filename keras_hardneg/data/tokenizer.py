@@ -368,11 +368,27 @@ def _read_vocab_txt(path: str) -> list[str]:
         return [line.rstrip("\n").rstrip("\r") for line in f]
 
 
+def _keras_hub_tokenizer_config(path: str) -> dict | None:
+    """The inner config of a keras-hub ``tokenizer.json`` (a Keras object config, not a
+    ``tokenizers`` file), else None."""
+    if not os.path.isfile(path):
+        return None
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except (OSError, json.JSONDecodeError):
+        return None
+    if isinstance(data, dict) and "class_name" in data and "model" not in data:
+        return {"class_name": data["class_name"], **(data.get("config") or {})}
+    return None
+
+
 def pretrained_tokenizer(preset: str | os.PathLike) -> SentenceTokenizer:
     """The tokenizer of a pretrained BERT-family checkpoint folder (Hugging Face format).
 
     Reads ``tokenizer.json`` with ``tokenizers`` (no TensorFlow; any Keras backend); a
-    folder with only ``vocab.txt`` gets BERT's uncased WordPiece pipeline (Devlin et al.
+    keras-hub preset folder's ``assets/tokenizer/vocabulary.txt`` (its ``lowercase``
+    setting kept) or a folder with only ``vocab.txt`` gets BERT's WordPiece pipeline (Devlin et al.
     2019: lower-case, split on whitespace and punctuation, greedy longest-match WordPiece,
     ``[UNK]`` for the rest). Padding and truncation stored in ``tokenizer.json`` are turned
     off (:meth:`SentenceTokenizer.encode` pads with id 0, BERT's ``[PAD]``). Rows are
@@ -403,6 +419,17 @@ def pretrained_tokenizer(preset: str | os.PathLike) -> SentenceTokenizer:
     tokenizers = _tokenizers()
     json_path = os.path.join(folder, "tokenizer.json")
     vocab_path = os.path.join(folder, "vocab.txt")
+    lowercase = True
+    keras_hub_config = _keras_hub_tokenizer_config(json_path)
+    if keras_hub_config is not None:  # a keras-hub preset folder: its WordPiece vocabulary
+        json_path = ""
+        vocab_path = os.path.join(folder, "assets", "tokenizer", "vocabulary.txt")
+        lowercase = bool(keras_hub_config.get("lowercase", True))
+        if keras_hub_config.get("class_name") != "BertTokenizer" or not os.path.isfile(
+                vocab_path):
+            raise ValueError(f"`preset` {folder!r}: a keras-hub preset folder needs a "
+                             "BertTokenizer with assets/tokenizer/vocabulary.txt; got "
+                             f"{keras_hub_config.get('class_name')!r}.")
     if os.path.isfile(json_path):
         try:
             tok = tokenizers.Tokenizer.from_file(json_path)
@@ -431,7 +458,7 @@ def pretrained_tokenizer(preset: str | os.PathLike) -> SentenceTokenizer:
         if "[UNK]" not in vocab:
             raise ValueError(f"`preset` {folder!r}: vocab.txt has no '[UNK]' token.")
         tok = tokenizers.Tokenizer(models.WordPiece(vocab, unk_token="[UNK]"))
-        tok.normalizer = normalizers.BertNormalizer(lowercase=True)
+        tok.normalizer = normalizers.BertNormalizer(lowercase=lowercase)
         tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     else:
         raise ValueError(f"`preset` {folder!r} has neither tokenizer.json nor vocab.txt; a "
