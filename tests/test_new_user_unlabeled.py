@@ -47,6 +47,15 @@ def test_flat_folder_trains_without_evaluation_and_states_the_image_size(flat, t
     assert "knn_accuracy" not in json.loads((out / "history.json").read_text())
 
 
+def test_limit_per_class_limits_an_unlabeled_folder(flat):
+    from keras_hardneg.data.sources import image_folder
+
+    (x, y), test, description = image_folder(0, train=str(flat), image_size=8,
+                                             limit_per_class=40)
+    assert x.shape == (40, 8, 8, 3) and y is None and test is None
+    assert "40 unlabeled images, limited" in description
+
+
 def test_unlabeled_images_evaluate_on_a_labelled_folder_given_separately(flat, tmp_path):
     labelled = tmp_path / "labelled"
     for k, name in enumerate(("a", "b")):

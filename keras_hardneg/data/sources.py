@@ -96,7 +96,7 @@ def image_folder(seed: int, train: str | None = None, test: str | None = None,
     size = (image_size, image_size)
     if labels == "none" or (labels == "auto" and _flat_folder(train)):
         return _unlabeled_folder(train, test, size, access, on_error, seed, test_fraction,
-                                 test_limit_per_class or limit_per_class)
+                                 test_limit_per_class or limit_per_class, limit_per_class)
     if labels == "folders" and _flat_folder(train):
         raise ConfigError(f"data.labels = 'folders' but {train!r} has no class subfolders; "
                           "for a folder of unlabeled images use data.labels 'none' or 'auto'.")
@@ -200,9 +200,10 @@ def _flat_folder(folder) -> bool:
 
 
 def _unlabeled_folder(train, test, size, access, on_error, seed, test_fraction,
-                      test_limit) -> Splits:
-    """Unlabeled training images; ``test``, a labelled folder given separately, is what
-    the run evaluates on (the run splits it into kNN / probe reference and queries)."""
+                      test_limit, limit=None) -> Splits:
+    """Unlabeled training images (at most ``limit``, in file-name order); ``test``, a
+    labelled folder given separately, is what the run evaluates on (the run splits it into
+    kNN / probe reference and queries)."""
     from keras_hardneg.data.image_folder import load_image_folder_arrays
 
     if access == "random":
@@ -212,8 +213,10 @@ def _unlabeled_folder(train, test, size, access, on_error, seed, test_fraction,
         raise ConfigError(
             f"data.test = {test!r} has no class subfolders: the evaluation needs labelled "
             "images (test/<class>/<image>); leave 'test' out to train without evaluation.")
-    images = load_image_folder_arrays(train, image_size=size, labels=False, on_error=on_error)
-    desc = (f"image folder {train} ({len(images)} unlabeled images, resized to "
+    images = load_image_folder_arrays(train, image_size=size, labels=False, on_error=on_error,
+                                      limit_per_class=limit)
+    desc = (f"image folder {train} ({len(images)} unlabeled images{', limited' if limit else ''}"
+            ", resized to "
             f"{size[0]}x{size[1]})")
     if not test:
         return (images, None), None, desc + "; no evaluation"
