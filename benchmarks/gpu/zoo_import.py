@@ -166,6 +166,21 @@ def check_export(encoder, export_dir, images):
     return got.shape, float(np.abs(got - want).max())
 
 
+SHARED = os.path.abspath(os.path.join(ROOT, "..", "shared"))
+
+
+def _portable(value, shared_as: str):
+    """``value`` (str, or dicts / lists of them) with this machine's path of ``shared/``
+    written as ``shared_as`` (cards and recipes name no machine's paths)."""
+    if isinstance(value, str):
+        return value.replace(SHARED, shared_as)
+    if isinstance(value, dict):
+        return {k: _portable(v, shared_as) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_portable(v, shared_as) for v in value]
+    return value
+
+
 def _no_paths(command: str) -> str:
     """A command without this machine's paths (for cards): the device files, an earlier
     import and a scratch models folder named by role."""
@@ -234,6 +249,7 @@ def main(argv=None):
     command = "python " + " ".join([os.path.relpath(os.path.abspath(sys.argv[0]), ROOT)]
                                    + (argv if argv is not None else sys.argv[1:]))
     command = _no_paths(command)
+    description = _portable(description, "../shared")
     for invocation in summary.get("invocations", []):
         invocation["command"] = re.sub(r"--out \S*/(\S+)", r"--out $OUT/\1",
                                        invocation["command"])
@@ -271,7 +287,8 @@ def main(argv=None):
             if isinstance(v, (int, float)) and not isinstance(v, bool) and k != "epoch":
                 history.setdefault(k, []).append(v)
     zoo_train._write_json(os.path.join(entry_dir, "history.json"), history)
-    zoo_train._write_json(os.path.join(entry_dir, "trained_recipe.json"), recipe)
+    zoo_train._write_json(os.path.join(entry_dir, "trained_recipe.json"),
+                          _portable(recipe, "../../../shared"))  # as in models/ENTRY/recipe.json
     results = {
         **figures, "epochs_run": int(summary["epochs_run"]),
         "batch_size": recipe["batch_size"], "precision": recipe["precision"],
