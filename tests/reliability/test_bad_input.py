@@ -168,7 +168,8 @@ CLI_CASES = [
     (["evaluate", "/nonexistent/encoder", "--temperature", "-1"], "--temperature"),
     (["tune", "--output", "/tmp/unused", "--trials", "0"], "--trials"),
     (["tune", "--output", "/tmp/unused", "--tuner", "grid"], "--tuner"),
-    (["export", "/nonexistent/run"], "--output"),
+    # --output defaults to RUN/encoder: the run directory is what is refused.
+    (["export", "/nonexistent/run"], "not a keras-hardneg run directory"),
 ]
 
 
