@@ -10,7 +10,8 @@ makes such a checkpoint the ``encoder`` of the SimCLR / MoCo frameworks:
   backbones; an optional extra: ``pip install "keras-hardneg[pretrained]"``), loaded with
   ``BertBackbone.from_preset(preset)`` from a local Hugging Face-format folder
   (``config.json`` with ``model_type: "bert"``, ``model.safetensors``) or a keras-hub preset
-  folder, or -- online only -- a keras-hub preset name. It runs under TensorFlow and JAX;
+  folder, or -- online only -- a keras-hub preset name (the encoder only: the tokenizer
+  reads a folder, so download the preset first). It runs under TensorFlow and JAX;
   keras-hub is imported only when an encoder is built;
 * its inputs come from the ids alone: ``padding_mask = ids != 0`` (BERT's ``[PAD]`` is id
   0) and ``segment_ids = 0`` (one sentence), made by :class:`BertInputs`;
