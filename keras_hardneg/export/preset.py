@@ -53,7 +53,7 @@ import keras
 import numpy as np
 
 __all__ = ["PRESET_FORMAT", "PresetError", "save_preset", "load_preset", "read_preset_metadata",
-           "find_preset", "is_preset"]
+           "find_preset", "is_preset", "example_input"]
 
 PRESET_FORMAT = "keras_hardneg.preset/1"
 CONFIG_FILE = "config.json"
@@ -284,6 +284,8 @@ def load_preset(path: str, *, trainable: bool = True, verify: bool = True) -> ke
     """
     import keras_hardneg  # noqa: F401  (registers every serializable class)
 
+    if not isinstance(trainable, bool):
+        raise ValueError(f"`trainable` must be True or False; got {trainable!r}.")
     meta = read_preset_metadata(path)
     preset = meta["path"]
     for name, digest in meta.get("files", {}).items():
@@ -314,16 +316,30 @@ def load_preset(path: str, *, trainable: bool = True, verify: bool = True) -> ke
     return model
 
 
+def example_input(modality: str, input_spec: dict[str, Any], *, seed: int = 0) -> Any:
+    """A small random input of ``modality`` as ``input_spec`` describes it (what
+    :func:`save_preset` records under ``"input"``): images ``[3, H, W, C]`` float32 in
+    ``[0, 1]``; text token ids ``[3, L]`` int32 (the second half padding); graphs a padded
+    batch of two graphs (5 nodes, 3 edges). For building a subclassed encoder and for
+    comparing two encoders' features."""
+    rng = np.random.default_rng(seed)
+    if modality == "graph":
+        f = int(input_spec.get("feature_dim") or 1)
+        return {"nodes": rng.random((5, f), dtype=np.float32),
+                "edges": np.array([[0, 1], [1, 2], [3, 4]], "int32"),
+                "node_graph": np.array([0, 0, 0, 1, 1], "int32"),
+                "node_mask": np.ones(5, "float32"), "edge_mask": np.ones(3, "float32"),
+                "graph_mask": np.ones(2, "float32")}
+    if modality == "text":
+        length = int(input_spec.get("max_length") or 8)
+        ids = rng.integers(1, int(input_spec.get("vocab_size") or 50),
+                           size=(3, length)).astype("int32")
+        ids[:, max(1, length // 2):] = 0
+        return ids
+    shape = [d or 32 for d in input_spec.get("input_shape", [32, 32, 3])]
+    return rng.random((3, *shape), dtype=np.float32)
+
+
 def _build(model: keras.Model, meta: dict[str, Any]) -> None:
-    """Builds a subclassed encoder (graph, text) by calling it once on a dummy input."""
-    spec = meta.get("input", {})
-    if meta.get("modality") == "graph":
-        f = int(spec.get("feature_dim") or 1)
-        model({"nodes": np.zeros((2, f), "float32"), "edges": np.zeros((1, 2), "int32"),
-               "node_graph": np.zeros((2,), "int32"), "node_mask": np.ones((2,), "float32"),
-               "edge_mask": np.ones((1,), "float32"), "graph_mask": np.ones((1,), "float32")})
-    elif meta.get("modality") == "text":
-        model(np.ones((1, int(spec.get("max_length") or 8)), "int32"))
-    else:
-        shape = [d or 32 for d in spec.get("input_shape", [32, 32, 3])]
-        model(np.zeros((1, *shape), "float32"))
+    """Builds a subclassed encoder (graph, text) by calling it once on an example input."""
+    model(example_input(meta.get("modality", "image"), meta.get("input", {})))

@@ -290,7 +290,7 @@ def preset_from_export(export_dir: str, preset_dir: str | None = None, *,
     import numpy as np
 
     from keras_hardneg import export
-    from keras_hardneg.export.preset import save_preset
+    from keras_hardneg.export.preset import example_input, save_preset
     from keras_hardneg.run.build import build_encoder
 
     export_dir = os.path.abspath(export_dir)
@@ -303,15 +303,9 @@ def preset_from_export(export_dir: str, preset_dir: str | None = None, *,
     card = export.load_model_card(export_dir)
     modality = getattr(card, "modality", "image") or "image"
     assets, context = None, {}
-    rng = np.random.default_rng(0)
     if modality == "graph":
         f = int(card.input_signature["nodes"]["shape"][-1])
         spec, shape = {"feature_dim": f}, (f,)
-        probe = {"nodes": rng.random((5, f), dtype=np.float32),
-                 "edges": np.array([[0, 1], [1, 2], [3, 4]], "int32"),
-                 "node_graph": np.array([0, 0, 0, 1, 1], "int32"),
-                 "node_mask": np.ones(5, "float32"), "edge_mask": np.ones(3, "float32"),
-                 "graph_mask": np.ones(2, "float32")}
     elif modality == "text":
         from keras_hardneg.data.tokenizer import load_tokenizer
 
@@ -320,12 +314,10 @@ def preset_from_export(export_dir: str, preset_dir: str | None = None, *,
         vocab = load_tokenizer(tokenizer).vocab_size
         spec, shape, assets = {"max_length": length}, (length,), {TOKENIZER_FILE: tokenizer}
         context = {"vocab_size": vocab}
-        probe = rng.integers(1, vocab, size=(3, length)).astype("int32")
-        probe[:, length // 2:] = 0
     else:
         shape = tuple(int(d) for d in card.input_shape)
         spec = {"input_shape": list(shape)}
-        probe = rng.random((3, *shape), dtype=np.float32)
+    probe = example_input(modality, {**spec, **context})
     encoder = build_encoder(recipe, shape, **context)
     if not encoder.built:
         encoder(probe)

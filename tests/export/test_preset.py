@@ -93,6 +93,8 @@ def test_refusals_name_the_problem(tmp_path):
         save_preset(enc, str(tmp_path / "q"), weights_dtype="int8")
     with pytest.raises(ValueError, match="`modality`"):
         save_preset(enc, str(tmp_path / "q"), modality="audio")
+    with pytest.raises(ValueError, match="`trainable`"):
+        load_preset(path, trainable="no")
     with pytest.raises(PresetError, match="no such folder"):
         load_preset(str(tmp_path / "absent"))
     with pytest.raises(PresetError, match="not a keras-hardneg preset"):
