@@ -41,12 +41,11 @@ SUBSET = "/tmp/minilm_subset.txt"
 SUBSET_SIZE = 6400  # 100 steps of batch 64: one epoch ~2-3 min of MiniLM on 2 cores
 BS_RECIPE = {"sampler": {"name": "batchsampler", "restart_prob": 0.7,
                          "num_candidates": 1000, "num_neighbors": 100, "refresh_every": 50}}
-# Cells in the order they are run: the four (loss, sampler) cells at seeds 0, 1, 2, then
-# the debiased loss.
-CELLS = [(loss, sampler, seed) for seed in (0, 1, 2) for loss in ("nt_xent", "hard")
+# Cells in the order they are run: seed by seed, every loss x sampler (so that each cell has
+# a first seed before any has a third).
+LOSSES = ("nt_xent", "hard", "debiased", "ring", "unremix")
+CELLS = [(loss, sampler, seed) for seed in (0, 1, 2) for loss in LOSSES
          for sampler in ("uniform", "batchsampler")]
-CELLS += [("debiased", sampler, seed) for seed in (0, 1, 2)
-          for sampler in ("uniform", "batchsampler")]
 
 
 def minilm_folder() -> str:
