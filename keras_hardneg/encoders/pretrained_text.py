@@ -54,7 +54,7 @@ from keras import ops
 from keras_hardneg.encoders.text_transformer import POOLINGS, MaskedPooling
 from keras_hardneg.registry import ENCODERS, Param
 
-__all__ = ["BertInputs", "SIMCSE_FINETUNE", "SUPPORTED_MODEL_TYPES", "check_preset",
+__all__ = ["BertInputs", "BertTokenStates", "SIMCSE_FINETUNE", "SUPPORTED_MODEL_TYPES", "check_preset",
            "finetune_recipe", "keras_hub_available",
            "pretrained_text", "write_tiny_bert"]
 
@@ -185,6 +185,57 @@ class BertInputs(keras.layers.Layer):
                 "segment_ids": keras.KerasTensor(shape, "int32")}
 
 
+@keras.saving.register_keras_serializable(package="keras_hardneg")
+class BertTokenStates(keras.layers.Layer):
+    """A keras-hub ``BertBackbone``'s token states: BERT's input dict -> ``float32 [B, L, H]``
+    (``sequence_output``), with what the checkpoint needs kept across save and load.
+
+    keras-hub's ``BertBackbone.get_config`` records no activation, so a backbone rebuilt
+    from a saved config computes the tanh-approximate GELU whatever the checkpoint was
+    trained with; this layer records ``exact_gelu`` and sets the exact GELU again
+    (:func:`_match_activation`) each time it is made, from a checkpoint or from a config.
+    BERT's ``[CLS]`` pooler (``pooled_dense``) is unused by sentence pooling and kept
+    frozen, so that an optimizer never sees variables without gradients.
+
+    Args:
+        backbone: a ``keras_hub.models.BertBackbone``, or its serialized config (keras-hub
+            is imported then).
+        exact_gelu: whether the feed-forward activation is the exact (erf) GELU.
+    """
+
+    def __init__(self, backbone: Any, exact_gelu: bool = False, **kwargs):
+        super().__init__(**kwargs)
+        if isinstance(backbone, dict):
+            _keras_hub()  # registers keras-hub's classes
+            backbone = keras.saving.deserialize_keras_object(backbone)
+        self.backbone = backbone
+        self.exact_gelu = bool(exact_gelu)
+        _match_activation(backbone, self.exact_gelu)
+        backbone.get_layer("pooled_dense").trainable = False
+
+    @property
+    def trainable(self) -> bool:
+        return keras.layers.Layer.trainable.fget(self)
+
+    @trainable.setter
+    def trainable(self, value: bool) -> None:  # ``model.trainable = True`` keeps the pooler off
+        keras.layers.Layer.trainable.fset(self, value)
+        if getattr(self, "backbone", None) is not None:
+            self.backbone.get_layer("pooled_dense").trainable = False
+
+    def call(self, inputs, training=None):
+        return self.backbone(inputs, training=training)["sequence_output"]
+
+    def compute_output_spec(self, inputs, training=None):
+        shape = tuple(inputs["token_ids"].shape) + (self.backbone.hidden_dim,)
+        return keras.KerasTensor(shape, self.compute_dtype)
+
+    def get_config(self) -> dict[str, Any]:
+        return {**super().get_config(),
+                "backbone": keras.saving.serialize_keras_object(self.backbone),
+                "exact_gelu": self.exact_gelu}
+
+
 @ENCODERS.register("pretrained_bert", modality="text", params={
     "preset": Param(str, help="pretrained checkpoint: a Hugging Face-format BERT folder "
                               "(config.json, model.safetensors, tokenizer.json/vocab.txt), a "
@@ -239,12 +290,10 @@ def pretrained_text(input_shape: tuple = (None,), preset: str | None = None,
     keras_hub = _keras_hub()
     kwargs = {} if dropout is None else {"dropout": float(dropout)}
     backbone = keras_hub.models.BertBackbone.from_preset(os.fspath(preset), **kwargs)
-    _match_activation(backbone, facts.get("exact_gelu", False))
-    # Sentence embeddings pool the token states; BERT's [CLS] pooler is unused (frozen, so
-    # the optimizer sees no variables without gradients).
-    backbone.get_layer("pooled_dense").trainable = False
     ids = keras.Input(shape=(None,), dtype="int32", name="token_ids")
-    x = backbone(BertInputs(name="bert_inputs")(ids))["sequence_output"]
+    states = BertTokenStates(backbone, exact_gelu=facts.get("exact_gelu", False),
+                             name="bert")
+    x = states(BertInputs(name="bert_inputs")(ids))
     outputs = MaskedPooling(pooling, name=f"{pooling}_pooling")(x, ids)
     return keras.Model(ids, outputs, name=name)
 

@@ -101,6 +101,31 @@ def test_simcse_step_through_run_train(tiny, tmp_path):
     assert after.shape == (2, 16)
     assert np.abs(after - before).max() > 1e-6  # the step moved the pretrained weights
     assert os.path.isfile(os.path.join(out, "tokenizer.json"))
+    # The run's Keras preset reloads the same encoder (exact GELU included).
+    from keras_hardneg.export import load_preset
+
+    reloaded = load_preset(os.path.join(out, "preset"))
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(reloaded(
+        pretrained_tokenizer(tiny).encode(SENTENCES[:2], 12), training=False)), after,
+        atol=1e-5)
+
+
+def test_preset_round_trip_keeps_the_checkpoint_gelu_and_frozen_pooler(tiny, tmp_path):
+    """keras-hub's BertBackbone config records no activation: a reloaded backbone would
+    compute the tanh GELU (3e-4 off here) unless BertTokenStates sets the exact one again."""
+    from keras_hardneg.export import load_preset, save_preset
+
+    tok = pretrained_tokenizer(tiny)
+    ids = tok.encode(SENTENCES, max_length=10)
+    enc = pretrained_text(preset=tiny, vocab_size=tok.vocab_size)
+    path = save_preset(enc, str(tmp_path / "preset"), modality="text",
+                       input_spec={"max_length": 10, "vocab_size": tok.vocab_size})
+    reloaded = load_preset(path)
+    got = keras.ops.convert_to_numpy(reloaded(ids, training=False))
+    np.testing.assert_allclose(got, bert_reference.bert_mean_features(tiny, ids), atol=1e-5)
+    states = reloaded.get_layer("bert")
+    assert states.exact_gelu and not states.backbone.get_layer("pooled_dense").trainable
+    assert len(reloaded.trainable_weights) == len(enc.trainable_weights)
 
 
 def test_errors_name_the_problem(tiny, tmp_path):
