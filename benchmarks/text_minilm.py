@@ -76,11 +76,13 @@ def _run(cmd: list[str]) -> tuple[str, float]:
     ``python -m keras_hardneg.cli`` (the working tree is shared with other developers and
     was briefly broken mid-grid)."""
     start = time.time()
-    env = dict(os.environ)
+    env, cwd = dict(os.environ), ROOT
     if env.get("KHN_CODE_DIR") and cmd[0] == "keras-hardneg":
+        # ``python -m`` puts the working directory first on sys.path: run in the snapshot,
+        # or the working tree's package is imported (it was, in session 10's first cell).
         cmd = [sys.executable, "-m", "keras_hardneg.cli"] + cmd[1:]
-        env["PYTHONPATH"] = env["KHN_CODE_DIR"]
-    out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env)
+        env["PYTHONPATH"] = cwd = env["KHN_CODE_DIR"]
+    out = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, env=env)
     if out.returncode:
         raise RuntimeError(f"{shlex.join(cmd)} failed:\n{out.stderr[-3000:]}")
     return out.stdout, time.time() - start
