@@ -361,7 +361,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     try:
         result, info = run.evaluate_directory(
             path, recipe=recipe, overrides=overrides or None,
-            benchmark_dir=args.benchmark_dir, senteval=args.senteval)
+            benchmark_dir=args.benchmark_dir, senteval=args.senteval,
+            max_tokens=args.max_tokens)
     except run.RunDirectoryError as e:
         raise CliError(str(e)) from None
     rows = [("encoder", info["encoder"]), ("modality", info["modality"]),
@@ -385,7 +386,7 @@ def _evaluate_preset(args: argparse.Namespace) -> int:
     """``evaluate --preset DIR``: the pretrained encoder as it is (zero-shot) on STS."""
     from keras_hardneg.data import pretrained_tokenizer
     from keras_hardneg.encoders import pretrained_text
-    from keras_hardneg.run.modality import (ANY_LENGTH_EVALUATION_TOKENS, evaluate_sentences,
+    from keras_hardneg.run.modality import (evaluate_sentences, evaluation_length,
                                             sentence_embedder)
 
     if args.encoder is not None:
@@ -401,7 +402,7 @@ def _evaluate_preset(args: argparse.Namespace) -> int:
     encoder = pretrained_text(input_shape=(None,), preset=preset,
                               vocab_size=tokenizer.vocab_size, pooling=args.pooling)
     result = evaluate_sentences(
-        sentence_embedder(encoder, tokenizer, ANY_LENGTH_EVALUATION_TOKENS),
+        sentence_embedder(encoder, tokenizer, evaluation_length(encoder, 0, args.max_tokens)),
         os.path.abspath(args.benchmark_dir), senteval=args.senteval,
         seed=0 if args.seed is None else args.seed)
     rows = [("encoder", f"{preset} (pretrained, {args.pooling} pooling, zero-shot)"),
@@ -573,6 +574,10 @@ def build_parser() -> argparse.ArgumentParser:
                                            "of shared/data/text)")
     p.add_argument("--senteval", action="store_true",
                    help="text: also run SentEval (MR, CR, SUBJ, MPQA, TREC, MRPC)")
+    p.add_argument("--max-tokens", type=_number(int, "--max-tokens"),
+                   help="text, an encoder that reads any length (a pretrained BERT): cut "
+                        "sentences at this many token ids (default: whole sentences, up "
+                        "to 128)")
     p.add_argument("--image-size", type=_number(int, "--image-size"),
                    help="resize the images to this side (default: the run's, else the "
                         "data's own size)")

@@ -96,3 +96,33 @@ def test_bad_preset_is_one_line_naming_the_flag(tmp_path, bench, capsys):
                      "--output", str(tmp_path / "r")]) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "--preset" in err
+
+
+def test_a_run_and_its_preset_are_scored_on_whole_sentences(tiny, bench, tmp_path, capsys):
+    """A pretrained encoder reads any length: ``evaluate RUN`` scores whole sentences (not
+    cut at the training length, 5 ids here), like ``evaluate RUN/preset`` and the zero-shot
+    ``--preset``; ``--max-tokens`` cuts them explicitly."""
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(SENTENCES * 2) + "\n")
+    short = tmp_path / "short.json"
+    short.write_text(json.dumps({"data": {"max_length": 5}}))
+    run = tmp_path / "run"
+    assert cli.main(["train", "--dataset", str(corpus), "--preset", tiny, "--recipe",
+                     str(short), "--epochs", "1", "--seed", "0", "--output", str(run),
+                     "--no-export", "--batch-size", "4", "--verbose", "0"]) == 0
+    capsys.readouterr()
+
+    def sts(*args):
+        assert cli.main(["evaluate", *args, "--benchmark-dir", bench, "--json"]) == 0
+        got = _last_json(capsys)["sts"]
+        return {task: got[task] for task in (*STS_TASKS, "avg")}
+
+    whole = sts(str(run))
+    assert sts(str(run / "preset")) == pytest.approx(whole, abs=1e-9)
+    cut = sts(str(run), "--max-tokens", "5")
+    assert any(abs(cut[t] - whole[t]) > 1e-6 for t in STS_TASKS)
+    assert sts(str(run / "preset"), "--max-tokens", "5") == pytest.approx(cut, abs=1e-9)
+    assert cli.main(["evaluate", str(run), "--benchmark-dir", bench, "--max-tokens",
+                     "1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "max_tokens" in err

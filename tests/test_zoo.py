@@ -40,6 +40,18 @@ def test_evaluate_reproduces_the_card_of_a_zoo_entry(capsys):
     assert measured["knn_accuracy"] == pytest.approx(card["knn_accuracy"], abs=1e-6)
 
 
+@pytest.mark.skipif(not os.path.isdir(DATA), reason="needs ../shared/data/cifar10-jpg")
+def test_evaluate_an_entry_folder_scores_its_keras_preset(capsys):
+    """``keras-hardneg evaluate models/ENTRY``: the entry's preset (any backend) with the
+    entry's recipe gives its card's kNN accuracy."""
+    entry = os.path.dirname(IMAGE[0])
+    card = json.load(open(os.path.join(IMAGE[0], "model_card.json")))
+    assert cli.main(["evaluate", entry, "--no-linear-probe", "--json"]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    assert any(os.path.join(entry, "preset") in line for line in out)
+    assert json.loads(out[-1])["knn_accuracy"] == pytest.approx(card["knn_accuracy"], abs=1e-6)
+
+
 @pytest.mark.parametrize("encoder", GRAPH, ids=[os.path.basename(os.path.dirname(e))
                                                 for e in GRAPH])
 def test_every_shipped_graph_encoder_loads_and_embeds(encoder):

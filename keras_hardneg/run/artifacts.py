@@ -158,7 +158,8 @@ def is_run_directory(path: str) -> bool:
 
 
 def evaluate_directory(path: str, *, recipe: Any = None, overrides: dict[str, Any] | None = None,
-                       benchmark_dir: str | None = None, senteval: bool = False
+                       benchmark_dir: str | None = None, senteval: bool = False,
+                       max_tokens: int | None = None
                        ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Evaluates the encoder of a run directory or of an exported encoder directory, for
     any modality: images (kNN / linear probe on the recipe's data), graphs (10-fold SVM
@@ -168,17 +169,26 @@ def evaluate_directory(path: str, *, recipe: Any = None, overrides: dict[str, An
     The data come from ``recipe`` (a path or dict) with ``overrides``, else from the run's
     ``recipe.json`` (next to an exported ``encoder/`` too). A run directory is evaluated
     through its exported ``encoder/`` when present (needs TensorFlow), else rebuilt from
-    its last checkpoint (any backend: a run trained under JAX). Returns ``(figures,
-    info)``: ``info`` has ``encoder`` (what was evaluated), ``modality``, ``data`` and
-    ``recipe``.
+    its last checkpoint (any backend: a run trained under JAX). A Keras preset (a zoo
+    entry's ``preset/``, or the entry folder) is loaded with
+    :func:`~keras_hardneg.export.load_preset` (any backend), its recipe the entry's
+    ``recipe.json``. Sentences are read whole by an encoder that takes any length, or cut
+    at ``max_tokens`` (:func:`~keras_hardneg.run.modality.evaluation_length`). Returns
+    ``(figures, info)``: ``info`` has ``encoder`` (what was evaluated), ``modality``,
+    ``data`` and ``recipe``.
     """
-    from keras_hardneg.run.modality import evaluate_sentences, sentence_embedder
+    from keras_hardneg.run.modality import (evaluate_sentences, evaluation_length,
+                                            sentence_embedder)
 
     path = os.path.abspath(path)
     if not os.path.exists(path):
         raise RunDirectoryError(f"{path!r}: no such run or exported encoder directory.")
     run_dir = path if is_run_directory(path) else None
     export_dir = None
+    if run_dir is None and not os.path.isfile(os.path.join(path, "saved_model.pb")) and \
+            _preset_folder(path) is not None:
+        return _evaluate_preset(_preset_folder(path), recipe, overrides, benchmark_dir,
+                                senteval, max_tokens)
     if run_dir is not None and os.path.isfile(os.path.join(path, "encoder", "saved_model.pb")):
         export_dir = os.path.join(path, "encoder")
     elif run_dir is None:
@@ -221,12 +231,15 @@ def evaluate_directory(path: str, *, recipe: Any = None, overrides: dict[str, An
                                     "--benchmark-dir DIR (the layout of shared/data/text).")
         if export_dir is not None:
             encoder = export.load_encoder(export_dir)
+            if max_tokens is not None:
+                raise RunDirectoryError(f"max_tokens: the SavedModel {export_dir!r} reads a "
+                                        "fixed length; evaluate the run or its preset/.")
             embed = encoder.embed_sentences
             info["data"] = card.data
         else:
             model, loaded, _, description, train = restore_run(run_dir, with_data=True)
-            embed = sentence_embedder(model.encoder, train[0].tokenizer,
-                                      modality.input_shape(train[0])[0])
+            embed = sentence_embedder(model.encoder, train[0].tokenizer, evaluation_length(
+                model.encoder, modality.input_shape(train[0])[0], max_tokens))
             info["data"] = description
         seed = loaded["seed"] if loaded is not None else 0
         return evaluate_sentences(embed, bench, senteval=senteval, seed=seed), info
@@ -241,6 +254,64 @@ def evaluate_directory(path: str, *, recipe: Any = None, overrides: dict[str, An
         expected = tuple(encoder.input_shape[1:])
     if modality.name == "image":
         _check_image_size(expected, train[0], info["encoder"])
+    return modality.evaluate(encoder, loaded, train, test), info
+
+
+def _preset_folder(path: str) -> str | None:
+    """``path`` if it is a Keras preset, else its ``preset/`` if that is one, else None."""
+    from keras_hardneg.export.preset import is_preset
+
+    for candidate in (path, os.path.join(path, PRESET_DIR)):
+        if is_preset(candidate):
+            return candidate
+    return None
+
+
+def _evaluate_preset(preset: str, recipe: Any, overrides: dict[str, Any] | None,
+                     benchmark_dir: str | None, senteval: bool, max_tokens: int | None
+                     ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """:func:`evaluate_directory` of a Keras preset (a zoo entry's weights)."""
+    from keras_hardneg.data.tokenizer import load_tokenizer
+    from keras_hardneg.export.preset import (CARD_FILE, TOKENIZER_ASSET, load_preset,
+                                             read_preset_metadata)
+    from keras_hardneg.run.modality import (evaluate_sentences, evaluation_length,
+                                            sentence_embedder)
+
+    meta = read_preset_metadata(preset)
+    entry_recipe = os.path.join(os.path.dirname(preset), "recipe.json")
+    if recipe is None and os.path.isfile(entry_recipe):
+        recipe = entry_recipe
+    loaded = load_recipe(recipe, overrides) if (recipe is not None or overrides) else None
+    modality = (modality_of(loaded) if loaded is not None
+                else MODALITIES.get(meta.get("modality", "image")).factory())
+    encoder = load_preset(preset, trainable=False)
+    card = {}
+    if os.path.isfile(os.path.join(preset, CARD_FILE)):
+        with open(os.path.join(preset, CARD_FILE)) as f:
+            card = json.load(f)
+    info = {"encoder": preset, "modality": modality.name, "recipe": loaded,
+            "data": card.get("data")}
+    if modality.name == "text":
+        bench = benchmark_dir or (loaded or {}).get("evaluation", {}).get("benchmark_dir")
+        if not bench:
+            raise RunDirectoryError("a text encoder is evaluated on STS/SentEval sets: give "
+                                    "--benchmark-dir DIR (the layout of shared/data/text).")
+        tokenizer = os.path.join(preset, "assets", TOKENIZER_ASSET)
+        if not os.path.isfile(tokenizer):
+            raise RunDirectoryError(f"preset {preset!r} has no assets/{TOKENIZER_ASSET}: a "
+                                    "text encoder is scored with its own tokenizer.")
+        length = evaluation_length(encoder, int(meta["input"]["max_length"]), max_tokens)
+        embed = sentence_embedder(encoder, load_tokenizer(tokenizer), length)
+        seed = loaded["seed"] if loaded is not None else 0
+        return evaluate_sentences(embed, bench, senteval=senteval, seed=seed), info
+    if loaded is None:
+        raise RunDirectoryError(f"no recipe.json beside the preset {preset!r}: give the data "
+                                "(--dataset or --recipe).")
+    train, test, description = load_data(loaded)
+    info["data"] = description
+    if modality.name == "image":
+        _check_image_size(tuple(meta.get("input", {}).get("input_shape") or ()), train[0],
+                          preset)
     return modality.evaluate(encoder, loaded, train, test), info
 
 

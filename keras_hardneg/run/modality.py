@@ -412,9 +412,7 @@ class TextModality(Modality):
         if not ev.get("benchmark_dir"):
             return {}
         tokenizer = train[0].tokenizer
-        length = self.input_shape(train[0])[0]
-        if _any_length(encoder):  # e.g. a pretrained BERT: no STS sentence is cut
-            length = max(length, ANY_LENGTH_EVALUATION_TOKENS)
+        length = evaluation_length(encoder, self.input_shape(train[0])[0])
         return evaluate_sentences(sentence_embedder(encoder, tokenizer, length),
                                   ev["benchmark_dir"], senteval=ev.get("senteval", False),
                                   seed=recipe["seed"])
@@ -456,6 +454,30 @@ ANY_LENGTH_EVALUATION_TOKENS = 128
 def _any_length(encoder: Any) -> bool:
     inputs = getattr(encoder, "inputs", None)
     return bool(inputs) and len(inputs[0].shape) == 2 and inputs[0].shape[1] is None
+
+
+def evaluation_length(encoder: Any, length: int, max_tokens: int | None = None) -> int:
+    """Token ids per sentence when ``encoder`` is scored on STS/SentEval: an encoder built
+    for ``length`` ids reads exactly that many; one that reads any length (input
+    ``(None,)``, e.g. a pretrained BERT) reads whole sentences
+    (:data:`ANY_LENGTH_EVALUATION_TOKENS`), or ``max_tokens`` when given (e.g. the training
+    length, to compare with figures made so).
+
+    Raises:
+        ValueError: ``max_tokens`` is not a positive integer, or is given for an encoder
+            of fixed length other than ``length``.
+    """
+    if max_tokens is None:
+        return max(int(length), ANY_LENGTH_EVALUATION_TOKENS) if _any_length(encoder) \
+            else int(length)
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, (int, np.integer)) \
+            or max_tokens < 2:
+        raise ValueError(f"`max_tokens` must be an integer >= 2 ([CLS] and one token); got "
+                         f"{max_tokens!r}.")
+    if not _any_length(encoder) and int(max_tokens) != int(length):
+        raise ValueError(f"`max_tokens` ({max_tokens}): this encoder reads exactly {length} "
+                         "token ids per sentence; leave max_tokens unset.")
+    return int(max_tokens)
 
 
 def sentence_embedder(encoder: Any, tokenizer: Any, max_length: int, batch_size: int = 256):

@@ -245,3 +245,20 @@ def test_graphcl_fits_mutag_end_to_end(tmp_path):
     loss = out["history"]["loss"]
     assert np.isfinite(loss).all() and loss[-1] < loss[0]
     assert 0.7 < out["svm_accuracy"] <= 1.0
+
+
+def test_evaluation_length_reads_whole_sentences_only_where_the_encoder_can():
+    from keras_hardneg.run.modality import ANY_LENGTH_EVALUATION_TOKENS, evaluation_length
+
+    fixed = keras.Sequential([keras.Input((32,), dtype="int32"), keras.layers.Embedding(9, 2)])
+    ids = keras.Input((None,), dtype="int32")
+    any_length = keras.Model(ids, keras.layers.Embedding(9, 2)(ids))
+    assert evaluation_length(fixed, 32) == 32
+    assert evaluation_length(any_length, 32) == ANY_LENGTH_EVALUATION_TOKENS
+    assert evaluation_length(any_length, 32, max_tokens=32) == 32
+    assert evaluation_length(fixed, 32, max_tokens=32) == 32
+    with pytest.raises(ValueError, match=r"`max_tokens` \(16\): this encoder reads exactly 32"):
+        evaluation_length(fixed, 32, max_tokens=16)
+    for bad in (1, 2.5, True):
+        with pytest.raises(ValueError, match=r"`max_tokens` must be an integer >= 2"):
+            evaluation_length(any_length, 32, max_tokens=bad)
