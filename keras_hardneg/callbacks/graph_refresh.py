@@ -84,6 +84,10 @@ class GraphRefreshCallback(keras.callbacks.Callback):
         seed: base seed of the candidate draws (refresh ``r`` uses ``seed + r``).
         rebuild_on_train_begin: also rebuild once before the first batch (needs a filled bank
             or ``reencode``).
+        reencode_on_train_begin: None, or a callable ``model -> [N, d]``: the first graph is
+            rebuilt before the first batch from these embeddings (e.g. a pretrained
+            encoder's features: BatchSampler builds its graph with the encoder), the later
+            ones from the bank (or ``reencode``).
         keep_unseen_rows: nodes whose bank row is still all-zero (not seen yet this run) keep
             their previous neighbour lists instead of getting arbitrary ones (their scores are
             all 0).  Seen nodes rank unseen candidates at 0, below typical positive
@@ -105,7 +109,7 @@ class GraphRefreshCallback(keras.callbacks.Callback):
     def __init__(self, sampler=None, every_n_steps=100, restart_prob_schedule="sampler",
                  reencode=None, num_candidates=None, num_neighbors=None, backend="auto",
                  seed=0, rebuild_on_train_begin=False, keep_unseen_rows=True,
-                 asynchronous=False, agree=None):
+                 asynchronous=False, agree=None, reencode_on_train_begin=None):
         super().__init__()
         if isinstance(every_n_steps, bool) or not isinstance(every_n_steps, (int, np.integer)) \
                 or every_n_steps < 1:
@@ -120,6 +124,10 @@ class GraphRefreshCallback(keras.callbacks.Callback):
                 isinstance(reencode, (tuple, list)) and len(reencode) == 2):
             raise ValueError("`reencode` must be None, a callable model -> [N, d] or a tuple "
                              "(encoder_model, dataset).")
+        if reencode_on_train_begin is not None and not callable(reencode_on_train_begin):
+            raise ValueError("`reencode_on_train_begin` must be None or a callable model -> "
+                             f"[N, d]; got {reencode_on_train_begin!r}.")
+        self.reencode_on_train_begin = reencode_on_train_begin
         self.sampler = sampler
         self.every_n_steps = int(every_n_steps)
         self.restart_prob_schedule = restart_prob_schedule
@@ -169,14 +177,16 @@ class GraphRefreshCallback(keras.callbacks.Callback):
             raise ValueError(f"embeddings have {emb.shape[0]} rows, the sampler has "
                              f"{self.sampler.num_nodes} nodes (memory_bank_size must be N).")
 
-    def rebuild(self):
-        """Rebuild the graph now (synchronously) and hand it to the sampler."""
+    def rebuild(self, embeddings=None):
+        """Rebuild the graph now (synchronously) from ``embeddings`` ``[N, d]`` (default:
+        the bank, or ``reencode``) and hand it to the sampler."""
         t0 = time.perf_counter()
-        emb = self._embeddings()
+        fresh = embeddings is not None
+        emb = np.asarray(_host_array(embeddings)) if fresh else self._embeddings()
         self._check_rows(emb)
         m, k, seed = self._graph_settings()
         g = ProximityGraph.build(emb, m, k, backend=self.backend, seed=seed)
-        self._update(self._merge(g.neighbors, emb))
+        self._update(g.neighbors if fresh else self._merge(g.neighbors, emb))
         self.refreshes.append({"step": self._step, "seconds": time.perf_counter() - t0})
         return g
 
@@ -261,7 +271,9 @@ class GraphRefreshCallback(keras.callbacks.Callback):
         self._total = int(epochs) * int(steps) if steps else None
         self._step = 0
         self._set_alpha()
-        if self.rebuild_on_train_begin:
+        if self.reencode_on_train_begin is not None:
+            self.rebuild(self.reencode_on_train_begin(self.model))
+        elif self.rebuild_on_train_begin:
             self.rebuild()
         self._clock("start_clock")
 

@@ -155,7 +155,9 @@ def make_train_feed(recipe: Any, x_train: Any, y_train: Any, *,
     :class:`~keras_hardneg.callbacks.GraphRefreshCallback` that rebuilds the graph from the
     embeddings the model computes in training. The first graph comes from a fixed random
     projection of the inputs (no forward pass;
-    :meth:`~keras_hardneg.run.modality.Modality.initial_embeddings`). The sampler is always
+    :meth:`~keras_hardneg.run.modality.Modality.initial_embeddings`), or with
+    ``sampler.initial_graph = "encoder"`` from the encoder's features before the first step
+    (:meth:`~keras_hardneg.run.modality.Modality.encoder_features`). The sampler is always
     a :class:`~keras_hardneg.sampling.WorkerShard` (one worker: all rows), whose step clock
     makes a refreshed graph reach the walk at a fixed batch whatever the feed's prefetch.
 
@@ -195,6 +197,11 @@ def make_train_feed(recipe: Any, x_train: Any, y_train: Any, *,
         return TrainFeed(dataset, sampler.steps_per_epoch, [], sampler, state)
     initial = modality.initial_embeddings(x_train, recipe["seed"])
     every = spec.pop("refresh_every")
+    first_from_encoder = None
+    if spec.pop("initial_graph", "inputs") == "encoder":
+        modality.check_encoder_features(x_train)
+        first_from_encoder = lambda model: modality.encoder_features(  # noqa: E731
+            model.encoder, x_train)
     # The graph cannot ask for more candidates or neighbours than the dataset has.
     if "num_candidates" in spec:
         spec["num_candidates"] = min(spec["num_candidates"], n - 1)
@@ -218,5 +225,6 @@ def make_train_feed(recipe: Any, x_train: Any, y_train: Any, *,
     dataset, state = modality.feed(recipe, x_train, y_train, sampler, views)
     refresh = callbacks.GraphRefreshCallback(
         sampler, every_n_steps=every, num_candidates=spec.get("num_candidates"),
-        num_neighbors=spec.get("num_neighbors"), backend=spec.get("backend", "auto"))
+        num_neighbors=spec.get("num_neighbors"), backend=spec.get("backend", "auto"),
+        reencode_on_train_begin=first_from_encoder)
     return TrainFeed(dataset, sampler.steps_per_epoch, [refresh], sampler, state)

@@ -37,7 +37,7 @@ import keras
 import numpy as np
 
 from keras_hardneg.data.random_access import is_random_access
-from keras_hardneg.registry import DATASETS, MODALITIES
+from keras_hardneg.registry import DATASETS, MODALITIES, ConfigError as RecipeError
 
 __all__ = ["Modality", "ImageModality", "GraphModality", "TextModality", "TrainFeed",
            "modality_of", "INITIAL_EMBEDDING_DIM", "INITIAL_GRAPH_NEIGHBORS",
@@ -118,6 +118,20 @@ class Modality:
         :class:`~keras_hardneg.sampling.ProximityGraph`)."""
         n = self.num_examples(x)
         return _random_projection(np.asarray(x).reshape(n, -1), seed)
+
+    def check_encoder_features(self, x: Any) -> None:
+        """Raises ``RecipeError`` when :meth:`encoder_features` cannot encode ``x``."""
+        if is_random_access(x):
+            raise RecipeError("recipe key 'sampler.initial_graph' = 'encoder' needs the "
+                              "training data in memory; this data is read from files as "
+                              "needed: use 'inputs'.")
+
+    def encoder_features(self, encoder: Any, x: Any) -> np.ndarray:
+        """``float32 [N, F]``: ``encoder``'s features of every training example (inference
+        mode): the first graph of a sampler with ``initial_graph = "encoder"``."""
+        from keras_hardneg.evaluation import extract_features
+
+        return np.asarray(extract_features(encoder, np.asarray(x)), "float32")
 
     def feed(self, recipe: dict[str, Any], x: Any, y: Any, sampler: Any,
              views: Any) -> tuple[Any, dict[str, Any]]:
@@ -314,6 +328,10 @@ class GraphModality(Modality):
     def input_shape(self, x):
         return (int(x.feature_dim),)
 
+    def check_encoder_features(self, x):
+        raise RecipeError("recipe key 'sampler.initial_graph' = 'encoder' is not available "
+                          "for graphs; use 'inputs'.")
+
     def initial_embeddings(self, x, seed):
         # Per graph: summed node features, node and edge counts (log), projected.
         feats = np.stack([
@@ -377,6 +395,14 @@ class TextModality(Modality):
         if getattr(x, "initial_embeddings", None) is not None:
             out["initial_embeddings"] = x.initial_embeddings
         return out
+
+    def check_encoder_features(self, x):
+        pass
+
+    def encoder_features(self, encoder, x):
+        ids = np.asarray(x.ids if hasattr(x, "ids") else x, dtype="int32")
+        return _encode_ids(encoder, ids.reshape(-1, ids.shape[-1]), 256,
+                           trim=_any_length(encoder))
 
     def initial_embeddings(self, x, seed):
         # Bag of tokens through a fixed random table (padding id 0 excluded).
@@ -509,20 +535,27 @@ def sentence_embedder(encoder: Any, tokenizer: Any, max_length: int, batch_size:
 def _trimmed_embedder(encoder: Any, tokenizer: Any, max_length: int, batch_size: int):
     def embed(sentences):
         ids = np.asarray(tokenizer.encode(list(sentences), max_length), dtype="int32")
-        if len(ids) == 0:
-            return np.zeros((0, 0), "float32")
-        lengths = (ids != 0).sum(axis=1)
-        order = np.argsort(lengths, kind="stable")
-        out = [None] * len(order)
-        for start in range(0, len(order), batch_size):
-            rows = order[start:start + batch_size]
-            chunk = ids[rows, :max(int(lengths[rows].max()), 1)]
-            vec = np.asarray(keras.ops.convert_to_numpy(encoder(chunk, training=False)),
-                             dtype="float32")
-            for i, row in enumerate(rows):
-                out[row] = vec[i]
-        return np.stack(out)
+        return _encode_ids(encoder, ids, batch_size, trim=True)
     return embed
+
+
+def _encode_ids(encoder: Any, ids: np.ndarray, batch_size: int, trim: bool) -> np.ndarray:
+    """``float32 [n, d]`` of token ids ``[n, L]`` in inference mode. ``trim`` (an encoder
+    that reads any length): rows sorted by length, each batch cut to its longest row (same
+    features, no padding encoded), returned in the input order."""
+    if len(ids) == 0:
+        return np.zeros((0, 0), "float32")
+    lengths = (ids != 0).sum(axis=1)
+    order = np.argsort(lengths, kind="stable") if trim else np.arange(len(ids))
+    out = [None] * len(order)
+    for start in range(0, len(order), batch_size):
+        rows = order[start:start + batch_size]
+        chunk = ids[rows, :max(int(lengths[rows].max()), 1)] if trim else ids[rows]
+        vec = np.asarray(keras.ops.convert_to_numpy(encoder(chunk, training=False)),
+                         dtype="float32")
+        for i, row in enumerate(rows):
+            out[row] = vec[i]
+    return np.stack(out)
 
 
 def evaluate_sentences(embed_fn, benchmark_dir: str, senteval: bool = False,

@@ -516,6 +516,11 @@ class KNNSampler(_GraphSampler):
 #: Config keys shared by the graph samplers: how often the training loop rebuilds the graph.
 REFRESH_EVERY = Param(int, low=1, default=100,
                       help="rebuild the proximity graph from the model's embeddings every N steps")
+INITIAL_GRAPH = Param(str, choices=("inputs", "encoder"), default="inputs",
+                      help="first graph: 'inputs' (a fixed random projection of the inputs, "
+                           "no forward pass) or 'encoder' (the encoder's features at the "
+                           "start, one forward pass over the data: what a pretrained encoder "
+                           "needs; images in memory and text)")
 _BACKEND = Param(str, choices=("auto", "scann", "brute"),
                  help="graph search: exact (brute), ScaNN, or auto (exact up to 50k nodes)")
 
@@ -544,9 +549,11 @@ SAMPLERS.register(
                                    "linearly over the run (paper: 0.2 -> 0.05)"),
         "backend": _BACKEND,
         "refresh_every": REFRESH_EVERY,
+        "initial_graph": INITIAL_GRAPH,
     })
 SAMPLERS.register(
     "knn", KNNSampler, graph=True,
     help="kNN sampler baseline: a seed node and its nearest neighbours",
     params={"num_neighbors": Param(int, low=1, help="K of the kNN graph (default B - 1)"),
-            "backend": _BACKEND, "refresh_every": REFRESH_EVERY})
+            "backend": _BACKEND, "refresh_every": REFRESH_EVERY,
+            "initial_graph": INITIAL_GRAPH})

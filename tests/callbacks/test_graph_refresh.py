@@ -113,6 +113,30 @@ def test_reencode_callable(setup):
     assert len(calls) == 2 and sampler.restart_prob == 0.2
 
 
+def test_first_graph_from_the_encoder_then_from_the_bank(setup):
+    """``reencode_on_train_begin``: the graph is rebuilt once before the first batch from
+    the given features (all of them: no row is kept from the previous graph), then from the
+    bank every N steps."""
+    images, sampler = setup
+    model = BankModel(memory_bank_size=N)
+    model.compile(optimizer="sgd")
+    # Two clusters (even / odd rows): a graph built on these links only rows of one cluster.
+    rng = np.random.default_rng(1)
+    centers = np.stack([np.eye(8)[0], np.eye(8)[1]]).astype("float32") * 10
+    feats = centers[np.arange(N) % 2] + rng.normal(size=(N, 8)).astype("float32")
+    seen = []
+    cb = GraphRefreshCallback(sampler, every_n_steps=4, restart_prob_schedule=None,
+                              reencode_on_train_begin=lambda m: seen.append(m) or feats)
+    model.fit(make_dataset(sampler, images), epochs=1, steps_per_epoch=3, callbacks=[cb],
+              verbose=0)
+    assert seen == [model] and [r["step"] for r in cb.refreshes] == [0]
+    want = ProximityGraph.build(feats, 64, 8, seed=0).neighbors
+    assert (sampler.neighbors == want).all()
+    assert ((sampler.neighbors % 2) == (np.arange(N) % 2)[:, None]).all()
+    with pytest.raises(ValueError, match="reencode_on_train_begin"):
+        GraphRefreshCallback(sampler, reencode_on_train_begin=feats)
+
+
 def test_config_roundtrip_and_validation(setup):
     _, sampler = setup
     cb = GraphRefreshCallback(sampler, every_n_steps=7, restart_prob_schedule=(0.3, 0.1))

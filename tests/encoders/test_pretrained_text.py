@@ -247,3 +247,16 @@ def test_a_keras_hub_preset_folder_loads_with_its_tokenizer(tiny, tmp_path):
     # keras-hub's own format keeps keras-hub's (tanh) GELU: within 1e-3 of the exact one here
     np.testing.assert_allclose(keras.ops.convert_to_numpy(enc(ids, training=False)),
                                bert_reference.bert_mean_features(tiny, ids), atol=1e-3)
+
+
+def test_encoder_features_of_token_ids_equal_one_padded_call(tiny):
+    """What a BatchSampler's first graph is built from (``initial_graph = "encoder"``): the
+    pretrained encoder's features of every training row, length-sorted and trimmed."""
+    from keras_hardneg.run.modality import modality_of
+
+    tok = pretrained_tokenizer(tiny)
+    ids = tok.encode(SENTENCES * 3, max_length=12)
+    enc = pretrained_text(preset=tiny, vocab_size=tok.vocab_size)
+    text = modality_of({"data": {"name": "text_file", "path": "unused.txt"}})
+    np.testing.assert_allclose(text.encoder_features(enc, ids),
+                               keras.ops.convert_to_numpy(enc(ids, training=False)), atol=1e-5)

@@ -84,3 +84,26 @@ def test_the_schedule_counts_the_feeds_steps(digits, sampler):
     schedule = model.optimizer.learning_rate if callable(model.optimizer.learning_rate) \
         else model.optimizer._learning_rate
     assert schedule.get_config()["total_steps"] == 3 * feed.steps_per_epoch
+
+
+def test_initial_graph_from_the_encoder(digits, tmp_path):
+    """``sampler.initial_graph = "encoder"``: the refresh callback rebuilds the first graph
+    from the encoder's features of every training example before the first step; a run
+    trains with it; graphs refuse it in one line."""
+    from keras_hardneg.evaluation import extract_features
+    from keras_hardneg.run.recipe import RecipeError
+
+    x, y = digits
+    recipe = {**TINY, "sampler": {**GRAPH, "initial_graph": "encoder"}}
+    feed = run.make_train_feed(recipe, x, y)
+    first = feed.callbacks[0].reencode_on_train_begin
+    model = run.build_model(recipe, x_train=x)
+    np.testing.assert_allclose(first(model), extract_features(model.encoder, x), atol=1e-6)
+    assert run.make_train_feed({**TINY, "sampler": GRAPH}, x, y).callbacks[
+        0].reencode_on_train_begin is None  # the default: a projection of the inputs
+    result = run.train({**recipe, "epochs": 1}, str(tmp_path / "run"), verbose=0,
+                       export=False)
+    assert result["epochs_run"] == 1 and np.isfinite(result["history"]["loss"]).all()
+    with pytest.raises(RecipeError, match=r"'sampler.initial_graph' = 'encoder' is not "
+                                          r"available for graphs"):
+        run.modality_of({"data": {"name": "tu"}}).check_encoder_features(None)
