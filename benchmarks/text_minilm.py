@@ -6,6 +6,8 @@ sampler x seed, on a CPU budget; every cell's STS figures as JSON with its comma
     nohup python benchmarks/text_minilm.py grid --minutes 60 > /tmp/minilm_grid.log 2>&1 &
     python benchmarks/text_minilm.py report               # the docs/benchmarks.md table
     python benchmarks/text_minilm.py zoo                  # models/simcse-minilm-ntxent-wiki
+    python benchmarks/text_minilm.py zeroshot --cut       # the start at the grid's 32 ids
+    python benchmarks/text_minilm.py extra --sampler batchsampler_encoder_graph
 
 The subset: ``SUBSET_SIZE`` sentences drawn uniformly (NumPy seed 0) from the wiki1m prefix
 and every ``corpus/extra`` file of ``shared/data/text`` (155k sentences), written to
@@ -42,6 +44,17 @@ SUBSET = "/tmp/minilm_subset.txt"
 SUBSET_SIZE = 6400  # 100 steps of batch 64: one epoch ~2-3 min of MiniLM on 2 cores
 BS_RECIPE = {"sampler": {"name": "batchsampler", "restart_prob": 0.7,
                          "num_candidates": 1000, "num_neighbors": 100, "refresh_every": 50}}
+#: The sampler recipes a cell can name: BatchSampler as in the grid (first graph: the
+#: bag-of-random-token projection), and with its first graph from the pretrained encoder's
+#: features (``initial_graph = "encoder"``, what the paper does; code after 12ca8a4).
+SAMPLER_RECIPES = {
+    "batchsampler": BS_RECIPE,
+    "batchsampler_encoder_graph": {"sampler": {**BS_RECIPE["sampler"],
+                                               "initial_graph": "encoder"}},
+}
+#: The grid's cells were scored with sentences cut at the training length (32 ids): the
+#: ``evaluate RUN`` of the code they ran (fixed in 551d29b). Later cells say so explicitly.
+GRID_EVALUATION_TOKENS = 32
 # Cells in the order they are run: seed by seed, every loss x sampler (so that each cell has
 # a first seed before any has a third).
 LOSSES = ("nt_xent", "hard", "debiased", "ring", "unremix")
@@ -93,12 +106,30 @@ def _last_json(stdout: str) -> dict:
     return json.loads(stdout.strip().splitlines()[-1])
 
 
-def zeroshot() -> None:
+def zeroshot(cut: bool = False) -> None:
+    """The pretrained start scored as it is: whole sentences (``zeroshot.json``), or cut at
+    the grid's 32 ids (``zeroshot_cut32.json``: the row the grid's cells compare with)."""
     cmd = ["keras-hardneg", "evaluate", "--preset", minilm_folder(), "--benchmark-dir",
            SHARED, "--json"]
+    if cut:
+        cmd += ["--max-tokens", str(GRID_EVALUATION_TOKENS)]
     stdout, seconds = _run(cmd)
-    _write("zeroshot", {"command": shlex.join(cmd), "seconds": round(seconds, 1),
-                        **_last_json(stdout)})
+    _write("zeroshot_cut32" if cut else "zeroshot",
+           {"command": shlex.join(cmd), "seconds": round(seconds, 1),
+            "sts_tokens_per_sentence": GRID_EVALUATION_TOKENS if cut else "whole (<= 128)",
+            **_last_json(stdout)})
+
+
+def extra(sampler: str, losses: list[str], seeds: list[int]) -> None:
+    """Cells outside the grid (e.g. ``batchsampler_encoder_graph``), scored like the grid's
+    (cut at 32 ids, explicitly)."""
+    make_subset()
+    for seed in seeds:
+        for loss in losses:
+            try:
+                cell(loss, sampler, seed, explicit_cut=True)
+            except RuntimeError as e:
+                print(f"{loss}/{sampler}/s{seed}: {e}", flush=True)
 
 
 def _write(name: str, record: dict) -> None:
@@ -108,7 +139,9 @@ def _write(name: str, record: dict) -> None:
     print(f"{name}: STS avg {record['sts']['avg']:.2f}", flush=True)
 
 
-def cell(loss: str, sampler: str, seed: int) -> None:
+def cell(loss: str, sampler: str, seed: int, explicit_cut: bool = False) -> None:
+    """One cell: train, then score on STS. ``explicit_cut``: pass ``--max-tokens 32`` (code
+    after 551d29b reads whole sentences by default; the grid's snapshot cut at 32)."""
     name = f"{loss}__{sampler}__s{seed}"
     if os.path.isfile(os.path.join(OUT, f"{name}.json")):
         return
@@ -116,14 +149,16 @@ def cell(loss: str, sampler: str, seed: int) -> None:
     train = ["keras-hardneg", "train", "--dataset", SUBSET, "--preset", minilm_folder(),
              "--loss", loss, "--epochs", "1", "--seed", str(seed), "--output", run_dir,
              "--no-export", "--verbose", "2"]
-    if sampler == "batchsampler":
-        recipe = os.path.join(OUT, "batchsampler_recipe.json")
+    if sampler in SAMPLER_RECIPES:
+        recipe = os.path.join(OUT, f"{sampler}_recipe.json")
         os.makedirs(OUT, exist_ok=True)
         with open(recipe, "w") as f:
-            json.dump(BS_RECIPE, f, indent=1)
+            json.dump(SAMPLER_RECIPES[sampler], f, indent=1)
         train += ["--recipe", recipe]
     _, train_s = _run(train)
     evaluate = ["keras-hardneg", "evaluate", run_dir, "--benchmark-dir", SHARED, "--json"]
+    if explicit_cut:
+        evaluate += ["--max-tokens", str(GRID_EVALUATION_TOKENS)]
     stdout, eval_s = _run(evaluate)
     with open(os.path.join(run_dir, "recipe.json")) as f:
         recipe_used = json.load(f)
@@ -136,6 +171,7 @@ def cell(loss: str, sampler: str, seed: int) -> None:
                   "evaluate_seconds": round(eval_s, 1), "code": _code(),
                   "subset": f"{SUBSET_SIZE} sentences, `python benchmarks/text_minilm.py "
                             "subset`", "recipe": recipe_used,
+                  "sts_tokens_per_sentence": GRID_EVALUATION_TOKENS,
                   "final_loss": history.get("loss", [None])[-1], **_last_json(stdout)})
 
 
@@ -280,8 +316,14 @@ def _portable(obj):
 
 if __name__ == "__main__":
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("what", choices=["subset", "zeroshot", "grid", "report", "zoo"])
+    p.add_argument("what", choices=["subset", "zeroshot", "grid", "report", "zoo", "extra"])
     p.add_argument("--minutes", type=float, default=60.0)
+    p.add_argument("--cut", action="store_true", help="zeroshot: sentences cut at 32 ids")
+    p.add_argument("--sampler", default="batchsampler_encoder_graph",
+                   choices=sorted(SAMPLER_RECIPES))
+    p.add_argument("--losses", nargs="+", default=["nt_xent", "hard"])
+    p.add_argument("--seeds", nargs="+", type=int, default=[0])
     a = p.parse_args()
-    {"subset": make_subset, "zeroshot": zeroshot, "report": report, "zoo": zoo,
+    {"subset": make_subset, "zeroshot": lambda: zeroshot(a.cut), "report": report,
+     "zoo": zoo, "extra": lambda: extra(a.sampler, a.losses, a.seeds),
      "grid": lambda: grid(a.minutes)}[a.what]()
