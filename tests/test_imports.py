@@ -11,7 +11,7 @@ PACKAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 # Lowest first; a module may import its own layer's packages and those of lower layers.
 LAYERS = [
-    {"_io", "_validation", "registry"},
+    {"_io", "_keras_hub", "_validation", "registry"},
     {"data", "encoders", "augment", "optimizers", "distribute"},
     {"losses", "sampling", "evaluation"},
     {"models"},

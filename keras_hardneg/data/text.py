@@ -38,6 +38,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from keras_hardneg._keras_hub import is_preset_name
 from keras_hardneg.data.tokenizer import (SentenceTokenizer, load_tokenizer, pretrained_tokenizer,
                                           train_tokenizer, wordllama_start)
 from keras_hardneg.registry import DATASETS, Param
@@ -180,13 +181,21 @@ def _tokenizer_for(choice: str, sentences: Sequence[str], vocab_size: int,
                             "embeddings")
     if isinstance(choice, (str, os.PathLike)) and os.path.isfile(choice):
         return load_tokenizer(choice), None, f"tokenizer {os.fspath(choice)}"
+    allowed = ("`tokenizer` must be 'train', 'wordllama', the path of a saved tokenizer JSON "
+               "file, a pretrained checkpoint folder or a keras-hub preset name")
+    if is_preset_name(choice):
+        try:
+            tok = pretrained_tokenizer(choice)
+        except ValueError as err:
+            raise ValueError(f"{allowed}; got {choice!r}, which is none of these here: "
+                             f"{err}") from None
+        return tok, None, (f"WordPiece tokenizer of the keras-hub preset {choice} "
+                           f"({tok.vocab_size} ids)")
     if isinstance(choice, (str, os.PathLike)) and os.path.isdir(choice):
         tok = pretrained_tokenizer(choice)
         return tok, None, (f"WordPiece tokenizer of the pretrained checkpoint "
                            f"{os.fspath(choice)} ({tok.vocab_size} ids)")
-    raise ValueError(f"`tokenizer` must be 'train', 'wordllama', the path of a saved "
-                     f"tokenizer JSON file or a pretrained checkpoint folder; got {choice!r} "
-                     "(no such file or folder).")
+    raise ValueError(f"{allowed}; got {choice!r} (no such file or folder).")
 
 
 @DATASETS.register(

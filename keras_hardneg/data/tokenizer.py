@@ -46,6 +46,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from keras_hardneg._keras_hub import fetch_preset_files, is_preset_name
 from keras_hardneg._io import atomic_write_json
 
 __all__ = ["SentenceTokenizer", "load_tokenizer", "pretrained_tokenizer", "train_tokenizer",
@@ -395,7 +396,9 @@ def pretrained_tokenizer(preset: str | os.PathLike) -> SentenceTokenizer:
     ``[CLS] tokens [SEP] 0 ...`` (``int32 [n, L]``).
 
     Args:
-        preset: the folder (``tokenizer.json`` and/or ``vocab.txt``).
+        preset: the folder (``tokenizer.json`` and/or ``vocab.txt``), or a keras-hub
+            preset name / handle (``"bert_base_en_uncased"``, ``"hf://owner/model"``):
+            keras-hub fetches its files (online only; then cached).
 
     Raises:
         ValueError: one line naming ``preset`` when the folder or its tokenizer is missing,
@@ -412,10 +415,12 @@ def pretrained_tokenizer(preset: str | os.PathLike) -> SentenceTokenizer:
     [[2, 4, 5, 6, 3, 0]]
     """
     folder = os.fspath(preset)
+    if is_preset_name(folder):  # online: keras-hub downloads (or has cached) the preset
+        folder = fetch_preset_files(folder)
     if not os.path.isdir(folder):
         raise ValueError(f"`preset` {folder!r} is not a folder; pass a folder holding a "
                          "BERT-family checkpoint in Hugging Face format (tokenizer.json or "
-                         "vocab.txt).")
+                         "vocab.txt), or (online) a keras-hub preset name.")
     tokenizers = _tokenizers()
     json_path = os.path.join(folder, "tokenizer.json")
     vocab_path = os.path.join(folder, "vocab.txt")

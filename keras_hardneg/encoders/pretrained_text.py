@@ -51,6 +51,7 @@ import keras
 import numpy as np
 from keras import ops
 
+from keras_hardneg._keras_hub import import_keras_hub, is_preset_name
 from keras_hardneg.encoders.text_transformer import POOLINGS, MaskedPooling
 from keras_hardneg.registry import ENCODERS, Param
 
@@ -60,8 +61,6 @@ __all__ = ["BertInputs", "BertTokenStates", "SIMCSE_FINETUNE", "SUPPORTED_MODEL_
 
 #: ``model_type`` values of ``config.json`` this encoder loads (keras-hub's BertBackbone).
 SUPPORTED_MODEL_TYPES = ("bert",)
-_INSTALL = ('pip install "keras-hardneg[pretrained]" (keras-hub, safetensors and, on '
-            'TensorFlow, tensorflow-text==2.20.1)')
 
 
 def keras_hub_available() -> bool:
@@ -69,15 +68,6 @@ def keras_hub_available() -> bool:
     import importlib.util
 
     return all(importlib.util.find_spec(m) is not None for m in ("keras_hub", "safetensors"))
-
-
-def _keras_hub():
-    try:
-        import keras_hub
-    except ImportError as err:
-        raise ImportError(f"A pretrained text encoder needs keras-hub, which cannot be "
-                          f"imported ({err}); install it: {_INSTALL}.") from err
-    return keras_hub
 
 
 def check_preset(preset: Any) -> dict[str, Any]:
@@ -96,8 +86,7 @@ def check_preset(preset: Any) -> dict[str, Any]:
         raise ValueError(f"`preset` must be a checkpoint folder (Hugging Face or keras-hub "
                          f"format) or a keras-hub preset name; got {preset!r}.")
     preset = os.fspath(preset)
-    looks_like_path = os.sep in preset or preset.startswith(".") or os.path.exists(preset)
-    if not looks_like_path:
+    if is_preset_name(preset):
         return {"vocab_size": None, "hidden_size": None, "max_length": None,
                 "source": "keras-hub preset"}
     if not os.path.isdir(preset):
@@ -206,7 +195,7 @@ class BertTokenStates(keras.layers.Layer):
     def __init__(self, backbone: Any, exact_gelu: bool = False, **kwargs):
         super().__init__(**kwargs)
         if isinstance(backbone, dict):
-            _keras_hub()  # registers keras-hub's classes
+            import_keras_hub()  # registers keras-hub's classes
             backbone = keras.saving.deserialize_keras_object(backbone)
         self.backbone = backbone
         self.exact_gelu = bool(exact_gelu)
@@ -287,9 +276,13 @@ def pretrained_text(input_shape: tuple = (None,), preset: str | None = None,
                          f"but the checkpoint's vocab_size is {facts['vocab_size']}; use the "
                          "tokenizer of the same checkpoint (data key 'tokenizer' = the "
                          "preset folder).")
-    keras_hub = _keras_hub()
+    keras_hub = import_keras_hub()
     kwargs = {} if dropout is None else {"dropout": float(dropout)}
     backbone = keras_hub.models.BertBackbone.from_preset(os.fspath(preset), **kwargs)
+    if vocab_size is not None and int(vocab_size) != int(backbone.vocabulary_size):
+        raise ValueError(f"`preset` {os.fspath(preset)!r}: the tokenizer has {vocab_size} ids "
+                         f"but the checkpoint's vocabulary has {backbone.vocabulary_size}; use "
+                         "the tokenizer of the same checkpoint.")
     ids = keras.Input(shape=(None,), dtype="int32", name="token_ids")
     states = BertTokenStates(backbone, exact_gelu=facts.get("exact_gelu", False),
                              name="bert")

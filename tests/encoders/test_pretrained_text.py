@@ -260,3 +260,39 @@ def test_encoder_features_of_token_ids_equal_one_padded_call(tiny):
     text = modality_of({"data": {"name": "text_file", "path": "unused.txt"}})
     np.testing.assert_allclose(text.encoder_features(enc, ids),
                                keras.ops.convert_to_numpy(enc(ids, training=False)), atol=1e-5)
+
+
+def test_a_keras_hub_preset_name_is_fetched_through_keras_hub(tiny, tmp_path, monkeypatch):
+    """Online, a keras-hub preset name serves encoder and tokenizer alike: keras-hub's own
+    resolver (``preset_utils.get_file``) fetches the files. Offline here: the resolver is
+    pointed at a local keras-hub preset folder; an unknown name is one line."""
+    import keras_hub
+    from keras_hub.src.utils import preset_utils
+
+    folder = str(tmp_path / "keras_hub_preset")
+    keras_hub.models.BertBackbone.from_preset(tiny).save_to_preset(folder)
+    vocab = open(os.path.join(tiny, "vocab.txt")).read().split()
+    keras_hub.models.BertTokenizer(vocabulary=vocab, lowercase=True).save_to_preset(folder)
+
+    def get_file(preset, path):
+        if preset != "tiny_bert_en":
+            raise ValueError("Unknown preset identifier. A preset must be one of: ...")
+        full = os.path.join(folder, path)
+        if not os.path.exists(full):
+            raise FileNotFoundError(path)
+        return full
+
+    monkeypatch.setattr(preset_utils, "get_file", get_file)
+    assert check_preset("tiny_bert_en")["source"] == "keras-hub preset"
+    assert check_preset("hf://owner/model")["source"] == "keras-hub preset"
+    tok = pretrained_tokenizer("tiny_bert_en")
+    ids = tok.encode(SENTENCES, 10)
+    np.testing.assert_array_equal(ids, pretrained_tokenizer(tiny).encode(SENTENCES, 10))
+    enc = pretrained_text(preset="tiny_bert_en", vocab_size=tok.vocab_size)
+    assert tuple(enc(ids).shape) == (len(SENTENCES), 16)
+    with pytest.raises(ValueError, match=r"`preset` 'nope_en': keras-hub could not fetch this "
+                                         r"preset \(Unknown preset identifier"):
+        pretrained_tokenizer("nope_en")
+    with pytest.raises(ValueError, match=r"tokenizer has 99 ids but the checkpoint's "
+                                         r"vocabulary has 20"):
+        pretrained_text(preset="tiny_bert_en", vocab_size=99)
