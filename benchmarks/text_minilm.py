@@ -57,9 +57,25 @@ SAMPLER_RECIPES = {
 GRID_EVALUATION_TOKENS = 32
 # Cells in the order they are run: seed by seed, every loss x sampler (so that each cell has
 # a first seed before any has a third).
-LOSSES = ("nt_xent", "hard", "debiased", "ring", "unremix")
-CELLS = [(loss, sampler, seed) for seed in (0, 1, 2) for loss in LOSSES
-         for sampler in ("uniform", "batchsampler")]
+LOSSES = ("nt_xent", "hard", "debiased", "ring", "unremix", "hard_tau0")
+#: Loss variants a cell can name: ``--loss NAME`` plus recipe keys. ``hard_tau0``: HCL's
+#: reweighting without its debiasing (tau+ = 0): with tau+ 0.1 at SimCSE's temperature
+#: 0.05 the estimator is clamped at its floor from the first step (the debiased run logged
+#: ``clamp_fraction`` 1.0, loss ~1e-15), so the encoder barely moves.
+LOSS_VARIANTS = {"hard_tau0": ("hard", {"loss": {"tau_plus": 0.0, "beta": 1.0}})}
+#: Order of the grid, session 10: first seeds of every cell, then the extra cells (the
+#: un-clamped hard loss, BatchSampler with its first graph from the encoder), then seeds 1
+#: and 2. The debiased loss stops at seed 0: clamped at its floor, it leaves the encoder at
+#: its start (its uniform and BatchSampler cells gave the same figures to every digit), so
+#: further seeds measure nothing.
+CELLS = [(loss, sampler, 0) for loss in LOSSES[:5] for sampler in ("uniform", "batchsampler")]
+CELLS += [("hard_tau0", "uniform", 0), ("nt_xent", "batchsampler_encoder_graph", 0)]
+CELLS += [(loss, sampler, seed) for seed in (1, 2) for loss in ("nt_xent", "hard", "ring",
+                                                                "unremix")
+          for sampler in ("uniform", "batchsampler")]
+CELLS += [("hard_tau0", "uniform", 1), ("hard_tau0", "uniform", 2),
+          ("nt_xent", "batchsampler_encoder_graph", 1),
+          ("nt_xent", "batchsampler_encoder_graph", 2)]
 
 
 def minilm_folder() -> str:
@@ -146,14 +162,18 @@ def cell(loss: str, sampler: str, seed: int, explicit_cut: bool = False) -> None
     if os.path.isfile(os.path.join(OUT, f"{name}.json")):
         return
     run_dir = f"/tmp/minilm_runs/{name}"
+    cli_loss, loss_keys = LOSS_VARIANTS.get(loss, (loss, {}))
     train = ["keras-hardneg", "train", "--dataset", SUBSET, "--preset", minilm_folder(),
-             "--loss", loss, "--epochs", "1", "--seed", str(seed), "--output", run_dir,
+             "--loss", cli_loss, "--epochs", "1", "--seed", str(seed), "--output", run_dir,
              "--no-export", "--verbose", "2"]
-    if sampler in SAMPLER_RECIPES:
-        recipe = os.path.join(OUT, f"{sampler}_recipe.json")
+    keys = {**SAMPLER_RECIPES.get(sampler, {}), **loss_keys}
+    if keys:
+        what = "_".join(x for x in (sampler if sampler in SAMPLER_RECIPES else "",
+                                    loss if loss_keys else "") if x)
+        recipe = os.path.join(OUT, f"{what}_recipe.json")
         os.makedirs(OUT, exist_ok=True)
         with open(recipe, "w") as f:
-            json.dump(SAMPLER_RECIPES[sampler], f, indent=1)
+            json.dump(keys, f, indent=1)
         train += ["--recipe", recipe]
     _, train_s = _run(train)
     evaluate = ["keras-hardneg", "evaluate", run_dir, "--benchmark-dir", SHARED, "--json"]
@@ -182,15 +202,20 @@ def _code() -> str:
                                             capture_output=True, text=True).stdout.strip()
 
 
-def grid(minutes: float) -> None:
+def grid(minutes: float, explicit_cut: bool = True) -> None:
+    """Runs the cells without a JSON, in :data:`CELLS` order, until ``minutes`` are spent.
+    ``explicit_cut``: score with ``--max-tokens 32`` (code after 551d29b; the first cells'
+    snapshot had no such flag and cut at 32 by itself)."""
     make_subset()
     deadline = time.time() + 60 * minutes
+    if not os.path.isfile(os.path.join(OUT, "zeroshot_cut32.json")):
+        zeroshot(cut=True)  # the row the cells compare with
     for loss, sampler, seed in CELLS:
         if time.time() > deadline:
             print("budget spent; stopping", flush=True)
             return
         try:
-            cell(loss, sampler, seed)
+            cell(loss, sampler, seed, explicit_cut=explicit_cut)
         except RuntimeError as e:
             print(f"{loss}/{sampler}/s{seed}: {e}", flush=True)
 
@@ -199,14 +224,23 @@ TASKS = ("STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelat
 
 
 def report() -> None:
-    """Markdown: zero-shot, then each (loss, sampler) as mean ± sample std (n seeds)."""
-    def row(label, records):
+    """Markdown: the start scored as it is (whole sentences, and cut at the grid's 32 ids),
+    then each (loss, sampler) as mean ± sample std (n seeds), cut at 32 ids like the grid's
+    scoring, then the zoo entry (whole sentences and cut)."""
+    def row(label, records, key="sts"):
         cells = []
         for task in TASKS:
-            v = np.array([r["sts"][task] for r in records])
+            v = np.array([r[key][task] for r in records])
             cells.append(f"{v.mean():.2f}" + (f" ± {v.std(ddof=1):.2f}" if len(v) > 1 else "")
                          + f" ({len(v)})")
         return f"| {label} | " + " | ".join(cells) + " |"
+
+    def load(name):
+        path = os.path.join(OUT, f"{name}.json")
+        if not os.path.isfile(path):
+            return None
+        with open(path) as f:
+            return json.load(f)
 
     records = {}
     for name in sorted(os.listdir(OUT)):
@@ -216,15 +250,24 @@ def report() -> None:
             records.setdefault((r["loss"], r["sampler"]), []).append(r)
     print("| MiniLM-L6 | " + " | ".join(TASKS) + " |")
     print("|---" * (len(TASKS) + 1) + "|")
-    with open(os.path.join(OUT, "zeroshot.json")) as f:
-        print(row("MiniLM-L6 zero-shot (no training)", [json.load(f)]))
-    for (loss, sampler), rs in sorted(records.items()):
-        print(row(f"MiniLM-L6 + SimCSE, {loss}, {sampler}", rs))
+    print(row("zero-shot (no training), whole sentences", [load("zeroshot")]))
+    if load("zeroshot_cut32"):
+        print(row("zero-shot (no training), cut at 32 ids", [load("zeroshot_cut32")]))
+    order = {loss: i for i, loss in enumerate(LOSSES)}
+    for (loss, sampler), rs in sorted(records.items(), key=lambda kv: (order[kv[0][0]], kv[0][1])):
+        print(row(f"+ SimCSE, {loss}, {sampler.replace('_', ' ')} (cut at 32 ids)", rs))
+    zoo_record = load("zoo_entry")
+    if zoo_record:
+        print(row(f"zoo `{ZOO_ENTRY}` (float16, as stored), whole sentences", [zoo_record]))
+        print(row(f"zoo `{ZOO_ENTRY}` (float16, as stored), cut at 32 ids", [zoo_record],
+                  key="sts_cut_at_32_ids"))
+    print()
     for (loss, sampler), rs in sorted(records.items()):
         secs = [r["train_seconds"] for r in rs]
         print(f"- {loss}/{sampler}: seeds {sorted(r['seed'] for r in rs)}, train "
               f"{min(secs):.0f}-{max(secs):.0f} s, evaluate "
-              f"{min(r['evaluate_seconds'] for r in rs):.0f} s+")
+              f"{min(r['evaluate_seconds'] for r in rs):.0f}-"
+              f"{max(r['evaluate_seconds'] for r in rs):.0f} s")
 
 
 ZOO_ENTRY = "simcse-minilm-ntxent-wiki"
