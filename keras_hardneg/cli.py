@@ -266,6 +266,11 @@ def cmd_train(args: argparse.Namespace) -> int:
     ] + _figure_rows(result, recipe)
     if isinstance(result.get("evaluation"), str):  # unlabeled images: evaluation off
         rows.append(("evaluation", result["evaluation"]))
+    from keras_hardneg.run.report import clamp_warning
+
+    warning = clamp_warning(result.get("history") or {})
+    if warning:
+        rows.append(("warning", warning))
     rows += [(label, os.path.join(output, name)) for label, name in (
         ("run directory", ""), ("recipe", "recipe.json"), ("history", "history.json"),
         ("history plot", "history.png"), ("results", "results.json"),

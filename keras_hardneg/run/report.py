@@ -16,8 +16,8 @@ from typing import Any
 
 import keras
 
-__all__ = ["ShortProgress", "resolve_verbose", "plot_history", "HIDDEN_METRICS",
-           "HISTORY_PLOT"]
+__all__ = ["ShortProgress", "resolve_verbose", "plot_history", "clamp_warning",
+           "HIDDEN_METRICS", "HISTORY_PLOT", "CLAMP_WARNING_FRACTION"]
 
 #: Metrics left out of progress lines (they are in history.json): the per-batch diagnostics
 #: and the epoch's own time (the line shows it).
@@ -26,6 +26,23 @@ HIDDEN_METRICS = ("positive_cosine", "negative_cosine", "false_negative_rate", "
 SHOWN_WHEN_NONZERO = ("clamp_fraction", "nonfinite_steps")
 #: File name of the plot beside ``history.json``.
 HISTORY_PLOT = "history.png"
+#: A debiasing clamp holding at least this share of the anchors in the last epoch is
+#: reported at the end of training (:func:`clamp_warning`).
+CLAMP_WARNING_FRACTION = 0.5
+
+
+def clamp_warning(history: dict[str, list]) -> str | None:
+    """One line when the loss's debiasing clamp (debiased, hard, UnReMix: the negative term's
+    floor ``N e^(-1/t)``, Chuang et al. 2020 eq. 7) held at least
+    :data:`CLAMP_WARNING_FRACTION` of the anchors in the last epoch: there the loss is at its
+    floor and gives no gradient (seen with SimCSE's t = 0.05 from a pretrained start: the
+    encoder did not move). ``None`` otherwise."""
+    fractions = history.get("clamp_fraction") or []
+    if not fractions or float(fractions[-1]) < CLAMP_WARNING_FRACTION:
+        return None
+    return (f"the loss's debiasing clamp held {float(fractions[-1]):.0%} of the anchors at its "
+            "floor N*exp(-1/t) in the last epoch, where they give no gradient: lower tau_plus "
+            "(0 turns the debiasing off) or raise the temperature.")
 
 
 def resolve_verbose(verbose: Any, stream: Any = None) -> int:
