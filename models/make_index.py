@@ -49,9 +49,10 @@ def describe(recipe):
         where = data.get("dataset") or "CIFAR-10 JPEG"
     if data.get("limit_per_class"):
         where += f" ({data['limit_per_class']}/class)"
-    return (recipe["framework"]["name"], f"{loss['name']} ({params})",
-            f"{enc['name']} w{enc.get('width', 64)}", recipe["sampler"]["name"], where,
-            recipe["epochs"])
+    encoder = (f"{enc['name']} ({os.path.basename(os.path.dirname(enc['preset']))})"
+               if enc["name"] == "pretrained_bert" else f"{enc['name']} w{enc.get('width', 64)}")
+    return (recipe["framework"]["name"], f"{loss['name']} ({params})", encoder,
+            recipe["sampler"]["name"], where, recipe["epochs"])
 
 
 def figures(res):
@@ -112,7 +113,12 @@ def main():
             how = (f"Load it: `keras_hardneg.zoo.load({name!r})` (a trainable keras.Model under "
                    f"TensorFlow or JAX); TF Hub SavedModel: `keras-hardneg zoo export {name} "
                    "DIR`.")
-            if res.get("import_command"):
+            if res.get("reproduce_command"):
+                how += (f" Made here with `{res['reproduce_command']}` (training: "
+                        f"`{res['train_command']}`; scoring: "
+                        + "; ".join(f"`{c}`" for c in res.get("evaluate_commands", []))
+                        + ").")
+            elif res.get("import_command"):
                 how += (f" Trained on the GPU with `{(res.get('gpu_commands') or ['?'])[0]}` "
                         f"and imported with `{res['import_command']}`"
                         + (f" (figures by `{res['figures_command']}`)"

@@ -221,6 +221,12 @@ def save_preset(encoder: keras.Model, preset_dir: str, *, modality: str = "image
             files[f"{ASSETS_DIR}/{name}"] = _sha256(os.path.join(tmp, ASSETS_DIR, name))
         if model_card is not None:
             card = model_card.to_dict() if hasattr(model_card, "to_dict") else dict(model_card)
+            # What the preset itself knows and the card may not: its assets, its text length.
+            if assets and not card.get("assets"):
+                card["assets"] = sorted(assets)
+            if modality == "text" and card.get("max_length") is None and \
+                    spec.get("max_length"):
+                card["max_length"] = int(spec["max_length"])
             with open(os.path.join(tmp, CARD_FILE), "w") as f:
                 json.dump(card, f, indent=1, default=str)
         output = encoder.output_shape
