@@ -27,3 +27,19 @@ def test_zoo_block_runs():
     namespace = {}
     exec(compile(block, "README.md", "exec"), namespace)
     assert namespace["encoder"].output_shape == (None, 512) and namespace["encoder"].trainable
+
+
+def test_fine_tuned_minilm_block_runs():
+    """The README's sentence block loads the zoo's fine-tuned MiniLM with its tokenizer."""
+    import importlib.util
+
+    import pytest
+
+    if importlib.util.find_spec("keras_hub") is None:
+        pytest.skip("needs the [pretrained] extra (keras-hub)")
+    text = open(os.path.join(ROOT, "README.md")).read()
+    block = re.search(r"The fine-tuned MiniLM from the zoo.*?```python\n(.*?)```", text,
+                      re.S).group(1)
+    namespace = {}
+    exec(compile(block, "README.md", "exec"), namespace)
+    assert tuple(namespace["features"].shape) == (2, 384)
