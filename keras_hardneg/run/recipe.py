@@ -326,6 +326,14 @@ def load_recipe(source: Any = None, overrides: dict[str, Any] | None = None) -> 
     recipe = _merge(default_recipe_for(given, overrides), given)
     if overrides:
         recipe = _merge(recipe, overrides)
+        for section in SECTIONS:
+            # Keys a recipe gives for a section it does not name (e.g. `loss: {tau_plus: 0}`)
+            # are for whichever component the overrides name there (`--loss hard`); the
+            # overrides' own keys win. They are not dropped with the default's name.
+            keys, named = given.get(section), overrides.get(section)
+            if isinstance(keys, dict) and "name" not in keys and isinstance(named, dict) \
+                    and "name" in named:
+                recipe[section] = {**copy.deepcopy(keys), **recipe[section]}
     for key, param in RUN_PARAMS.items():
         recipe[key] = param.validate(recipe.get(key, param.default), f"recipe key '{key}'")
     for section, registry in SECTIONS.items():

@@ -137,3 +137,21 @@ def test_wave1_run_directory_resumes_with_the_wave1_loss_and_exports(tmp_path):
     assert result["knn_accuracy"] == pytest.approx(expected["resumed_knn_accuracy"], abs=0.02)
     assert cli.main(["export", str(work), "--output", str(tmp_path / "enc")]) == 0
     assert (tmp_path / "enc" / "saved_model.pb").exists()
+
+
+def test_unnamed_section_keys_apply_to_the_component_the_flags_name():
+    """A recipe file's `loss: {tau_plus: 0}` with `--loss hard` gives hard with tau+ 0 (it
+    was silently dropped with the default's name); the flags' own keys win; keys the named
+    component does not take fail in one line."""
+    r = load_recipe({"loss": {"tau_plus": 0.0, "beta": 2.0}},
+                    overrides={"loss": {"name": "hard", "temperature": 0.05}})
+    assert r["loss"] == {"name": "hard", "temperature": 0.05, "tau_plus": 0.0, "beta": 2.0}
+    r = load_recipe({"loss": {"temperature": 0.3}},
+                    overrides={"loss": {"name": "hard", "temperature": 0.05}})
+    assert r["loss"]["temperature"] == 0.05
+    with pytest.raises(RecipeError, match=r"loss\.tau_plus"):
+        load_recipe({"loss": {"tau_plus": 0.0}}, overrides={"loss": {"name": "nt_xent"}})
+    # a named section in the file is replaced by another name from the flags, as before
+    r = load_recipe({"loss": {"name": "debiased", "tau_plus": 0.2}},
+                    overrides={"loss": {"name": "nt_xent"}})
+    assert r["loss"]["name"] == "nt_xent" and "tau_plus" not in r["loss"]
