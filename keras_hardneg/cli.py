@@ -501,9 +501,9 @@ def cmd_zoo(args: argparse.Namespace) -> int:
                     ("input", meta["input"]), ("features", meta["output_dim"]),
                     ("parameters", f"{meta['parameter_count']:,}"),
                     ("weights", meta["weights_dtype"])]
-            rows += [(k, results[k]) for k in ("knn_accuracy", "linear_probe_accuracy",
-                                               "svm_accuracy", "sts", "epochs_run")
-                     if results.get(k) is not None]
+            rows += _figure_rows(results, info.get("recipe"))
+            if results.get("epochs_run") is not None:
+                rows.append(("epochs run", results["epochs_run"]))
             rows.append(("load", f"keras_hardneg.zoo.load({args.name!r})"))
             _print_summary(args.name, rows)
             return 0

@@ -154,7 +154,9 @@ def test_zoo_show_and_the_command_line(capsys, tmp_path):
     assert cli.main(["zoo", "list", "--json"]) == 0
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1]) == khn.zoo.list()
     assert cli.main(["zoo", "show", "graphcl-ntxent-mutag"]) == 0
-    assert "keras_hardneg.zoo.load('graphcl-ntxent-mutag')" in capsys.readouterr().out
+    shown = capsys.readouterr().out
+    assert "keras_hardneg.zoo.load('graphcl-ntxent-mutag')" in shown
+    assert "SVM accuracy" in shown and "(10-fold CV)" in shown  # the figures, formatted
     assert cli.main(["zoo", "show", "nope"]) == 2
     assert "not a zoo entry" in capsys.readouterr().err
 
