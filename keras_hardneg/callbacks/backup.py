@@ -44,7 +44,8 @@ import numpy as np
 
 from keras_hardneg._io import fsync_dir, fsync_file, state_from_npz, state_to_arrays
 
-__all__ = ["AtomicBackupAndRestore", "BackupError", "RandomState", "latest_weights"]
+__all__ = ["AtomicBackupAndRestore", "BackupError", "RandomState", "committed_weights",
+           "latest_weights"]
 
 _META = "training_metadata.json"
 _FORMAT = 1
@@ -52,6 +53,24 @@ _FORMAT = 1
 
 class BackupError(RuntimeError):
     """A committed backup cannot be read (its files are missing or damaged)."""
+
+
+def committed_weights(backup_dir):
+    """The committed ``.weights.h5`` files of ``backup_dir``, newest first: the latest
+    commit's (:func:`latest_weights`) and the one before it, which a backup keeps so that a
+    damaged latest one falls back. Empty when nothing is committed."""
+    out = []
+    latest = latest_weights(backup_dir)
+    if latest is not None:
+        out.append(latest)
+    try:
+        with open(os.path.join(backup_dir, _META)) as f:
+            previous = (json.load(f).get("previous") or {}).get("weights")
+    except (OSError, ValueError, AttributeError):
+        previous = None
+    if previous and os.path.isfile(os.path.join(backup_dir, previous)):
+        out.append(os.path.join(backup_dir, previous))
+    return out
 
 
 def latest_weights(backup_dir):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from typing import Any
 
 from keras_hardneg.export.preset import PRESET_DIR
@@ -122,12 +123,12 @@ def restore_run(run_dir: str, *, with_data: bool = False) -> tuple:
     Raises:
         RunDirectoryError: no ``recipe.json`` or no checkpoint, or an unreadable one.
     """
-    from keras_hardneg.callbacks.backup import latest_weights
+    from keras_hardneg.callbacks.backup import committed_weights
 
     run_dir = os.path.abspath(run_dir)
     recipe_path = os.path.join(run_dir, "recipe.json")
-    weights = latest_weights(os.path.join(run_dir, "backup"))
-    if not os.path.isfile(recipe_path) or weights is None:
+    candidates = committed_weights(os.path.join(run_dir, "backup"))
+    if not os.path.isfile(recipe_path) or not candidates:
         raise RunDirectoryError(
             f"{run_dir!r} is not a keras-hardneg run directory (needs recipe.json and a "
             "checkpoint in backup/, written by `keras-hardneg train`).")
@@ -142,10 +143,19 @@ def restore_run(run_dir: str, *, with_data: bool = False) -> tuple:
             results = json.load(f)
     train, _, description = load_data(recipe)
     model = build_model(recipe, x_train=train[0])
-    try:
-        model.load_weights(weights)
-    except Exception as e:  # a corrupt or foreign checkpoint
-        raise RunDirectoryError(f"cannot load weights {weights}: {e}") from None
+    first_error = None
+    for weights in candidates:  # the latest checkpoint, then the one the backup kept before it
+        try:
+            model.load_weights(weights)
+        except Exception as e:  # noqa: BLE001 -- a corrupt or foreign checkpoint
+            first_error = first_error or f"cannot load weights {weights}: {e}"
+            continue
+        if weights != candidates[0]:
+            warnings.warn(f"{first_error.splitlines()[0]}; using the checkpoint before it "
+                          f"({weights}), one epoch earlier.", stacklevel=2)
+        break
+    else:
+        raise RunDirectoryError(first_error)
     if with_data:
         return model, recipe, results, description, train
     return model, recipe, results, description
