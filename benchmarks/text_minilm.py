@@ -65,9 +65,8 @@ LOSSES = ("nt_xent", "hard", "debiased", "ring", "unremix", "hard_tau0")
 LOSS_VARIANTS = {"hard_tau0": ("hard", {"loss": {"tau_plus": 0.0, "beta": 1.0}})}
 #: Order of the grid, session 10: first seeds of every cell, then the extra cells (the
 #: un-clamped hard loss, BatchSampler with its first graph from the encoder), then seeds 1
-#: and 2. The debiased loss stops at seed 0: clamped at its floor, it leaves the encoder at
-#: its start (its uniform and BatchSampler cells gave the same figures to every digit), so
-#: further seeds measure nothing.
+#: and 2, the debiased loss's last (clamped at its floor, it leaves the encoder at its
+#: start: its cells give the start's figures to every digit).
 CELLS = [(loss, sampler, 0) for loss in LOSSES[:5] for sampler in ("uniform", "batchsampler")]
 CELLS += [("hard_tau0", "uniform", 0), ("nt_xent", "batchsampler_encoder_graph", 0)]
 CELLS += [(loss, sampler, seed) for seed in (1, 2) for loss in ("nt_xent", "hard", "ring",
@@ -76,6 +75,8 @@ CELLS += [(loss, sampler, seed) for seed in (1, 2) for loss in ("nt_xent", "hard
 CELLS += [("hard_tau0", "uniform", 1), ("hard_tau0", "uniform", 2),
           ("nt_xent", "batchsampler_encoder_graph", 1),
           ("nt_xent", "batchsampler_encoder_graph", 2)]
+CELLS += [("debiased", sampler, seed) for seed in (1, 2) for sampler in ("uniform",
+                                                                        "batchsampler")]
 
 
 def minilm_folder() -> str:
