@@ -199,6 +199,10 @@ def make_train_feed(recipe: Any, x_train: Any, y_train: Any, *,
     every = spec.pop("refresh_every")
     first_from_encoder = None
     if spec.pop("initial_graph", "inputs") == "encoder":
+        if workers > 1:
+            raise RecipeError("recipe key 'sampler.initial_graph' = 'encoder' is not "
+                              "available with several workers (each would encode the data "
+                              "itself; untested); use 'inputs'.")
         modality.check_encoder_features(x_train)
         first_from_encoder = lambda model: modality.encoder_features(  # noqa: E731
             model.encoder, x_train)

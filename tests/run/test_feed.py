@@ -107,3 +107,8 @@ def test_initial_graph_from_the_encoder(digits, tmp_path):
     with pytest.raises(RecipeError, match=r"'sampler.initial_graph' = 'encoder' is not "
                                           r"available for graphs"):
         run.modality_of({"data": {"name": "tu"}}).check_encoder_features(None)
+    from keras_hardneg.run.distribution import WorkerPlace
+
+    with pytest.raises(RecipeError, match=r"'sampler.initial_graph' = 'encoder' is not "
+                                          r"available with several workers"):
+        run.make_train_feed(recipe, x, y, place=WorkerPlace(num_workers=2, index=0))
