@@ -7,7 +7,6 @@ sampler x seed, on a CPU budget; every cell's STS figures as JSON with its comma
     python benchmarks/text_minilm.py report [--write]     # the docs/benchmarks.md table
     python benchmarks/text_minilm.py zoo                  # models/simcse-minilm-ntxent-wiki
     python benchmarks/text_minilm.py zeroshot --cut       # the start at the grid's 32 ids
-    python benchmarks/text_minilm.py extra --sampler batchsampler_encoder_graph
 
 The subset: ``SUBSET_SIZE`` sentences drawn uniformly (NumPy seed 0) from the wiki1m prefix
 and every ``corpus/extra`` file of ``shared/data/text`` (155k sentences), written to
@@ -135,18 +134,6 @@ def zeroshot(cut: bool = False) -> None:
            {"command": shlex.join(cmd), "seconds": round(seconds, 1),
             "sts_tokens_per_sentence": GRID_EVALUATION_TOKENS if cut else "whole (<= 128)",
             **_last_json(stdout)})
-
-
-def extra(sampler: str, losses: list[str], seeds: list[int]) -> None:
-    """Cells outside the grid (e.g. ``batchsampler_encoder_graph``), scored like the grid's
-    (cut at 32 ids, explicitly)."""
-    make_subset()
-    for seed in seeds:
-        for loss in losses:
-            try:
-                cell(loss, sampler, seed, explicit_cut=True)
-            except RuntimeError as e:
-                print(f"{loss}/{sampler}/s{seed}: {e}", flush=True)
 
 
 def _write(name: str, record: dict) -> None:
@@ -418,17 +405,13 @@ def _portable(obj):
 
 if __name__ == "__main__":
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("what", choices=["subset", "zeroshot", "grid", "report", "zoo", "extra"])
+    p.add_argument("what", choices=["subset", "zeroshot", "grid", "report", "zoo"])
     p.add_argument("--minutes", type=float, default=60.0)
     p.add_argument("--cut", action="store_true", help="zeroshot: sentences cut at 32 ids")
     p.add_argument("--write", action="store_true",
                    help="report: write the table into docs/benchmarks.md")
-    p.add_argument("--sampler", default="batchsampler_encoder_graph",
-                   choices=sorted(SAMPLER_RECIPES))
-    p.add_argument("--losses", nargs="+", default=["nt_xent", "hard"])
-    p.add_argument("--seeds", nargs="+", type=int, default=[0])
     a = p.parse_args()
     {"subset": make_subset, "zeroshot": lambda: zeroshot(a.cut),
      "report": lambda: report(a.write),
-     "zoo": zoo, "extra": lambda: extra(a.sampler, a.losses, a.seeds),
+     "zoo": zoo,
      "grid": lambda: grid(a.minutes)}[a.what]()
