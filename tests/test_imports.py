@@ -16,7 +16,7 @@ LAYERS = [
     {"losses", "sampling", "evaluation"},
     {"models"},
     {"callbacks", "export"},
-    {"run", "zoo"},
+    {"run", "zoo", "zoo_store"},
     {"tuning"},
     {"cli"},
 ]

@@ -1,0 +1,301 @@
+"""Where the zoo's files come from: the index shipped in the package, a URL, and the cache.
+
+:mod:`keras_hardneg.zoo` resolves an entry name in this order: ``zoo=`` or
+``$KERAS_HARDNEG_ZOO`` (a folder, or a ``https://``, ``http://`` or ``file://`` URL), then
+the ``models/`` folder beside the package (a clone), then this cache. This module holds the
+parts that need no folder of entries:
+
+* the **index** ``keras_hardneg/zoo_index.json`` (package data, so every install has it),
+  written from the repository's ``models/`` by ``python models/make_index.py``. One record
+  per entry: ``status`` (``"weights"`` or ``"recipe"``), ``modality``, ``input`` (the
+  preset's input contract), ``output_dim``, ``parameter_count``, ``weights_dtype``,
+  ``figures``, ``trained_on``, or ``why_no_weights`` for a recipe, and ``files``:
+  ``{relative path: {"size": bytes, "sha256": hex}}`` -- the files a fetch brings
+  (``preset/**``, ``recipe.json``, ``trained_recipe.json``, ``results.json``,
+  ``model_card.md``; not the SavedModel ``encoder/``, which ``zoo export`` rebuilds);
+* the **cache** ``$KERAS_HOME/keras_hardneg/zoo/NAME/`` (``~/.keras`` without
+  ``KERAS_HOME``): an entry fetched from a URL, file by file with Keras's own
+  ``keras.utils.get_file``, each file checked against the index's SHA-256. The files land
+  in a temporary folder beside the cache entry, which is renamed into place only when
+  every file is verified: a mismatch or a failed request raises one :class:`ZooError` and
+  leaves nothing behind. A cached entry whose files all match the index is used as it is
+  (no request, offline too); one that does not is fetched again.
+
+URLs name the zoo's root: entry ``NAME``'s file ``preset/config.json`` is fetched from
+``URL/NAME/preset/config.json`` -- the layout of ``models/`` and of the folder
+``keras-hardneg zoo publish`` writes.
+
+Example:
+
+>>> from keras_hardneg import zoo_store
+>>> record = zoo_store.read_index()["graphcl-ntxent-mutag"]     # doctest: +SKIP
+>>> record["modality"], sorted(record["files"])[:2]             # doctest: +SKIP
+('graph', ['model_card.md', 'preset/config.json'])
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import posixpath
+import shutil
+import tempfile
+import urllib.parse
+from typing import Any
+
+__all__ = ["INDEX_FORMAT", "INDEX_PATH", "RECORD_FILE", "ZooError", "read_index",
+           "write_index", "build_index", "entry_record", "entry_files", "figures_text",
+           "why_no_weights", "is_url", "cache_root", "cached_entry", "fetch_entry",
+           "verify_files"]
+
+INDEX_FORMAT = "keras_hardneg.zoo_index/1"
+#: The index shipped with the package (package data).
+INDEX_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "zoo_index.json")
+#: Written into a cached or published entry: the index record it was checked against.
+RECORD_FILE = "zoo_record.json"
+RECORD_FORMAT = "keras_hardneg.zoo_record/1"
+#: Top-level files of an entry that a fetch brings (when present), besides ``preset/**``.
+ENTRY_FILES = ("recipe.json", "trained_recipe.json", "results.json", "model_card.md")
+PRESET_DIR = "preset"
+URL_SCHEMES = ("http", "https", "file")
+
+
+class ZooError(ValueError):
+    """An unknown or untrained zoo entry, no zoo to take it from, or a failed fetch."""
+
+
+# ------------------------------------------------------------------------------ index
+def _sha256(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _read_json(path: str) -> Any:
+    if not os.path.isfile(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def entry_files(folder: str) -> list[str]:
+    """The files of entry ``folder`` a fetch brings, as sorted ``/``-separated relative
+    paths: every file under ``preset/`` (none starting with ``.``) and those of
+    :data:`ENTRY_FILES` that exist."""
+    out = [name for name in ENTRY_FILES if os.path.isfile(os.path.join(folder, name))]
+    preset = os.path.join(folder, PRESET_DIR)
+    for root, dirs, files in os.walk(preset):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        for name in files:
+            if not name.startswith("."):
+                rel = os.path.relpath(os.path.join(root, name), folder)
+                out.append(rel.replace(os.sep, "/"))
+    return sorted(out)
+
+
+def figures_text(results: dict[str, Any] | None) -> str:
+    """An entry's figures in one line, whatever its modality ("-" without results)."""
+    res = results or {}
+    if "svm_accuracy" in res:
+        return f"SVM {res['svm_accuracy']:.3f} ± {res['svm_accuracy_std']:.3f} (10-fold)"
+    if isinstance(res.get("sts"), dict):
+        out = f"STS avg {res['sts']['avg']:.1f}"
+        if isinstance(res.get("senteval"), dict):
+            out += f", SentEval avg {res['senteval']['avg']:.1f}"
+        return out
+    if "knn_accuracy" in res:
+        probe = (f", probe {res['linear_probe_accuracy']:.3f}"
+                 if "linear_probe_accuracy" in res else "")
+        return f"kNN {res['knn_accuracy']:.3f}{probe}"
+    return "-"
+
+
+def _modality(recipe: dict[str, Any]) -> str:
+    data = (recipe or {}).get("data", {}).get("name")
+    return {"tu": "graph", "text_file": "text"}.get(data, "image")
+
+
+#: tfds datasets whose images this project's machines hold (as the CIFAR-10 JPEG folder).
+SHIPPED_TFDS = ("cifar10",)
+
+
+def why_no_weights(recipe: dict[str, Any]) -> str:
+    """Why a recipe-only entry has no weights, from its recipe: ``"needs a GPU"`` (a
+    ResNet-50, or a width-64 ResNet for 100 epochs or more), ``"data not shipped"`` (a tfds
+    dataset other than CIFAR-10, which tfds downloads where it can), both, or
+    ``"not trained yet"`` (sized for a CPU; its data is in the project's shared data)."""
+    enc, data = recipe.get("encoder", {}), recipe.get("data", {})
+    name = str(enc.get("name", ""))
+    reasons = []
+    if name == "resnet50" or (name.startswith("resnet") and int(enc.get("width") or 64) >= 64
+                              and int(recipe.get("epochs") or 0) >= 100):
+        reasons.append("needs a GPU")
+    if data.get("name") == "tfds" and data.get("dataset") not in SHIPPED_TFDS:
+        reasons.append(f"data not shipped (tfds {data.get('dataset')})")
+    return "; ".join(reasons) or "not trained yet (CPU-sized)"
+
+
+def _trained_on(results: dict[str, Any]) -> str:
+    hardware = str(results.get("hardware", ""))
+    if "gpu" in hardware.lower():
+        return "GPU: " + hardware.split(";")[0].split(" x ")[-1].split(" (")[0]
+    return "CPU"
+
+
+def entry_record(folder: str, *, hashes: bool = True) -> dict[str, Any]:
+    """The index record of the entry in ``folder`` (see the module docstring); ``hashes=False``
+    leaves the SHA-256s out (sizes only: cheap, for listing a folder)."""
+    from keras_hardneg.export.preset import is_preset
+
+    recipe = (_read_json(os.path.join(folder, "trained_recipe.json"))
+              or _read_json(os.path.join(folder, "recipe.json")) or {})
+    results = _read_json(os.path.join(folder, "results.json")) or {}
+    preset = os.path.join(folder, PRESET_DIR)
+    if is_preset(preset):
+        meta = _read_json(os.path.join(preset, "metadata.json"))
+        record = {"status": "weights", "modality": meta.get("modality", "image"),
+                  "input": meta.get("input", {}), "output_dim": meta.get("output_dim"),
+                  "parameter_count": meta.get("parameter_count"),
+                  "weights_dtype": meta.get("weights_dtype"),
+                  "figures": figures_text(results), "trained_on": _trained_on(results)}
+    else:
+        record = {"status": "recipe", "modality": _modality(recipe),
+                  "why_no_weights": why_no_weights(recipe)}
+    files = {}
+    for rel in entry_files(folder):
+        path = os.path.join(folder, *rel.split("/"))
+        files[rel] = {"size": os.path.getsize(path)}
+        if hashes:
+            files[rel]["sha256"] = _sha256(path)
+    record["files"] = files
+    return record
+
+
+def build_index(root: str) -> dict[str, Any]:
+    """The index of the zoo folder ``root``: ``{"format", "entries": {name: record}}`` for
+    every subfolder holding ``recipe.json`` or a preset."""
+    from keras_hardneg.export.preset import is_preset
+
+    entries = {}
+    for name in sorted(os.listdir(root)):
+        folder = os.path.join(root, name)
+        if os.path.isfile(os.path.join(folder, "recipe.json")) or is_preset(
+                os.path.join(folder, PRESET_DIR)):
+            entries[name] = entry_record(folder)
+    return {"format": INDEX_FORMAT, "entries": entries}
+
+
+def write_index(index: dict[str, Any], path: str = INDEX_PATH) -> str:
+    """Writes ``index`` as JSON (sorted keys, one level per line: reviewable diffs)."""
+    with open(path, "w") as f:
+        json.dump(index, f, indent=1, sort_keys=True, ensure_ascii=False)
+        f.write("\n")
+    return path
+
+
+def read_index(path: str = INDEX_PATH) -> dict[str, dict[str, Any]]:
+    """``{entry name: record}`` of the index at ``path`` (default: the shipped one)."""
+    index = _read_json(path)
+    if not isinstance(index, dict) or index.get("format") != INDEX_FORMAT:
+        raise ZooError(f"the zoo index {path} is missing or not of format {INDEX_FORMAT!r} "
+                       "(reinstall keras-hardneg; in a clone: python models/make_index.py).")
+    return index["entries"]
+
+
+# ------------------------------------------------------------------------------ cache
+def is_url(text: str | None) -> bool:
+    """Whether ``text`` is a URL the zoo fetches from (``http``, ``https``, ``file``)."""
+    return isinstance(text, str) and urllib.parse.urlsplit(text).scheme in URL_SCHEMES
+
+
+def cache_root() -> str:
+    """``$KERAS_HOME/keras_hardneg/zoo`` (``~/.keras/keras_hardneg/zoo`` without
+    ``KERAS_HOME``), read at each call."""
+    base = os.environ.get("KERAS_HOME") or os.path.join(os.path.expanduser("~"), ".keras")
+    return os.path.join(base, "keras_hardneg", "zoo")
+
+
+def verify_files(folder: str, files: dict[str, dict[str, Any]]) -> list[str]:
+    """What in ``folder`` differs from ``files`` (``{relative path: {"size", "sha256"}}``):
+    one line per missing, resized or changed file; ``[]`` when all match."""
+    problems = []
+    for rel, want in files.items():
+        path = os.path.join(folder, *rel.split("/"))
+        if not os.path.isfile(path):
+            problems.append(f"{rel} is missing")
+        elif os.path.getsize(path) != want["size"]:
+            problems.append(f"{rel} has {os.path.getsize(path)} bytes, not {want['size']}")
+        elif "sha256" in want and _sha256(path) != want["sha256"]:
+            problems.append(f"{rel}: SHA-256 differs")
+    return problems
+
+
+def cached_entry(name: str, record: dict[str, Any]) -> str | None:
+    """The cache folder of entry ``name`` if it holds exactly what ``record`` lists
+    (checked by SHA-256), else ``None``."""
+    folder = os.path.join(cache_root(), name)
+    stamp = _read_json(os.path.join(folder, RECORD_FILE)) if os.path.isdir(folder) else None
+    if not isinstance(stamp, dict) or stamp.get("record", {}).get("files") != record["files"]:
+        return None
+    return None if verify_files(folder, record["files"]) else folder
+
+
+def _origin(base_url: str, name: str, rel: str) -> str:
+    return "/".join([base_url.rstrip("/"), urllib.parse.quote(name), urllib.parse.quote(rel)])
+
+
+def fetch_entry(name: str, record: dict[str, Any], base_url: str) -> str:
+    """Fetches entry ``name``'s files from ``base_url`` (``URL/NAME/FILE``) into the cache,
+    each checked against ``record``'s SHA-256; returns the cache folder.
+
+    Raises:
+        ZooError: a file that cannot be fetched or does not match (nothing is cached then).
+    """
+    from keras.utils import get_file
+
+    if not is_url(base_url):
+        raise ZooError(f"`zoo` {base_url!r} is not a URL ({', '.join(URL_SCHEMES)}).")
+    root = cache_root()
+    os.makedirs(root, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=f".fetch-{name}-", dir=root)
+    try:
+        for rel, want in sorted(record["files"].items()):
+            origin = _origin(base_url, name, rel)
+            subdir, fname = posixpath.split(rel)
+            try:
+                get_file(fname=fname, origin=origin, cache_dir=tmp,
+                         cache_subdir=subdir.replace("/", os.sep) or ".",
+                         file_hash=want["sha256"], hash_algorithm="sha256")
+            except ValueError:
+                raise ZooError(f"zoo entry {name!r}: {origin} does not match the SHA-256 of "
+                               "the zoo index shipped with keras-hardneg (the host's file "
+                               "differs from the indexed one); nothing was cached.") from None
+            except Exception as e:  # noqa: BLE001 -- get_file raises a bare Exception
+                raise ZooError(f"zoo entry {name!r}: cannot fetch {origin} "
+                               f"({str(e).splitlines()[0] if str(e) else type(e).__name__}); "
+                               "nothing was cached.") from None
+        problems = verify_files(tmp, record["files"])
+        if problems:  # get_file checked each; this guards the whole set (sizes, names)
+            raise ZooError(f"zoo entry {name!r} from {base_url}: {problems[0]}; nothing was "
+                           "cached.")
+        with open(os.path.join(tmp, RECORD_FILE), "w") as f:
+            json.dump({"format": RECORD_FORMAT, "name": name, "source": base_url,
+                       "record": record}, f, indent=1, sort_keys=True)
+        final = os.path.join(root, name)
+        if os.path.exists(final):
+            if cached_entry(name, record):  # another process finished first
+                return final
+            old = tempfile.mkdtemp(prefix=f".stale-{name}-", dir=root)
+            os.rmdir(old)
+            os.replace(final, old)
+            os.replace(tmp, final)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, final)
+        return final
+    finally:
+        if os.path.isdir(tmp):
+            shutil.rmtree(tmp, ignore_errors=True)
