@@ -473,21 +473,55 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------- parser
+def _print_zoo_list(zoo: Any, recipes: bool) -> None:
+    """``zoo list``: the entries with weights, where each is (here, cached, to fetch); with
+    ``recipes`` the recipe-only entries in a second table."""
+    from keras_hardneg import zoo_store
+
+    kind, where = zoo.zoo_source()
+    rows = zoo.catalog()
+    weights = [r for r in rows if r["status"] == "weights"]
+    place = {"local": "here", "cached": "cached", "fetch": "fetch", "unavailable": "not here",
+             "damaged": "damaged"}
+    print(f"{'entry':38s} {'modality':8s} {'features':>8s} {'parameters':>11s} {'weights':7s} "
+          f"{'size':>8s}  where")
+    for r in weights:
+        print(f"{r['name']:38s} {r['modality']:8s} {r['output_dim'] or '-':>8} "
+              f"{r['parameter_count'] or 0:>11,} {r['weights_dtype'] or '-':7s} "
+              f"{r['size'] / 1e6:>5.1f} MB  {place.get(r['where'], r['where'])}")
+    if not weights:
+        print("(no entry with weights)")
+    print()
+    if kind == "folder":
+        print(f"here: the zoo folder {where}")
+    else:
+        print(f"cached: in {zoo_store.cache_root()} (verified; no request)")
+        if kind == "url":
+            print(f"fetch: from {where} at the first zoo.load, each file checked against the "
+                  "index shipped with keras-hardneg")
+        else:
+            print(f"not here: set {zoo.ZOO_ENV} to a URL or folder of the zoo (a copy of the "
+                  "repository's models/, or what `keras-hardneg zoo publish` writes) to fetch")
+    recipe_rows = [r for r in rows if r["status"] != "weights"]
+    if recipes:
+        print(f"\nRecipes without weights ({len(recipe_rows)}; train one from a clone with "
+              "keras-hardneg train --recipe models/ENTRY/recipe.json --output RUN):")
+        print(f"{'entry':38s} {'modality':8s} why no weights")
+        for r in recipe_rows:
+            print(f"{r['name']:38s} {r['modality']:8s} {r.get('why_no_weights', '-')}")
+    elif recipe_rows:
+        print(f"({len(recipe_rows)} recipe-only entries: zoo list --all)")
+
+
 def cmd_zoo(args: argparse.Namespace) -> int:
     from keras_hardneg import zoo
 
     try:
         if args.action == "list":
-            names = zoo.list()
             if args.json:
-                print(json.dumps(names))
-            elif not names:
-                print(f"no zoo entry has weights in {zoo.zoo_dir()}")
+                print(json.dumps(zoo.catalog() if args.all else zoo.list()))
             else:
-                for name in names:
-                    meta = zoo.show(name)["preset"]
-                    print(f"{name:44s} {meta['modality']:6s} {meta['output_dim']:>5} features "
-                          f"({meta['parameter_count']:,} parameters, {meta['weights_dtype']})")
+                _print_zoo_list(zoo, args.all)
             return 0
         if not args.name:
             raise CliError(f"zoo {args.action}: give NAME (one of `keras-hardneg zoo list`).")
@@ -508,7 +542,18 @@ def cmd_zoo(args: argparse.Namespace) -> int:
             _print_summary(args.name, rows)
             return 0
         if not args.directory:
-            raise CliError("zoo export: give NAME DIR (the SavedModel folder to write).")
+            raise CliError(f"zoo {args.action}: give NAME DIR (the folder to write).")
+        if args.action == "publish":
+            out = zoo.publish(args.name, args.directory, overwrite=args.overwrite)
+            files = sorted(os.path.relpath(os.path.join(r, f), out)
+                           for r, _, fs in os.walk(out) for f in fs)
+            _print_summary("published", [
+                ("entry folder", out), ("files", ", ".join(files)),
+                ("host it", f"upload the content of {os.path.dirname(out)} to a static host; "
+                            f"then {zoo.ZOO_ENV}=URL fetches {args.name} from URL/{args.name}/"),
+                ("index record", f"{os.path.join(out, 'zoo_record.json')} (an entry new to "
+                                 "the zoo also needs it in keras_hardneg/zoo_index.json)")])
+            return 0
         out = zoo.export(args.name, args.directory, overwrite=args.overwrite)
     except (zoo.ZooError, zoo.PresetError, FileExistsError) as e:
         raise CliError(str(e)) from None
@@ -613,19 +658,29 @@ def build_parser() -> argparse.ArgumentParser:
                         "other folder is refused)")
     p.set_defaults(func=cmd_export)
 
-    p = sub.add_parser("zoo", help="pretrained encoders: list, show, export",
-                       description="The model zoo (models/ of the repository, or "
-                                   "$KERAS_HARDNEG_ZOO): `zoo list` names the entries with "
-                                   "weights, `zoo show NAME` what one is, `zoo export NAME "
-                                   "DIR` writes its TF Hub SavedModel (TensorFlow backend). "
-                                   "In Python: keras_hardneg.zoo.load(NAME) gives a "
-                                   "trainable keras.Model under TensorFlow or JAX.")
-    p.add_argument("action", choices=("list", "show", "export"),
-                   help="list the entries, show NAME, or export NAME DIR")
-    p.add_argument("name", nargs="?", help="entry name (show, export)")
-    p.add_argument("directory", nargs="?", help="SavedModel folder to write (export)")
+    p = sub.add_parser("zoo", help="pretrained encoders: list, show, export, publish",
+                       description="The model zoo: $KERAS_HARDNEG_ZOO (a folder or a URL; an "
+                                   "entry from a URL is fetched once into "
+                                   "~/.keras/keras_hardneg/zoo, checked against the index "
+                                   "shipped with the package), else models/ of a clone, else "
+                                   "that cache. `zoo list` names the entries with weights and "
+                                   "where each is (--all: the recipes too), `zoo show NAME` "
+                                   "what one is, `zoo export NAME DIR` writes its TF Hub "
+                                   "SavedModel (TensorFlow backend), `zoo publish NAME DIR` "
+                                   "the folder to upload to host it. In Python: "
+                                   "keras_hardneg.zoo.load(NAME) gives a trainable "
+                                   "keras.Model under TensorFlow or JAX.")
+    p.add_argument("action", choices=("list", "show", "export", "publish"),
+                   help="list the entries, show NAME, export NAME DIR, or publish NAME DIR")
+    p.add_argument("name", nargs="?", help="entry name (show, export, publish)")
+    p.add_argument("directory", nargs="?",
+                   help="folder to write: the SavedModel (export), the hosting folder "
+                        "(publish)")
     p.add_argument("--overwrite", action="store_true",
-                   help="export: replace DIR if it is an export (default: refuse)")
+                   help="export/publish: replace what keras-hardneg wrote there before "
+                        "(default: refuse; other files are never replaced)")
+    p.add_argument("--all", action="store_true",
+                   help="list: the recipe-only entries too, in a second table")
     p.add_argument("--json", action="store_true", help="list/show: print JSON")
     p.set_defaults(func=cmd_zoo)
 

@@ -3,22 +3,35 @@
 A zoo is a folder of entries (this repository's ``models/``): ``ENTRY/recipe.json`` (what
 was or would be trained), and for an entry with weights ``ENTRY/preset/`` (the Keras preset
 of :mod:`keras_hardneg.export.preset`: ``config.json`` + ``model.weights.h5``),
-``ENTRY/results.json`` (its figures) and a model card. The folder is, in order:
-``zoo_dir=``, the ``KERAS_HARDNEG_ZOO`` environment variable, the ``models/`` folder beside
-the installed package (a clone or ``pip install -e``).
+``ENTRY/results.json`` (its figures) and a model card. An entry name resolves, in order:
 
-* :func:`list` -- the entries that have weights;
+1. ``zoo=`` or the ``KERAS_HARDNEG_ZOO`` environment variable: a folder of entries, or a
+   URL (``https://``, ``http://``, ``file://``) of one, laid out as ``URL/NAME/preset/...``;
+   an entry from a URL is fetched once into the cache and taken from there afterwards;
+2. the ``models/`` folder beside the installed package (a clone, ``pip install -e``);
+3. the cache ``$KERAS_HOME/keras_hardneg/zoo/NAME/`` (``~/.keras/...``): entries fetched
+   before, usable offline.
+
+Every install holds the zoo's index (:mod:`keras_hardneg.zoo_store`: each entry's input,
+figures, files and their SHA-256s), so ``pip install keras-hardneg`` plus
+``KERAS_HARDNEG_ZOO=URL`` is enough: each fetched file is checked against the index, a
+mismatch is refused in one line and nothing half-written is cached.
+
+* :func:`list` -- the entries with weights that :func:`load` can give now (local, cached, or
+  to fetch from a URL); :func:`catalog` -- every entry with where it is;
 * :func:`load` -- an entry's encoder as a ``keras.Model`` under the current backend (TF or
   JAX, no TensorFlow needed), trainable by default: images ``[B, H, W, 3]`` float32 in
   ``[0, 1]`` -> features ``[B, F]``; graphs the padded graph batch; text token ids
   ``[B, L]`` int32 (the tokenizer in ``preset/assets/tokenizer.json``);
 * :func:`show` -- an entry's metadata, figures and recipe;
 * :func:`export` -- the TF Hub SavedModel of an entry (TensorFlow backend), written from the
-  preset, with the preset inside it.
+  preset, with the preset inside it;
+* :func:`publish` -- the folder a maintainer uploads to host an entry (served as a zoo URL).
 
-The command line has the same: ``keras-hardneg zoo list|show NAME|export NAME DIR``.
+The command line has the same: ``keras-hardneg zoo list [--all]|show NAME|export NAME
+DIR|publish NAME DIR``.
 
-Example (in a clone of the repository):
+Example (in a clone of the repository, or with ``KERAS_HARDNEG_ZOO`` set):
 
 >>> import keras_hardneg as khn
 >>> names = khn.zoo.list()                      # doctest: +SKIP
@@ -34,37 +47,59 @@ from typing import Any
 
 import keras
 
+from keras_hardneg import zoo_store
 from keras_hardneg.export.preset import (PRESET_DIR, TOKENIZER_ASSET, PresetError,
                                          find_preset, is_preset, load_preset,
                                          read_preset_metadata)
+from keras_hardneg.zoo_store import ZooError
 
-__all__ = ["ZOO_ENV", "ZooError", "zoo_dir", "list", "entries", "show", "load", "export"]
+__all__ = ["ZOO_ENV", "ZooError", "zoo_source", "zoo_dir", "list", "entries", "catalog",
+           "show", "load", "export", "publish"]
 
 ZOO_ENV = "KERAS_HARDNEG_ZOO"
 
 
-class ZooError(ValueError):
-    """An unknown or untrained zoo entry, or no zoo folder."""
+def _beside_package() -> str:
+    """``models/`` beside the package folder (exists in a clone or ``pip install -e``)."""
+    return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "models")
+
+
+def zoo_source(zoo: str | None = None) -> tuple[str, str | None]:
+    """Where entries come from: ``("folder", path)``, ``("url", url)`` or ``("cache", None)``
+    (no zoo given and no ``models/`` beside the package: the cache and the shipped index).
+
+    ``zoo`` (else ``$KERAS_HARDNEG_ZOO``) is a folder of entries or a URL; a value that is
+    neither raises :class:`ZooError`."""
+    for given, what in ((zoo, "`zoo`"), (os.environ.get(ZOO_ENV), f"${ZOO_ENV}")):
+        if given:
+            given = os.fspath(given)
+            if zoo_store.is_url(given):
+                return "url", given
+            if os.path.isdir(given):
+                return "folder", os.path.abspath(given)
+            raise ZooError(f"{what} {given!r}: no such folder, and not a URL "
+                           f"({', '.join(s + '://' for s in zoo_store.URL_SCHEMES)}).")
+    beside = _beside_package()
+    return ("folder", beside) if os.path.isdir(beside) else ("cache", None)
 
 
 def zoo_dir(path: str | None = None) -> str:
     """The zoo folder: ``path``, else ``$KERAS_HARDNEG_ZOO``, else ``models/`` beside the
-    package. Raises :class:`ZooError` when none exists."""
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    for candidate, what in ((path, "`zoo_dir`"), (os.environ.get(ZOO_ENV), f"${ZOO_ENV}"),
-                            (os.path.join(here, "models"), "the repository's models/")):
-        if candidate:
-            if os.path.isdir(candidate):
-                return os.path.abspath(candidate)
-            if what != "the repository's models/":
-                raise ZooError(f"{what} {candidate!r}: no such folder.")
-    raise ZooError(f"no zoo folder: pass zoo_dir= or set {ZOO_ENV} to a folder of entries "
-                   "(the repository's models/).")
+    package. Raises :class:`ZooError` when the zoo is a URL or the cache (no folder)."""
+    kind, where = zoo_source(path)
+    if kind != "folder":
+        raise ZooError(f"no zoo folder: the zoo is {where or 'the cache ' + zoo_store.cache_root()}"
+                       f" (pass zoo= or set {ZOO_ENV} to a folder of entries).")
+    return where
 
 
 def entries(zoo: str | None = None) -> dict[str, bool]:
-    """``{entry: has weights}`` for every entry (a folder with ``recipe.json`` or a preset)."""
-    root = zoo_dir(zoo)
+    """``{entry: has weights}`` for every entry: of the zoo folder (a subfolder with
+    ``recipe.json`` or a preset), else of the shipped index."""
+    kind, root = zoo_source(zoo)
+    if kind != "folder":
+        return {name: record["status"] == "weights"
+                for name, record in zoo_store.read_index().items()}
     out = {}
     for name in sorted(os.listdir(root)):
         folder = os.path.join(root, name)
@@ -75,25 +110,56 @@ def entries(zoo: str | None = None) -> dict[str, bool]:
 
 
 def list(zoo: str | None = None) -> builtins.list[str]:  # noqa: A001 -- the zoo API's name
-    """The names of the entries that have weights (loadable with :func:`load`), sorted."""
-    return [name for name, trained in entries(zoo).items() if trained]
+    """The names of the entries with weights that :func:`load` gives now, sorted: those of
+    the zoo folder; with a URL, every entry of the index with weights (fetched at first
+    load); with neither, the entries in the cache."""
+    kind, _ = zoo_source(zoo)
+    names = [name for name, trained in entries(zoo).items() if trained]
+    if kind == "cache":
+        index = zoo_store.read_index()
+        names = [name for name in names if zoo_store.cached_entry(name, index[name])]
+    return names
 
 
 def _entry(name: str, zoo: str | None) -> str:
+    """The folder of entry ``name`` with weights: in the zoo folder, or in the cache
+    (fetched from the zoo URL when it is not there, or not intact)."""
     if not isinstance(name, str) or not name:
         raise ZooError(f"`name` must be an entry name (a string); got {name!r}.")
+    kind, where = zoo_source(zoo)
     known = entries(zoo)
     if name not in known:
         close = [n for n in known if name in n or n in name][:5]
         hint = f" Close: {', '.join(close)}." if close else ""
         raise ZooError(f"`name` {name!r} is not a zoo entry.{hint} Entries with weights: "
                        f"{', '.join(n for n, t in known.items() if t) or 'none'}.")
-    folder = os.path.join(zoo_dir(zoo), name)
+    if kind != "folder":
+        return _remote_entry(name, kind, where, known[name])
+    folder = os.path.join(where, name)
     if not known[name]:
         raise ZooError(f"zoo entry {name!r} has a recipe but no trained weights yet (train it: "
                        f"keras-hardneg train --recipe {os.path.join(folder, 'recipe.json')} "
                        "--output RUN).")
     return folder
+
+
+def _remote_entry(name: str, kind: str, url: str | None, trained: bool) -> str:
+    """Entry ``name`` of the index: its intact cache folder, else fetched from ``url``."""
+    if not trained:
+        raise ZooError(f"zoo entry {name!r} has a recipe but no trained weights yet (train it "
+                       f"from a clone: keras-hardneg train --recipe models/{name}/recipe.json "
+                       f"--output RUN).")
+    record = zoo_store.read_index()[name]
+    cached = zoo_store.cached_entry(name, record)
+    if cached:
+        return cached
+    if kind == "url":
+        return zoo_store.fetch_entry(name, record, url)
+    raise ZooError(f"zoo entry {name!r} is not in the cache "
+                   f"({os.path.join(zoo_store.cache_root(), name)}) and no zoo is set to fetch "
+                   f"it from: set {ZOO_ENV} (or pass zoo=) to a URL or folder of the zoo (a "
+                   "copy of the repository's models/, or a folder written by `keras-hardneg "
+                   "zoo publish`).")
 
 
 def _read_json(path: str) -> Any:
@@ -122,7 +188,7 @@ def load(name: str, trainable: bool = True, zoo: str | None = None) -> keras.Mod
     Args:
         name: an entry of :func:`list`.
         trainable: ``False`` freezes it (a fixed feature extractor).
-        zoo: the zoo folder (default: see :func:`zoo_dir`).
+        zoo: a zoo folder or URL (default: see :func:`zoo_source`).
 
     Raises:
         ZooError: unknown entry, or an entry without weights (says how to train it).
@@ -165,6 +231,111 @@ def export(name: str, directory: str, *, overwrite: bool = False,
     exporting.export_encoder(model, directory, model_card=card, overwrite=overwrite, **kwargs)
     shutil.copytree(preset, os.path.join(directory, PRESET_DIR))
     return directory
+
+
+def catalog(zoo: str | None = None) -> builtins.list[dict[str, Any]]:
+    """Every entry with where it is: its index record (see :mod:`keras_hardneg.zoo_store`;
+    for a zoo folder, read from the folder, sizes without hashes) without ``files``, plus
+    ``name``, ``size`` (bytes a fetch brings) and ``where``: ``"local"`` (in the zoo
+    folder), ``"cached"``, ``"fetch"`` (fetched from the zoo URL at first load),
+    ``"unavailable"`` (in the index, but no zoo URL or folder is set), or ``"recipe"`` (no
+    weights)."""
+    kind, where = zoo_source(zoo)
+    if kind == "folder":
+        loadable = set(list(zoo))
+        records = {name: zoo_store.entry_record(os.path.join(where, name), hashes=False)
+                   for name in entries(zoo)}
+    else:
+        records = zoo_store.read_index()
+    out = []
+    for name, record in records.items():
+        if record["status"] != "weights":
+            place = "recipe"
+        elif kind == "folder":
+            place = "local" if name in loadable else "damaged"
+        elif zoo_store.cached_entry(name, record):
+            place = "cached"
+        else:
+            place = "fetch" if kind == "url" else "unavailable"
+        row = {k: v for k, v in record.items() if k != "files"}
+        row.update(name=name, where=place,
+                   size=sum(f["size"] for f in record["files"].values()))
+        out.append(row)
+    return out
+
+
+#: What ``publish`` writes beside an entry's files (the index record, for the maintainer).
+PUBLISHED_FORMAT = "keras_hardneg.zoo_published/1"
+
+
+def _published(path: str) -> bool:
+    """Whether ``path`` is an entry folder written by :func:`publish`."""
+    stamp = _read_json(os.path.join(path, zoo_store.RECORD_FILE)) if os.path.isdir(
+        path) else None
+    return isinstance(stamp, dict) and stamp.get("format") == PUBLISHED_FORMAT
+
+
+def publish(name: str, directory: str, *, overwrite: bool = False,
+            zoo: str | None = None) -> str:
+    """Writes entry ``name`` into ``directory/name/`` as a model hub hosts it: the files a
+    fetch brings (``preset/`` -- config, weights, metadata, card, assets --, ``recipe.json``,
+    ``results.json``, ``model_card.md``) and ``zoo_record.json`` (its index record, hashes
+    included). Upload ``directory``'s content to any static host (or serve it) and
+    ``KERAS_HARDNEG_ZOO=URL`` fetches the entry from there; an entry new to the zoo also
+    needs its record in ``keras_hardneg/zoo_index.json`` (``python models/make_index.py`` in
+    a clone). Returns ``directory/name``.
+
+    ``directory`` may be new, empty, or hold only entries published before; anything else
+    in it is refused and left untouched. Writing is atomic.
+
+    Raises:
+        ZooError: unknown or untrained entry; ``FileExistsError``: ``directory`` holds
+        other files, or already this entry (without ``overwrite``).
+    """
+    import shutil
+    import tempfile
+
+    folder = _entry(name, zoo)
+    directory = os.path.abspath(os.fspath(directory))
+    target = os.path.join(directory, name)
+    if os.path.exists(directory):
+        if not os.path.isdir(directory):
+            raise FileExistsError(f"{directory} is a file; not touched (give a folder).")
+        foreign = sorted(f for f in os.listdir(directory) if not f.startswith(".publish-")
+                         and not _published(os.path.join(directory, f)))
+        if foreign:
+            raise FileExistsError(f"{directory} holds files keras-hardneg did not publish "
+                                  f"({', '.join(foreign[:3])}); not touched (give a new or "
+                                  "empty folder).")
+        if os.path.exists(target) and not overwrite:
+            raise FileExistsError(f"{target} is already published: pass overwrite=True "
+                                  "(--overwrite) to replace it.")
+    record = zoo_store.entry_record(folder)
+    os.makedirs(directory, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=f".publish-{name}-", dir=directory)
+    try:
+        for rel in record["files"]:
+            dest = os.path.join(tmp, *rel.split("/"))
+            os.makedirs(os.path.dirname(dest), exist_ok=True)
+            shutil.copyfile(os.path.join(folder, *rel.split("/")), dest)
+        problems = zoo_store.verify_files(tmp, record["files"])
+        if problems:
+            raise ZooError(f"publish {name!r}: {problems[0]} after copying; nothing written.")
+        with open(os.path.join(tmp, zoo_store.RECORD_FILE), "w") as f:
+            json.dump({"format": PUBLISHED_FORMAT, "name": name, "record": record}, f,
+                      indent=1, sort_keys=True)
+        if os.path.exists(target):
+            old = tempfile.mkdtemp(prefix=f".publish-old-{name}-", dir=directory)
+            os.rmdir(old)
+            os.replace(target, old)
+            os.replace(tmp, target)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, target)
+    finally:
+        if os.path.isdir(tmp):
+            shutil.rmtree(tmp, ignore_errors=True)
+    return target
 
 
 __all__ += ["PresetError"]
