@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-__all__ = ["ReusableEncoder", "SERVING_INPUT", "SERVING_OUTPUT"]
+__all__ = ["ReusableEncoder", "SERVING_INPUT", "SERVING_OUTPUT", "fine_tunable_variables"]
 
 SERVING_INPUT = "images"
 SERVING_OUTPUT = "features"
@@ -45,7 +45,7 @@ class ReusableEncoder(tf.__internal__.tracking.AutoTrackable):
         super().__init__()
         # Keras 3 (TF backend) variables wrap a tf.Variable in `.value`; save those,
         # not the Keras objects, so that loaders need no Keras at all.
-        tvars = [v.value for v in encoder.trainable_variables]
+        tvars = [v.value for v in fine_tunable_variables(encoder)]
         tids = {id(v) for v in tvars}
         self.variables = [v.value for v in encoder.variables]
         self.trainable_variables = [v for v in self.variables if id(v) in tids]
@@ -83,6 +83,29 @@ class ReusableEncoder(tf.__internal__.tracking.AutoTrackable):
                                  input_signature=[input_spec])
         self.call_training = tf.function(_named(arg, lambda x: train(x, training=True)),
                                          input_signature=[input_spec])
+
+def fine_tunable_variables(encoder):
+    """The variables fine-tuning trains: ``encoder.trainable_variables``, or, for a frozen
+    encoder (``encoder.trainable`` False, e.g. ``zoo.load(name, trainable=False)``), the
+    ones that train once it is unfrozen (never BN moving statistics). An export is
+    fine-tunable whatever the encoder's state when exported; freezing is the loader's
+    choice (``hub.KerasLayer(dir, trainable=False)``). A partly frozen encoder keeps the
+    layers frozen that its user froze. The encoder is left as it was.
+    """
+    if encoder.trainable:
+        return list(encoder.trainable_variables)
+    layers = list(encoder._flatten_layers(include_self=True))  # parents before children
+    layer_states = [(layer, layer.trainable) for layer in layers]
+    variable_states = [(v, v.trainable) for v in encoder.variables]
+    try:
+        encoder.trainable = True
+        return list(encoder.trainable_variables)
+    finally:
+        for layer, state in layer_states:  # a parent's setter resets its children: in order
+            layer.trainable = state
+        for variable, state in variable_states:
+            variable.trainable = state
+
 
 def _named(arg, fn, training_arg=False):
     """``fn`` as a function whose first argument is called ``arg`` (tf.function and
