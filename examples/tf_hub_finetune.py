@@ -1,0 +1,126 @@
+"""
+Title: TF Hub: export an encoder, fine-tune it with hub.KerasLayer, use it frozen with hub.load
+Shows: `khn.export.export_encoder` writes a zoo encoder as a TF2 SavedModel (TF Hub format);
+    under tf_keras, `hub.KerasLayer(DIR, trainable=True)` fine-tunes it inside a model (its
+    weights move), and in plain TensorFlow `hub.load(DIR)` gives frozen features for a
+    softmax classifier trained with tf.GradientTape.
+Run time: MEASURED with the defaults (the CPU-trained ResNet-18 width 8 from the zoo, 1,000
+    CIFAR-10 training and 500 test images) on 2 CPU cores shared with another job's
+    benchmarks; `--smoke` ~20 s. Needs `tensorflow_hub` and `tf_keras`.
+
+    python examples/tf_hub_finetune.py
+    python examples/tf_hub_finetune.py --entry simclr-hard-cifar10 --epochs 3   # the big one
+    python examples/tf_hub_finetune.py --smoke
+
+The export is written from Python (`khn.export.export_encoder`); it keeps the encoder's
+trainable variables, which `hub.KerasLayer(trainable=True)` needs.
+"""
+
+import argparse
+import os
+import time
+
+import numpy as np
+
+import keras_hardneg as khn
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CIFAR = os.path.join(HERE, "..", "..", "shared", "data", "cifar10-jpg")
+
+parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+parser.add_argument("--data", default=CIFAR, help="CIFAR-10 JPEG folder (train/, test/)")
+parser.add_argument("--entry", default="simclr-hard-cifar10-r18w8-cpu", help="zoo entry")
+parser.add_argument("--output", default="runs/examples/tf_hub")
+parser.add_argument("--train-per-class", type=int, default=100)
+parser.add_argument("--test-per-class", type=int, default=50)
+parser.add_argument("--epochs", type=int, default=2, help="fine-tuning epochs (tf_keras)")
+parser.add_argument("--smoke", action="store_true", help="tiny settings: checks the example runs")
+args = parser.parse_args()
+if args.smoke:
+    args.train_per_class, args.test_per_class, args.epochs = 4, 2, 1
+if min(args.train_per_class, args.test_per_class, args.epochs) < 1:
+    parser.error("--train-per-class, --test-per-class and --epochs must be >= 1")
+os.makedirs(args.output, exist_ok=True)
+start_all = time.perf_counter()
+
+"""
+## Export
+
+Any Keras 3 encoder (TensorFlow backend) exports; here a zoo entry. The export is a folder
+this example owns: `overwrite=True` replaces an export of this package, never other files.
+"""
+
+encoder = khn.zoo.load(args.entry)
+hub_dir = os.path.join(args.output, "hub_encoder")
+card = khn.export.export_encoder(encoder, hub_dir, overwrite=True)
+print(f"exported {args.entry} to {hub_dir}: {card.output_dim}-d features")
+
+x, y = khn.data.load_image_folder_arrays(os.path.join(args.data, "train"), image_size=32,
+                                         limit_per_class=args.train_per_class)
+x_test, y_test = khn.data.load_image_folder_arrays(os.path.join(args.data, "test"),
+                                                   image_size=32,
+                                                   limit_per_class=args.test_per_class)
+num_classes = int(y.max()) + 1
+
+"""
+## Fine-tuning with hub.KerasLayer under tf_keras
+
+TF Hub's Keras layer is a tf_keras (Keras 2) layer: build the model with `tf_keras`, not
+Keras 3. `trainable=True` exposes the SavedModel's trainable variables to the optimizer;
+the layer calls the export with `training=True` in `fit`, so batch norm trains too.
+"""
+
+import tensorflow as tf  # noqa: E402
+import tensorflow_hub as hub  # noqa: E402
+import tf_keras  # noqa: E402
+
+tf_keras.utils.set_random_seed(0)
+hub_layer = hub.KerasLayer(hub_dir, trainable=True)
+model = tf_keras.Sequential([tf_keras.Input((32, 32, 3)), hub_layer,
+                             tf_keras.layers.Dense(num_classes)])
+model.compile(optimizer=tf_keras.optimizers.Adam(1e-3),
+              loss=tf_keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+              metrics=["accuracy"])
+before = [v.numpy().copy() for v in hub_layer.trainable_variables]
+print(f"hub.KerasLayer: {len(hub_layer.trainable_variables)} trainable variables, "
+      f"{len(hub_layer.non_trainable_variables)} non-trainable")
+model.fit(x, y, batch_size=64, epochs=args.epochs, shuffle=True, verbose=2)
+moved = sum(not np.allclose(a, v.numpy()) for a, v in zip(before, hub_layer.trainable_variables))
+_, fine_tuned = model.evaluate(x_test, y_test, batch_size=250, verbose=0)
+print(f"fine-tuned: {moved} of {len(before)} encoder variables changed, "
+      f"test accuracy {fine_tuned:.3f}")
+
+"""
+## Frozen features with hub.load in plain TensorFlow
+
+`hub.load` returns the restored object; calling it with `training=False` gives features
+`[B, F]`. A softmax classifier on them is trained with a `tf.GradientTape` loop -- no Keras.
+"""
+
+frozen = hub.load(hub_dir)
+
+
+def features(images):
+    return tf.concat([frozen(tf.constant(images[i:i + 250]), training=False)
+                      for i in range(0, len(images), 250)], axis=0)
+
+
+f_train, f_test = features(x), features(x_test)
+mean, std = tf.reduce_mean(f_train, 0), tf.math.reduce_std(f_train, 0) + 1e-6
+f_train, f_test = (f_train - mean) / std, (f_test - mean) / std
+w = tf.Variable(tf.zeros((f_train.shape[1], num_classes)))
+b = tf.Variable(tf.zeros((num_classes,)))
+labels = tf.constant(y)
+for step in range(300):  # full-batch gradient descent on a convex loss
+    with tf.GradientTape() as tape:
+        logits = f_train @ w + b
+        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels, logits))
+        loss += 1e-3 * tf.reduce_sum(w * w)
+    gw, gb = tape.gradient(loss, [w, b])
+    w.assign_sub(0.1 * gw)
+    b.assign_sub(0.1 * gb)
+frozen_acc = float(tf.reduce_mean(tf.cast(tf.argmax(f_test @ w + b, 1) == y_test, tf.float32)))
+print(f"frozen (hub.load + a softmax trained with tf.GradientTape): test accuracy "
+      f"{frozen_acc:.3f}")
+print(f"RESULT hub.KerasLayer fine-tuned {fine_tuned:.3f} ({moved}/{len(before)} variables "
+      f"moved), hub.load frozen {frozen_acc:.3f} ({time.perf_counter() - start_all:.0f} s)")
