@@ -143,11 +143,15 @@ def as_view_maker(augmentation: Any) -> ViewMaker | None:
     "strength": Param(float, low=0, help="colour-jitter strength (1 = 0.4/0.4/0.4/0.1)"),
     "crop_scale": Param(list, low=0, high=1, low_inclusive=False,
                         help="(min, max) area fraction of the random resized crop"),
+    "exact_color_jitter": Param(bool, help="colour jitter op by op with a clip after each "
+                                           "and an HSV hue (torchvision's); false: one "
+                                           "affine colour map, ~10x cheaper on CPU"),
 })
 def simclr_views(image_size: int = 32, version: str = "v1", strength: float = 1.0,
-                 crop_scale: tuple = (0.08, 1.0), seed: int | None = None) -> ImageViews:
+                 crop_scale: tuple = (0.08, 1.0), exact_color_jitter: bool = False,
+                 seed: int | None = None) -> ImageViews:
     """SimCLR's two augmented views of images (Chen et al. 2020), as an :class:`ImageViews`
     around :func:`~keras_hardneg.augment.simclr_augmentation`."""
     return ImageViews(simclr_augmentation(image_size=image_size, version=version,
                                           strength=strength, crop_scale=tuple(crop_scale),
-                                          seed=seed))
+                                          exact_color_jitter=exact_color_jitter, seed=seed))

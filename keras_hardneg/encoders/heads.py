@@ -42,7 +42,8 @@ from keras import ops
 from keras_hardneg.encoders.resnet import _BN_EPSILON, _BN_MOMENTUM
 from keras_hardneg.registry import HEADS
 
-__all__ = ["ProjectionHead", "projection_head", "prediction_head", "HEAD_VERSIONS"]
+__all__ = ["ProjectionHead", "projection_head", "prediction_head", "HEAD_VERSIONS",
+           "DENSE_INITS"]
 
 # version -> (default number of hidden layers, BN on hidden, final BN: None, "plain" (no
 # affine) or "affine")
@@ -55,6 +56,15 @@ _VERSIONS = {
     "prediction": (1, True, None),
 }
 HEAD_VERSIONS = tuple(v for v in _VERSIONS if v != "prediction")
+#: ``dense_init``: how the head's Dense kernels are drawn.
+DENSE_INITS = {
+    # Keras's default.
+    "glorot_uniform": "glorot_uniform",
+    # PyTorch's nn.Linear default (kaiming_uniform_ with a = sqrt(5)): U(+-1/sqrt(fan_in)).
+    "torch_linear": {"class_name": "VarianceScaling",
+                     "config": {"scale": 1.0 / 3.0, "mode": "fan_in",
+                                "distribution": "uniform"}},
+}
 _HEAD_HELP = {
     "simclr_v1": "SimCLR v1 (Chen et al. 2020): Dense-BN-ReLU, then Dense",
     "simclr_v1_bn": "SimCLR v1 with BN on the output (lightly's SimCLRProjectionHead): "
@@ -84,6 +94,8 @@ class ProjectionHead(keras.Model):
             ``"moco_v3"`` or ``"prediction"`` (see the module docstring).
         sync_batchnorm: use ``BatchNormalization(synchronized=True)`` (statistics reduced
             across replicas under ``tf.distribute``).
+        dense_init: ``"glorot_uniform"`` (default; Keras) or ``"torch_linear"`` (PyTorch's
+            ``nn.Linear`` default, ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))``).
 
     Call: ``head(x, training=None, return_features=False)`` with ``x`` ``[B, input_dim]``
     -> ``[B, output_dim]`` float32, or ``(projection, features)`` with ``features``
@@ -91,10 +103,15 @@ class ProjectionHead(keras.Model):
     """
 
     def __init__(self, input_dim, hidden_dims, output_dim, version="simclr_v1",
-                 sync_batchnorm=False, **kwargs):
+                 sync_batchnorm=False, dense_init="glorot_uniform", **kwargs):
         super().__init__(**kwargs)
         if version not in _VERSIONS:
             raise ValueError(f"version must be one of {sorted(_VERSIONS)}, got {version!r}")
+        if dense_init not in DENSE_INITS:
+            raise ValueError(f"dense_init must be one of {list(DENSE_INITS)}, "
+                             f"got {dense_init!r}")
+        self.dense_init = dense_init
+        kernel_init = lambda: keras.initializers.get(DENSE_INITS[dense_init])  # noqa: E731
         default_depth, hidden_bn, final_bn = _VERSIONS[version]
         self.input_dim = _positive_int(input_dim, "input_dim")
         self.output_dim = _positive_int(output_dim, "output_dim")
@@ -116,13 +133,15 @@ class ProjectionHead(keras.Model):
 
         self.hidden_layers = []
         for i, h in enumerate(self.hidden_dims):
-            block = [keras.layers.Dense(h, use_bias=not hidden_bn, name=f"dense_{i}")]
+            block = [keras.layers.Dense(h, use_bias=not hidden_bn, name=f"dense_{i}",
+                                        kernel_initializer=kernel_init())]
             if hidden_bn:
                 block.append(self._bn(f"bn_{i}"))
             block.append(keras.layers.ReLU(name=f"relu_{i}"))
             self.hidden_layers.append(block)
         self.output_dense = keras.layers.Dense(self.output_dim, use_bias=not final_bn,
-                                               name=f"dense_{len(self.hidden_dims)}")
+                                               name=f"dense_{len(self.hidden_dims)}",
+                                               kernel_initializer=kernel_init())
         affine = final_bn == "affine"
         self.output_bn = (self._bn("bn_out", center=affine, scale=affine) if final_bn
                           else None)
@@ -174,11 +193,12 @@ class ProjectionHead(keras.Model):
             "output_dim": self.output_dim,
             "version": self.version,
             "sync_batchnorm": self.sync_batchnorm,
+            "dense_init": self.dense_init,
         }
 
 
 def projection_head(input_dim, hidden_dims, output_dim, version="simclr_v1", name=None,
-                    sync_batchnorm=False):
+                    sync_batchnorm=False, dense_init="glorot_uniform"):
     """Build a :class:`ProjectionHead` (SimCLR v1/v2, MoCo v2/v3 projection MLP).
 
     Args:
@@ -189,6 +209,7 @@ def projection_head(input_dim, hidden_dims, output_dim, version="simclr_v1", nam
             ``"moco_v3"``.
         name: model name (default ``"projection_head"``).
         sync_batchnorm: synchronized BatchNormalization across replicas.
+        dense_init: ``"glorot_uniform"`` or ``"torch_linear"`` (:data:`DENSE_INITS`).
 
     Returns:
         :class:`ProjectionHead`: ``[B, F] -> [B, d]`` (float32).
@@ -203,7 +224,8 @@ def projection_head(input_dim, hidden_dims, output_dim, version="simclr_v1", nam
     if version not in HEAD_VERSIONS:
         raise ValueError(f"version must be one of {list(HEAD_VERSIONS)}, got {version!r}")
     return ProjectionHead(input_dim, hidden_dims, output_dim, version=version,
-                          sync_batchnorm=sync_batchnorm, name=name or "projection_head")
+                          sync_batchnorm=sync_batchnorm, dense_init=dense_init,
+                          name=name or "projection_head")
 
 
 for _version in HEAD_VERSIONS:

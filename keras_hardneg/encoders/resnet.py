@@ -43,6 +43,30 @@ _BN_EPSILON = 1e-5
 #: The ``width`` config key of the registered encoders.
 WIDTH = Param(int, low=1, help="channel width multiplier of the first stage")
 
+#: ``conv_init``: how convolution kernels are drawn (He et al. 2015, std ``sqrt(2 / fan)``).
+CONV_INITS = {
+    # Keras's "he_normal": truncated normal, fan = kh * kw * C_in.
+    "he_normal_fan_in": "he_normal",
+    # torchvision's ResNet (kaiming_normal_, mode "fan_out", relu): untruncated normal,
+    # fan = kh * kw * C_out. Smaller stem and down-sampling kernels than fan-in.
+    "he_normal_fan_out": {"class_name": "VarianceScaling",
+                          "config": {"scale": 2.0, "mode": "fan_out",
+                                     "distribution": "untruncated_normal"}},
+}
+#: ``padding`` of the strided convolutions: Keras's ``"same"`` pads a stride-2 3x3
+#: convolution on the bottom/right only (its window is centred one pixel off the 1x1
+#: shortcut's sample); ``"symmetric"`` pads ``(k - 1) // 2`` on every side, as PyTorch's
+#: ``padding=k // 2`` (both paths of a down-sampling block see the same pixel centres).
+PADDINGS = ("same", "symmetric")
+_ENCODER_PARAMS = {
+    "width": WIDTH,
+    "conv_init": Param(str, choices=tuple(CONV_INITS),
+                       help="convolution kernels: he_normal_fan_in (Keras) or "
+                            "he_normal_fan_out (torchvision's ResNet)"),
+    "padding": Param(str, choices=PADDINGS,
+                     help="strided convolutions: same (Keras) or symmetric (PyTorch)"),
+}
+
 def _check_width(width):
     if isinstance(width, bool) or not isinstance(width, int) or width < 1:
         raise ValueError(f"width must be a positive int, got {width!r}")
@@ -70,39 +94,59 @@ def batch_norm(name, sync_batchnorm=False, **kwargs):
         name=name, **kwargs)
 
 
-def conv(filters, kernel_size, strides, name):
-    return keras.layers.Conv2D(
-        filters, kernel_size, strides=strides, padding="same", use_bias=False,
-        kernel_initializer="he_normal", name=name)
+def _check_choice(value, choices, what):
+    if value not in choices:
+        raise ValueError(f"{what} must be one of {list(choices)}, got {value!r}")
+    return value
 
 
-def _basic_block(x, filters, strides, prefix, sync_batchnorm):
+def conv(filters, kernel_size, strides, name, conv_init="he_normal_fan_in", padding="same"):
+    """``x -> Conv2D(x)`` without bias. With ``padding="symmetric"`` a strided convolution
+    is ``ZeroPadding2D((k - 1) // 2)`` then a ``"valid"`` convolution (PyTorch's
+    alignment; the returned callable's ``conv`` is the Conv2D layer); a stride-1 ``"same"``
+    convolution of odd size is symmetric already."""
+    layer = keras.layers.Conv2D(
+        filters, kernel_size, strides=strides, use_bias=False,
+        padding="valid" if padding == "symmetric" and strides != 1 else "same",
+        kernel_initializer=keras.initializers.get(CONV_INITS[conv_init]), name=name)
+    if layer.padding == "same" or kernel_size == 1:
+        return layer
+    pad = keras.layers.ZeroPadding2D((kernel_size - 1) // 2, name=f"{name}_pad")
+
+    def padded(x):
+        return layer(pad(x))
+
+    padded.conv = layer  # the convolution itself (its kernel)
+    return padded
+
+
+def _basic_block(x, filters, strides, prefix, sync_batchnorm, **conv_args):
     shortcut = x
-    y = conv(filters, 3, strides, f"{prefix}_conv1")(x)
+    y = conv(filters, 3, strides, f"{prefix}_conv1", **conv_args)(x)
     y = batch_norm(f"{prefix}_bn1", sync_batchnorm)(y)
     y = keras.layers.ReLU(name=f"{prefix}_relu1")(y)
-    y = conv(filters, 3, 1, f"{prefix}_conv2")(y)
+    y = conv(filters, 3, 1, f"{prefix}_conv2", **conv_args)(y)
     y = batch_norm(f"{prefix}_bn2", sync_batchnorm)(y)
     if strides != 1 or x.shape[-1] != filters:
-        shortcut = conv(filters, 1, strides, f"{prefix}_proj")(x)
+        shortcut = conv(filters, 1, strides, f"{prefix}_proj", **conv_args)(x)
         shortcut = batch_norm(f"{prefix}_proj_bn", sync_batchnorm)(shortcut)
     y = keras.layers.Add(name=f"{prefix}_add")([y, shortcut])
     return keras.layers.ReLU(name=f"{prefix}_out")(y)
 
 
-def _bottleneck_block(x, filters, strides, prefix, sync_batchnorm, expansion=4):
+def _bottleneck_block(x, filters, strides, prefix, sync_batchnorm, expansion=4, **conv_args):
     out_filters = filters * expansion
     shortcut = x
-    y = conv(filters, 1, 1, f"{prefix}_conv1")(x)
+    y = conv(filters, 1, 1, f"{prefix}_conv1", **conv_args)(x)
     y = batch_norm(f"{prefix}_bn1", sync_batchnorm)(y)
     y = keras.layers.ReLU(name=f"{prefix}_relu1")(y)
-    y = conv(filters, 3, strides, f"{prefix}_conv2")(y)
+    y = conv(filters, 3, strides, f"{prefix}_conv2", **conv_args)(y)
     y = batch_norm(f"{prefix}_bn2", sync_batchnorm)(y)
     y = keras.layers.ReLU(name=f"{prefix}_relu2")(y)
-    y = conv(out_filters, 1, 1, f"{prefix}_conv3")(y)
+    y = conv(out_filters, 1, 1, f"{prefix}_conv3", **conv_args)(y)
     y = batch_norm(f"{prefix}_bn3", sync_batchnorm)(y)
     if strides != 1 or x.shape[-1] != out_filters:
-        shortcut = conv(out_filters, 1, strides, f"{prefix}_proj")(x)
+        shortcut = conv(out_filters, 1, strides, f"{prefix}_proj", **conv_args)(x)
         shortcut = batch_norm(f"{prefix}_proj_bn", sync_batchnorm)(shortcut)
     y = keras.layers.Add(name=f"{prefix}_add")([y, shortcut])
     return keras.layers.ReLU(name=f"{prefix}_out")(y)
@@ -114,9 +158,10 @@ def _head(x):
     return keras.layers.Activation("linear", dtype="float32", name="features")(x)
 
 
-@ENCODERS.register("resnet18_cifar", params={"width": WIDTH}, modality="image")
+@ENCODERS.register("resnet18_cifar", params=_ENCODER_PARAMS, modality="image")
 def resnet18_cifar(width=64, input_shape=(32, 32, 3), name="resnet18_cifar",
-                   normalization="imagenet", sync_batchnorm=False):
+                   normalization="imagenet", sync_batchnorm=False,
+                   conv_init="he_normal_fan_in", padding="same"):
     """ResNet-18, CIFAR variant (SimCLR, Chen et al. 2020, appendix B.9).
 
     Args:
@@ -127,6 +172,10 @@ def resnet18_cifar(width=64, input_shape=(32, 32, 3), name="resnet18_cifar",
             applied inside the model to the ``[0, 1]`` input.
         sync_batchnorm: use ``BatchNormalization(synchronized=True)`` so batch statistics are
             reduced across replicas under ``tf.distribute``.
+        conv_init: ``"he_normal_fan_in"`` (default; Keras's ``he_normal``) or
+            ``"he_normal_fan_out"`` (torchvision's ResNet initialisation).
+        padding: ``"same"`` (default; Keras) or ``"symmetric"`` (PyTorch's alignment of
+            the stride-2 convolutions, see :data:`PADDINGS`).
 
     Returns:
         ``keras.Model``: ``[B, H, W, 3]`` in ``[0, 1]`` -> ``[B, 8 * width]`` float32.
@@ -143,16 +192,18 @@ def resnet18_cifar(width=64, input_shape=(32, 32, 3), name="resnet18_cifar",
     """
     _check_width(width)
     input_shape = _check_input_shape(input_shape, 8)
+    conv_args = {"conv_init": _check_choice(conv_init, CONV_INITS, "conv_init"),
+                 "padding": _check_choice(padding, PADDINGS, "padding")}
     mean, std = resolve_normalization(normalization)
     inputs = keras.Input(shape=input_shape, name="images")
     x = ImageNormalization(mean, std, name="normalize")(inputs)
-    x = conv(width, 3, 1, "stem_conv")(x)
+    x = conv(width, 3, 1, "stem_conv", **conv_args)(x)
     x = batch_norm("stem_bn", sync_batchnorm)(x)
     x = keras.layers.ReLU(name="stem_relu")(x)
     for stage, (mult, stride) in enumerate(zip((1, 2, 4, 8), (1, 2, 2, 2)), start=1):
         for block in range(2):
             x = _basic_block(x, width * mult, stride if block == 0 else 1,
-                             f"stage{stage}_block{block + 1}", sync_batchnorm)
+                             f"stage{stage}_block{block + 1}", sync_batchnorm, **conv_args)
     return keras.Model(inputs, _head(x), name=name)
 
 

@@ -35,7 +35,7 @@ from keras_hardneg import losses as losses_lib
 from keras_hardneg.losses import core
 from keras_hardneg.augment.views import ViewMaker, as_view_maker
 from keras_hardneg.encoders import projection_head
-from keras_hardneg.encoders.heads import HEAD_VERSIONS
+from keras_hardneg.encoders.heads import DENSE_INITS, HEAD_VERSIONS
 from keras_hardneg.models.health import HEALTH_FIELDS, GuardedState, NonFiniteGuard, health_values
 from keras_hardneg.models.memory_bank import EmbeddingBank, check_bank_size
 from keras_hardneg.models import steps
@@ -100,7 +100,8 @@ class ContrastiveModel(keras.Model):
     def __init__(self, encoder: keras.Model, projection_dims: Sequence[int] = (512, 128),
                  head_version: str = "simclr_v1", augmentation: Any = None,
                  gather_across_replicas: bool = True, memory_bank_size: int | None = None,
-                 sync_batchnorm: bool | None = None, **kwargs: Any):
+                 sync_batchnorm: bool | None = None, head_init: str = "glorot_uniform",
+                 **kwargs: Any):
         super().__init__(**kwargs)
         if not isinstance(encoder, keras.Model):
             raise ValueError(f"`encoder` must be a keras.Model; got {type(encoder).__name__}.")
@@ -114,6 +115,10 @@ class ContrastiveModel(keras.Model):
             raise ValueError(f"`head_version` must be one of {list(HEAD_VERSIONS)}; "
                              f"got {head_version!r}.")
         self.head_version = head_version
+        if head_init not in DENSE_INITS:
+            raise ValueError(f"`head_init` must be one of {list(DENSE_INITS)}; "
+                             f"got {head_init!r}.")
+        self.head_init = head_init
         self.projector = self.make_projector()
         self.augmentation = augmentation
         self.view_maker: ViewMaker | None = as_view_maker(augmentation)
@@ -139,6 +144,7 @@ class ContrastiveModel(keras.Model):
         return projection_head(
             self.feature_dim, list(self.projection_dims[:-1]), self.projection_dims[-1],
             version=self.head_version, sync_batchnorm=self.sync_batchnorm,
+            dense_init=self.head_init,
         )
 
     def query_layers(self) -> list:
@@ -396,6 +402,7 @@ class ContrastiveModel(keras.Model):
             encoder=keras.saving.serialize_keras_object(self.encoder),
             projection_dims=list(self.projection_dims),
             head_version=self.head_version,
+            head_init=self.head_init,
             augmentation=(None if self.augmentation is None
                           else keras.saving.serialize_keras_object(self.augmentation)),
             gather_across_replicas=self.gather_across_replicas,

@@ -9,23 +9,34 @@ import keras
 from keras import ops
 
 from keras_hardneg import distribute
-from keras_hardneg.encoders.heads import HEAD_VERSIONS
+from keras_hardneg.encoders.heads import DENSE_INITS, HEAD_VERSIONS
 from keras_hardneg.losses import core
 from keras_hardneg.models.base import ContrastiveModel
 from keras_hardneg.registry import FRAMEWORKS, Param
 
-__all__ = ["SimCLR"]
+__all__ = ["SimCLR", "BATCH_NORM_VIEWS"]
+
+#: ``batch_norm_views``: which images one batch-norm batch holds in training.
+BATCH_NORM_VIEWS = ("joint", "per_view")
 
 
 @FRAMEWORKS.register("simclr", params={
     "head_version": Param(str, choices=HEAD_VERSIONS, help="projection head architecture"),
+    "head_init": Param(str, choices=tuple(DENSE_INITS),
+                       help="head Dense kernels: glorot_uniform (Keras) or torch_linear "
+                            "(PyTorch's nn.Linear default)"),
+    "batch_norm_views": Param(str, choices=BATCH_NORM_VIEWS,
+                              help="joint: both views in one 2B batch-norm batch; per_view: "
+                                   "one forward pass per view (lightly's SimCLR)"),
 })
 @keras.saving.register_keras_serializable(package="keras_hardneg")
 class SimCLR(ContrastiveModel):
     """SimCLR: two augmented views, a projection head, in-batch negatives.
 
     Both views go through the encoder in one batch of ``2B`` images (so batch
-    norm sees both), then the projection head; the compiled loss gets the two
+    norm sees both; ``batch_norm_views="per_view"``: one forward pass per view, each
+    normalised by its own ``B`` images' statistics, as lightly's SimCLR), then the
+    projection head; the compiled loss gets the two
     projections ``[B, d]`` (with the head's last-layer input for UnReMix). Under
     a ``tf.distribute`` strategy, projections are gathered from all replicas
     (``gather_across_replicas=True``), each replica's ``2B`` anchors see the
@@ -43,6 +54,11 @@ class SimCLR(ContrastiveModel):
             :class:`keras_hardneg.augment.ViewMaker` for any modality, or None when the
             data already holds ``{"view1", "view2"}``.
         head_version: ``"simclr_v1"`` (default), ``"simclr_v1_bn"`` or ``"simclr_v2"``.
+        head_init: the head's Dense kernels, ``"glorot_uniform"`` (default) or
+            ``"torch_linear"`` (PyTorch's ``nn.Linear`` default).
+        batch_norm_views: ``"joint"`` (default: both views in one ``2B`` batch for the
+            encoder and the head) or ``"per_view"`` (two forward passes of ``B``: the batch
+            statistics, and the moving-statistics updates, are per view).
         gather_across_replicas: gather negatives from all replicas (default True).
         memory_bank_size: dataset size ``N`` to keep ``embedding_bank`` ``[N, d]`` filled
             with the projections computed in training (BatchSampler's graph refresh).
@@ -62,24 +78,43 @@ class SimCLR(ContrastiveModel):
     """
 
     def __init__(self, encoder: keras.Model, projection_dims: Sequence[int] = (512, 128),
-                 augmentation: Any = None, head_version: str = "simclr_v1", **kwargs: Any):
+                 augmentation: Any = None, head_version: str = "simclr_v1",
+                 head_init: str = "glorot_uniform", batch_norm_views: str = "joint",
+                 **kwargs: Any):
+        if batch_norm_views not in BATCH_NORM_VIEWS:
+            raise ValueError(f"`batch_norm_views` must be one of {list(BATCH_NORM_VIEWS)}; "
+                             f"got {batch_norm_views!r}.")
         super().__init__(encoder, projection_dims=projection_dims, head_version=head_version,
-                         augmentation=augmentation, **kwargs)
+                         head_init=head_init, augmentation=augmentation, **kwargs)
+        self.batch_norm_views = batch_norm_views
         self.built = True  # every sub-model is built: weights can be saved before fit
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config["batch_norm_views"] = self.batch_norm_views
+        return config
 
     def encode_views(self, view1: Any, view2: Any, training: bool) -> Any:
         """Encoder features ``[2B, F]`` of both views, view 1's rows first (one ``2B``
-        batch, so batch norm sees both views)."""
+        batch, so batch norm sees both views; two ``B`` batches with ``"per_view"``)."""
+        if self.batch_norm_views == "per_view":
+            return ops.concatenate([self.encoder(view1, training=training),
+                                    self.encoder(view2, training=training)], axis=0)
         return self.encoder(ops.concatenate([view1, view2], axis=0), training=training)
 
     def project(self, view1: Any, view2: Any, training: bool) -> tuple:
         """``(z1, z2)``: projections of both views (dicts with ``features`` for UnReMix);
-        the head sees both views in one ``[2B, F]`` batch."""
+        the head sees both views in one ``[2B, F]`` batch (one per view with
+        ``"per_view"``)."""
         h = self.encode_views(view1, view2, training=training)
-        z, feats = self.projector(h, training=training, return_features=True)
-        z1, z2 = ops.split(z, 2, axis=0)
-        if self.uses_features:
+        if self.batch_norm_views == "per_view":
+            (z1, f1), (z2, f2) = (self.projector(part, training=training, return_features=True)
+                                  for part in ops.split(h, 2, axis=0))
+        else:
+            z, feats = self.projector(h, training=training, return_features=True)
+            z1, z2 = ops.split(z, 2, axis=0)
             f1, f2 = ops.split(feats, 2, axis=0)
+        if self.uses_features:
             return {"embeddings": z1, "features": f1}, {"embeddings": z2, "features": f2}
         return z1, z2
 

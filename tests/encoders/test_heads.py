@@ -124,3 +124,29 @@ def test_simclr_v1_bn_is_lightlys_head():
     np.testing.assert_allclose(z.mean(0), 0.0, atol=1e-4)   # batch statistics, beta 0
     np.testing.assert_allclose(z.std(0), 1.0, atol=1e-2)    # gamma 1
     assert tuple(keras.ops.shape(h)) == (64, 10)
+
+
+@pytest.mark.parametrize("dense_init", ["glorot_uniform", "torch_linear"])
+def test_dense_init_bounds(dense_init):
+    keras.utils.set_random_seed(0)
+    head = projection_head(64, 256, 32, version="simclr_v1_bn", dense_init=dense_init)
+    for layer, (fan_in, fan_out) in ((head.hidden_layers[0][0], (64, 256)),
+                                     (head.output_dense, (256, 32))):
+        w = keras.ops.convert_to_numpy(layer.kernel)
+        # torch_linear: PyTorch's nn.Linear default, U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
+        limit = (1 / np.sqrt(fan_in) if dense_init == "torch_linear"
+                 else np.sqrt(6 / (fan_in + fan_out)))
+        assert np.abs(w).max() <= limit
+        assert np.abs(w).max() > 0.98 * limit
+        assert w.std() == pytest.approx(limit / np.sqrt(3), rel=0.05)
+
+
+def test_dense_init_is_in_the_config_and_checked():
+    head = projection_head(8, 16, 4, dense_init="torch_linear")
+    again = ProjectionHead.from_config(head.get_config())
+    assert again.dense_init == "torch_linear"
+    old = dict(head.get_config())
+    del old["dense_init"]                        # configs saved before the option existed
+    assert ProjectionHead.from_config(old).dense_init == "glorot_uniform"
+    with pytest.raises(ValueError, match="^dense_init must be one of"):
+        projection_head(8, 16, 4, dense_init="he")

@@ -1,0 +1,144 @@
+"""The keras-hardneg side of the parity benchmark: the zoo's SimCLR CIFAR-10 recipe at the
+benchmark's scale, trained by the run layer's builders on the shared arrays.
+
+    python benchmarks/parity/keras_side.py --data DATA.npz --seed 0 --out DIR.json \\
+        [--variant NAME] [--backend tensorflow|jax]
+
+The recipe is ``models/simclr-ntxent-cifar10/recipe.json`` (lightly's recipe at B 512) with
+only the benchmark's scale changed: ``encoder.width`` 16, ``batch_size`` 256,
+``learning_rate`` 0.12 (lightly's 0.06 x B / 128), 30 epochs, float32 -- then the variant's
+keys (:data:`VARIANTS`). ``build_model`` and ``make_train_feed`` are what ``keras-hardneg
+train`` calls; only the data loading is replaced by the shared arrays (uint8 -> float32 in
+[0, 1]), so the JPEG decoder is not part of the comparison. At every ``--eval-every``
+epoch the encoder's features of the clean train (bank) and test images are scored by
+:func:`keras_hardneg.evaluation.weighted_knn_accuracy` (k 200, t 0.1), the function the
+driver also applies to the lightly side's features. One thread: TensorFlow's intra/inter-op
+pools are set to 1 (pin the process to a core with ``taskset``; JAX: the driver sets
+``XLA_FLAGS``).
+"""
+
+import argparse
+import copy
+import json
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+ZOO_RECIPE = os.path.join(ROOT, "models", "simclr-ntxent-cifar10", "recipe.json")
+
+#: The benchmark's scale: what the zoo recipe changes for every variant.
+SCALE = {"encoder": {"width": 16}, "batch_size": 256, "optimizer": {"learning_rate": 0.12},
+         "epochs": 30, "precision": "float32"}
+
+#: Lightly's choices where they differ from the zoo recipe (the ablations, one key each).
+TORCH_INIT = {"encoder": {"conv_init": "he_normal_fan_out"},
+              "framework": {"head_init": "torch_linear"}}
+PER_VIEW_BN = {"framework": {"batch_norm_views": "per_view"}}
+SYMMETRIC_PADDING = {"encoder": {"padding": "symmetric"}}
+EXACT_JITTER = {"augmentation": {"exact_color_jitter": True}}
+
+
+def merge(base: dict, *overrides: dict) -> dict:
+    """``base`` with each override merged in, section by section (a copy)."""
+    out = copy.deepcopy(base)
+    for override in overrides:
+        for key, value in override.items():
+            if isinstance(value, dict) and isinstance(out.get(key), dict):
+                out[key] = merge(out[key], value)
+            else:
+                out[key] = copy.deepcopy(value)
+    return out
+
+
+#: variant -> recipe keys over the zoo recipe at the benchmark's scale.
+VARIANTS = {
+    "recipe": {},
+    "torch_init": TORCH_INIT,
+    "per_view_bn": PER_VIEW_BN,
+    "symmetric_padding": SYMMETRIC_PADDING,
+    "exact_jitter": EXACT_JITTER,
+    "all": merge(TORCH_INIT, PER_VIEW_BN, SYMMETRIC_PADDING, EXACT_JITTER),
+    "init_bn": merge(TORCH_INIT, PER_VIEW_BN),
+    # The GPU zoo's path: under JAX (--backend jax) in mixed_bfloat16.
+    "recipe_bf16": {"precision": "mixed_bfloat16"},
+    "init_bn_bf16": merge(TORCH_INIT, PER_VIEW_BN, {"precision": "mixed_bfloat16"}),
+}
+
+
+def recipe_for(variant: str, seed: int, epochs: int) -> dict:
+    with open(ZOO_RECIPE) as f:
+        zoo = json.load(f)
+    zoo["data"] = {"name": "digits"}  # the arrays replace the data section (never loaded)
+    return merge(zoo, SCALE, VARIANTS[variant], {"seed": seed, "epochs": epochs,
+                                                 "evaluation": {"monitor_every": 0}})
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--data", required=True, help="npz from benchmarks/parity/data.py")
+    p.add_argument("--out", required=True, help="JSON of the run")
+    p.add_argument("--variant", choices=tuple(VARIANTS), default="recipe")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--epochs", type=int, default=30)
+    p.add_argument("--eval-every", type=int, default=5)
+    p.add_argument("--batch-size", type=int, help="override (smoke runs)")
+    args = p.parse_args()
+
+    import keras
+    import numpy as np
+
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        tf.config.threading.set_intra_op_parallelism_threads(1)
+        tf.config.threading.set_inter_op_parallelism_threads(1)
+    sys.path.insert(0, ROOT)
+    from keras_hardneg.evaluation import weighted_knn_accuracy
+    from keras_hardneg.run import build_model, load_recipe, make_train_feed
+
+    recipe = recipe_for(args.variant, args.seed, args.epochs)
+    if args.batch_size:
+        recipe["batch_size"] = args.batch_size
+    recipe = load_recipe(recipe)
+    keras.config.set_dtype_policy(recipe["precision"])
+    with np.load(args.data) as f:
+        x_train = f["x_train"].astype("float32") / 255.0
+        x_test = f["x_test"].astype("float32") / 255.0
+        y_train, y_test = f["y_train"], f["y_test"]
+    model = build_model(recipe, input_shape=x_train.shape[1:], num_examples=len(x_train))
+    feed = make_train_feed(recipe, x_train, y_train)
+    log = {"side": "keras-hardneg", "variant": args.variant, "backend": backend,
+           "keras": keras.__version__, "seed": args.seed, "recipe": recipe, "loss": [],
+           "epoch_seconds": [], "knn": {}}
+
+    class Record(keras.callbacks.Callback):
+        def on_epoch_begin(self, epoch, logs=None):
+            self.t0 = time.perf_counter()
+
+        def on_epoch_end(self, epoch, logs=None):
+            log["epoch_seconds"].append(time.perf_counter() - self.t0)
+            log["loss"].append(float(logs["loss"]))
+            e = epoch + 1
+            line = f"epoch {e}: loss {logs['loss']:.4f}, {log['epoch_seconds'][-1]:.1f} s"
+            if e % args.eval_every == 0 or e == args.epochs:
+                bank = model.encoder.predict(x_train, batch_size=500, verbose=0)
+                query = model.encoder.predict(x_test, batch_size=500, verbose=0)
+                acc = weighted_knn_accuracy(bank, y_train, query, y_test, k=200,
+                                            temperature=0.1)
+                log["knn"][str(e)] = float(acc)
+                line += f", kNN {acc:.4f}"
+            print(line, flush=True)
+
+    model.fit(feed.dataset, epochs=recipe["epochs"], steps_per_epoch=feed.steps_per_epoch,
+              callbacks=[Record(), *feed.callbacks], verbose=0)
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    with open(args.out + ".part", "w") as f:
+        json.dump(log, f, indent=1)
+    os.replace(args.out + ".part", args.out)
+
+
+if __name__ == "__main__":
+    main()

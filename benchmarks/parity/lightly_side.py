@@ -1,0 +1,186 @@
+"""The lightly side of the parity benchmark: SimCLR on CIFAR-10 as lightly's CIFAR-10
+benchmark trains it, in PyTorch, written here from lightly's documentation and API.
+
+Run with the peers' virtualenv (torch, torchvision, lightly; never the package's), one
+thread::
+
+    PEER/bin/python benchmarks/parity/lightly_side.py --data DATA.npz --seed 0 --out DIR
+
+What it trains (lightly 1.6's SimCLR CIFAR-10 benchmark recipe, at the benchmark's scale):
+
+* ResNet-18 with the CIFAR stem (3x3 stride-1 convolution, no max-pool), stages of
+  ``width * (1, 2, 4, 8)`` channels, written out here because torchvision's ``resnet18``
+  has width 64 only; initialised as torchvision's ResNet (``kaiming_normal_`` with
+  ``mode="fan_out"``; batch norm weight 1, bias 0; no zero-init of the last BN);
+* ``lightly.models.modules.SimCLRProjectionHead(8 * width, 512, 128)``;
+* ``lightly.loss.NTXentLoss(temperature=0.5)``;
+* ``lightly.transforms.SimCLRTransform(input_size=32, cj_strength=0.5, gaussian_blur=0.0)``
+  on Pillow images in the training process (``num_workers=0``): crop 0.08-1, flip,
+  torchvision colour jitter 0.4/0.4/0.4/0.1 with p 0.8, grayscale 0.2, ImageNet
+  normalisation;
+* SGD lr ``0.06 * B / 128``, momentum 0.9, weight decay 5e-4 (torch's: added to the
+  gradient), ``CosineAnnealingLR`` over the epochs, stepped per epoch, no warm-up;
+* batches of ``B`` shuffled, the last partial one dropped;
+* ``--views separate`` (default, lightly's ``training_step``: ``z0 = model(x0)``,
+  ``z1 = model(x1)``, so each view is its own batch-norm batch) or ``joint`` (one forward
+  pass of both views).
+
+At each ``--eval-every`` epoch it writes the backbone's features (eval mode, clean images,
+ImageNet-normalised) of the train and test arrays to ``DIR/features_eEPOCH.npz``; the
+driver (``benchmarks/parity/run.py``) scores them with the same kNN as the Keras side.
+Per-epoch mean loss and training seconds go to ``DIR/log.json``.
+"""
+
+import argparse
+import json
+import os
+import random
+import time
+
+import numpy as np
+import torch
+from torch import nn
+
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+
+
+class BasicBlock(nn.Module):
+    def __init__(self, cin: int, cout: int, stride: int):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.shortcut = nn.Identity()
+        if stride != 1 or cin != cout:
+            self.shortcut = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False),
+                                          nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        y = torch.relu(self.bn1(self.conv1(x)))
+        y = self.bn2(self.conv2(y))
+        return torch.relu(y + self.shortcut(x))
+
+
+class ResNet18Cifar(nn.Module):
+    """``[B, 3, H, W]`` -> ``[B, 8 * width]``."""
+
+    def __init__(self, width: int):
+        super().__init__()
+        layers = [nn.Conv2d(3, width, 3, 1, 1, bias=False), nn.BatchNorm2d(width),
+                  nn.ReLU(inplace=True)]
+        cin = width
+        for mult, stride in zip((1, 2, 4, 8), (1, 2, 2, 2)):
+            for block in range(2):
+                layers.append(BasicBlock(cin, width * mult, stride if block == 0 else 1))
+                cin = width * mult
+        layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten()]
+        self.net = nn.Sequential(*layers)
+        for m in self.modules():  # torchvision's ResNet initialisation
+            if isinstance(m, nn.Conv2d):
+                nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
+            elif isinstance(m, nn.BatchNorm2d):
+                nn.init.ones_(m.weight)
+                nn.init.zeros_(m.bias)
+
+    def forward(self, x):
+        return self.net(x)
+
+
+def _clean(images: np.ndarray) -> torch.Tensor:
+    x = torch.from_numpy(images).permute(0, 3, 1, 2).float().div(255.0)
+    mean = torch.tensor(IMAGENET_MEAN).view(1, 3, 1, 1)
+    std = torch.tensor(IMAGENET_STD).view(1, 3, 1, 1)
+    return (x - mean) / std
+
+
+@torch.no_grad()
+def features(backbone: nn.Module, images: np.ndarray, batch: int = 500) -> np.ndarray:
+    backbone.eval()
+    out = [backbone(_clean(images[i:i + batch])).numpy() for i in range(0, len(images), batch)]
+    backbone.train()
+    return np.concatenate(out).astype(np.float32)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--data", required=True, help="npz from benchmarks/parity/data.py")
+    p.add_argument("--out", required=True)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--epochs", type=int, default=30)
+    p.add_argument("--batch-size", type=int, default=256)
+    p.add_argument("--width", type=int, default=16)
+    p.add_argument("--lr-per-128", type=float, default=0.06)
+    p.add_argument("--eval-every", type=int, default=5)
+    p.add_argument("--views", choices=("separate", "joint"), default="separate")
+    p.add_argument("--threads", type=int, default=1)
+    args = p.parse_args()
+
+    import lightly
+    from lightly.loss import NTXentLoss
+    from lightly.models.modules import SimCLRProjectionHead
+    from lightly.transforms import SimCLRTransform
+    from PIL import Image
+
+    torch.set_num_threads(args.threads)
+    random.seed(args.seed)
+    np.random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    os.makedirs(args.out, exist_ok=True)
+    with np.load(args.data) as f:
+        x_train, x_test = f["x_train"], f["x_test"]
+
+    backbone = ResNet18Cifar(args.width)
+    head = SimCLRProjectionHead(8 * args.width, 512, 128)
+    model = nn.Sequential(backbone, head)
+    criterion = NTXentLoss(temperature=0.5)
+    lr = args.lr_per_128 * args.batch_size / 128
+    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9, weight_decay=5e-4)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, args.epochs)
+    transform = SimCLRTransform(input_size=32, cj_strength=0.5, gaussian_blur=0.0)
+
+    class Views(torch.utils.data.Dataset):
+        def __len__(self):
+            return len(x_train)
+
+        def __getitem__(self, i):
+            return transform(Image.fromarray(x_train[i]))
+
+    loader = torch.utils.data.DataLoader(
+        Views(), batch_size=args.batch_size, shuffle=True, drop_last=True, num_workers=0,
+        generator=torch.Generator().manual_seed(args.seed))
+    log = {"side": "lightly", "lightly": lightly.__version__, "torch": torch.__version__,
+           "views": args.views, "seed": args.seed, "epochs": args.epochs, "lr": lr,
+           "batch_size": args.batch_size, "width": args.width, "threads": args.threads,
+           "loss": [], "epoch_seconds": [], "eval_epochs": []}
+    model.train()
+    for epoch in range(1, args.epochs + 1):
+        t0 = time.perf_counter()
+        total, steps = 0.0, 0
+        for x0, x1 in loader:
+            if args.views == "separate":
+                loss = criterion(model(x0), model(x1))
+            else:
+                z0, z1 = model(torch.cat([x0, x1])).chunk(2)
+                loss = criterion(z0, z1)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            total += loss.item()
+            steps += 1
+        sched.step()
+        log["epoch_seconds"].append(time.perf_counter() - t0)
+        log["loss"].append(total / steps)
+        print(f"epoch {epoch}: loss {total / steps:.4f}, {log['epoch_seconds'][-1]:.1f} s",
+              flush=True)
+        if epoch % args.eval_every == 0 or epoch == args.epochs:
+            np.savez(os.path.join(args.out, f"features_e{epoch}.npz"),
+                     train=features(backbone, x_train), test=features(backbone, x_test))
+            log["eval_epochs"].append(epoch)
+        with open(os.path.join(args.out, "log.json"), "w") as f:
+            json.dump(log, f)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,85 @@
+"""Table and curves of the parity cells (``benchmarks/parity/run.py report [--write]``)."""
+
+import os
+import statistics
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+DOC = os.path.join(ROOT, "docs", "benchmarks.md")
+PLOT = os.path.join(ROOT, "docs", "img", "parity_knn.png")
+BEGIN, END = "<!-- parity:begin -->", "<!-- parity:end -->"
+COMMAND = "python benchmarks/parity/run.py report --write"
+
+
+def group_of(result: dict) -> str:
+    if result["side"] == "lightly":
+        return f"lightly ({result['views']} views)"
+    return f"keras-hardneg {result['variant']} ({result['backend']})"
+
+
+def table(results: dict) -> str:
+    epochs = sorted({int(e) for r in results.values() for e in r["knn"]})
+    head = ("| cell | " + " | ".join(str(e) for e in epochs) +
+            " | loss (last) | s / epoch (mean) |")
+    lines = [head, "|---" * (len(epochs) + 3) + "|"]
+    for cell, r in sorted(results.items(), key=lambda kv: (group_of(kv[1]), kv[0])):
+        knn = [f"{r['knn'][str(e)]:.3f}" if str(e) in r["knn"] else "" for e in epochs]
+        seconds = statistics.mean(r["epoch_seconds"]) if r.get("epoch_seconds") else float("nan")
+        lines.append(f"| `{cell}` | " + " | ".join(knn) +
+                     f" | {r['loss'][-1]:.3f} | {seconds:.0f} |")
+    lines += ["", "| group | seeds | kNN at the last epoch, mean ± sd |", "|---|---|---|"]
+    groups: dict[str, list[float]] = {}
+    for r in results.values():
+        last = max(r["knn"], key=int)
+        groups.setdefault(group_of(r), []).append(r["knn"][last])
+    for name, values in sorted(groups.items()):
+        sd = statistics.stdev(values) if len(values) > 1 else float("nan")
+        lines.append(f"| {name} | {len(values)} | {statistics.mean(values):.4f} ± {sd:.4f} |")
+    return "\n".join(lines)
+
+
+def plot(results: dict, path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    colours: dict[str, str] = {}
+    for cell, r in sorted(results.items()):
+        g = group_of(r)
+        colour = colours.setdefault(g, f"C{len(colours)}")
+        xs = sorted(int(e) for e in r["knn"])
+        ax.plot(xs, [r["knn"][str(e)] for e in xs], "o-", color=colour,
+                label=g if g not in ax.get_legend_handles_labels()[1] else None)
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("kNN accuracy (k 200, t 0.1; 10k bank, 2k test)")
+    ax.set_title("SimCLR ResNet-18 w16, B 256, CIFAR-10 10k: lightly vs keras-hardneg")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def report(results: dict, write: bool = False) -> None:
+    if not results:
+        raise SystemExit("no parity cells yet (benchmarks/results/parity/ is empty)")
+    text = table(results)
+    print(text)
+    if not write:
+        return
+    plot(results, PLOT)
+    with open(DOC) as f:
+        doc = f.read()
+    block = (f"{BEGIN}\n<!-- written by `{COMMAND}`; do not edit by hand -->\n\n{text}\n\n"
+             f"![parity curves](img/{os.path.basename(PLOT)})\n{END}")
+    if BEGIN in doc and END in doc:
+        doc = doc[:doc.index(BEGIN)] + block + doc[doc.index(END) + len(END):]
+    else:
+        raise SystemExit(f"{DOC}: add the markers {BEGIN} / {END} where the table goes")
+    with open(DOC + ".part", "w") as f:
+        f.write(doc)
+    os.replace(DOC + ".part", DOC)
+    print(f"wrote {DOC} and {PLOT}")
