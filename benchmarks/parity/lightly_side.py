@@ -28,7 +28,17 @@ What it trains (lightly 1.6's SimCLR CIFAR-10 benchmark recipe, at the benchmark
 At each ``--eval-every`` epoch it writes the backbone's features (eval mode, clean images,
 ImageNet-normalised) of the train and test arrays to ``DIR/features_eEPOCH.npz``; the
 driver (``benchmarks/parity/run.py``) scores them with the same kNN as the Keras side.
-Per-epoch mean loss and training seconds go to ``DIR/log.json``.
+With ``--score`` (where keras-hardneg imports, e.g. the GPU machine with the carried Keras
+wheels and ``KERAS_BACKEND=jax``) they are scored in the process by the same function and
+not written. Per-epoch mean loss, kNN and training seconds go to ``DIR/log.json``.
+
+On a GPU machine (issue 31's full-scale parity run), from the JPEG packs of
+``benchmarks/gpu/zoo_train.py pack``::
+
+    KERAS_BACKEND=jax python3 benchmarks/parity/lightly_side.py \
+        --train-pack .gpu_data/cifar10_train.npz --test-pack .gpu_data/cifar10_test2000.npz \
+        --device cuda --workers 12 --precision bf16 --width 64 --batch-size 512 \
+        --epochs 100 --eval-every 10 --score --out $OUT/lightly
 """
 
 import argparse
@@ -96,16 +106,40 @@ def _clean(images: np.ndarray) -> torch.Tensor:
 
 
 @torch.no_grad()
-def features(backbone: nn.Module, images: np.ndarray, batch: int = 500) -> np.ndarray:
+def features(backbone: nn.Module, images: np.ndarray, batch: int = 500,
+             device: str = "cpu") -> np.ndarray:
     backbone.eval()
-    out = [backbone(_clean(images[i:i + batch])).numpy() for i in range(0, len(images), batch)]
+    out = [backbone(_clean(images[i:i + batch]).to(device)).float().cpu().numpy()
+           for i in range(0, len(images), batch)]
     backbone.train()
     return np.concatenate(out).astype(np.float32)
 
 
+def read_pack(path: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(uint8 [n, 32, 32, 3], labels)`` of a JPEG pack (``benchmarks/gpu/pack_cifar.py``),
+    decoded with Pillow."""
+    import io
+
+    from PIL import Image
+
+    with np.load(path) as z:
+        data, offsets, labels = z["jpeg"], z["offsets"], z["labels"]
+    images = [np.asarray(Image.open(io.BytesIO(data[offsets[i]:offsets[i + 1]].tobytes()))
+                         .convert("RGB"), dtype=np.uint8) for i in range(len(labels))]
+    return np.stack(images), np.asarray(labels, np.int64)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--data", required=True, help="npz from benchmarks/parity/data.py")
+    p.add_argument("--data", help="npz from benchmarks/parity/data.py")
+    p.add_argument("--train-pack", help="JPEG pack (instead of --data; with --test-pack)")
+    p.add_argument("--test-pack")
+    p.add_argument("--device", default="cpu", help="cpu or cuda")
+    p.add_argument("--workers", type=int, default=0, help="DataLoader worker processes")
+    p.add_argument("--precision", choices=("float32", "bf16"), default="float32",
+                   help="bf16: torch.autocast(bfloat16) around the forward passes")
+    p.add_argument("--score", action="store_true",
+                   help="score the kNN here with keras_hardneg's function (needs Keras)")
     p.add_argument("--out", required=True)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--epochs", type=int, default=30)
@@ -128,12 +162,29 @@ def main() -> None:
     np.random.seed(args.seed)
     torch.manual_seed(args.seed)
     os.makedirs(args.out, exist_ok=True)
-    with np.load(args.data) as f:
-        x_train, x_test = f["x_train"], f["x_test"]
+    if args.train_pack:
+        (x_train, y_train), (x_test, y_test) = read_pack(args.train_pack), read_pack(
+            args.test_pack)
+    elif args.data:
+        with np.load(args.data) as f:
+            x_train, x_test, y_train, y_test = (f[k] for k in ("x_train", "x_test", "y_train",
+                                                                "y_test"))
+    else:
+        raise SystemExit("give --data or --train-pack and --test-pack")
+    knn = None
+    if args.score:
+        import sys
 
+        sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(
+            os.path.abspath(__file__)))))
+        from keras_hardneg.evaluation.knn import weighted_knn_accuracy as knn
+
+    device = args.device
     backbone = ResNet18Cifar(args.width)
     head = SimCLRProjectionHead(8 * args.width, 512, 128)
-    model = nn.Sequential(backbone, head)
+    model = nn.Sequential(backbone, head).to(device)
+    autocast = torch.autocast(device_type=device.split(":")[0], dtype=torch.bfloat16,
+                              enabled=args.precision == "bf16")
     criterion = NTXentLoss(temperature=0.5)
     lr = args.lr_per_128 * args.batch_size / 128
     opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9, weight_decay=5e-4)
@@ -148,22 +199,28 @@ def main() -> None:
             return transform(Image.fromarray(x_train[i]))
 
     loader = torch.utils.data.DataLoader(
-        Views(), batch_size=args.batch_size, shuffle=True, drop_last=True, num_workers=0,
-        generator=torch.Generator().manual_seed(args.seed))
+        Views(), batch_size=args.batch_size, shuffle=True, drop_last=True,
+        num_workers=args.workers, persistent_workers=args.workers > 0,
+        pin_memory=device != "cpu", generator=torch.Generator().manual_seed(args.seed))
     log = {"side": "lightly", "lightly": lightly.__version__, "torch": torch.__version__,
            "views": args.views, "seed": args.seed, "epochs": args.epochs, "lr": lr,
            "batch_size": args.batch_size, "width": args.width, "threads": args.threads,
-           "loss": [], "epoch_seconds": [], "eval_epochs": []}
+           "device": device, "workers": args.workers, "precision": args.precision,
+           "n_train": len(x_train), "n_test": len(x_test),
+           "loss": [], "epoch_seconds": [], "eval_epochs": [], "knn": {}}
     model.train()
     for epoch in range(1, args.epochs + 1):
         t0 = time.perf_counter()
         total, steps = 0.0, 0
         for x0, x1 in loader:
-            if args.views == "separate":
-                loss = criterion(model(x0), model(x1))
-            else:
-                z0, z1 = model(torch.cat([x0, x1])).chunk(2)
-                loss = criterion(z0, z1)
+            x0 = x0.to(device, non_blocking=True)
+            x1 = x1.to(device, non_blocking=True)
+            with autocast:
+                if args.views == "separate":
+                    z0, z1 = model(x0), model(x1)
+                else:
+                    z0, z1 = model(torch.cat([x0, x1])).chunk(2)
+            loss = criterion(z0.float(), z1.float())
             opt.zero_grad()
             loss.backward()
             opt.step()
@@ -175,8 +232,16 @@ def main() -> None:
         print(f"epoch {epoch}: loss {total / steps:.4f}, {log['epoch_seconds'][-1]:.1f} s",
               flush=True)
         if epoch % args.eval_every == 0 or epoch == args.epochs:
-            np.savez(os.path.join(args.out, f"features_e{epoch}.npz"),
-                     train=features(backbone, x_train), test=features(backbone, x_test))
+            with autocast:
+                bank = features(backbone, x_train, device=device)
+                query = features(backbone, x_test, device=device)
+            if knn is not None:
+                log["knn"][str(epoch)] = float(knn(bank, y_train, query, y_test, k=200,
+                                                   temperature=0.1))
+                print(f"epoch {epoch}: kNN {log['knn'][str(epoch)]:.4f}", flush=True)
+            else:
+                np.savez(os.path.join(args.out, f"features_e{epoch}.npz"),
+                         train=bank, test=query)
             log["eval_epochs"].append(epoch)
         with open(os.path.join(args.out, "log.json"), "w") as f:
             json.dump(log, f)

@@ -67,8 +67,10 @@ def _score_lightly(out_dir: str, data: str) -> dict:
         y_train, y_test = f["y_train"], f["y_test"]
     with open(os.path.join(out_dir, "log.json")) as f:
         log = json.load(f)
-    log["knn"] = {}
+    log.setdefault("knn", {})
     for epoch in log["eval_epochs"]:
+        if str(epoch) in log["knn"]:
+            continue
         path = os.path.join(out_dir, f"features_e{epoch}.npz")
         with np.load(path) as f:
             log["knn"][str(epoch)] = float(weighted_knn_accuracy(
