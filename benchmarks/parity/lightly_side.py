@@ -138,6 +138,8 @@ def main() -> None:
     p.add_argument("--workers", type=int, default=0, help="DataLoader worker processes")
     p.add_argument("--precision", choices=("float32", "bf16"), default="float32",
                    help="bf16: torch.autocast(bfloat16) around the forward passes")
+    p.add_argument("--minutes", type=float,
+                   help="wall budget: after the epoch that passes it, evaluate and stop")
     p.add_argument("--score", action="store_true",
                    help="score the kNN here with keras_hardneg's function (needs Keras)")
     p.add_argument("--out", required=True)
@@ -209,6 +211,7 @@ def main() -> None:
            "n_train": len(x_train), "n_test": len(x_test),
            "loss": [], "epoch_seconds": [], "eval_epochs": [], "knn": {}}
     model.train()
+    start = time.perf_counter()
     for epoch in range(1, args.epochs + 1):
         t0 = time.perf_counter()
         total, steps = 0.0, 0
@@ -231,7 +234,11 @@ def main() -> None:
         log["loss"].append(total / steps)
         print(f"epoch {epoch}: loss {total / steps:.4f}, {log['epoch_seconds'][-1]:.1f} s",
               flush=True)
-        if epoch % args.eval_every == 0 or epoch == args.epochs:
+        out_of_time = (args.minutes is not None and epoch < args.epochs
+                       and time.perf_counter() - start > 60 * args.minutes)
+        if out_of_time:
+            log["stopped_at_epoch"] = epoch
+        if epoch % args.eval_every == 0 or epoch == args.epochs or out_of_time:
             with autocast:
                 bank = features(backbone, x_train, device=device)
                 query = features(backbone, x_test, device=device)
@@ -245,6 +252,9 @@ def main() -> None:
             log["eval_epochs"].append(epoch)
         with open(os.path.join(args.out, "log.json"), "w") as f:
             json.dump(log, f)
+        if out_of_time:
+            print(f"stopped by --minutes after epoch {epoch}", flush=True)
+            break
 
 
 if __name__ == "__main__":
