@@ -35,12 +35,15 @@ parser.add_argument("--output", default="runs/examples/batchsampler")
 parser.add_argument("--limit-per-class", type=int, default=200)
 parser.add_argument("--epochs", type=int, default=4)
 parser.add_argument("--batch-size", type=int, default=128)
+parser.add_argument("--encoder", choices=("resnet18", "small_convnet"), default="resnet18",
+                    help="a CIFAR ResNet-18 or a 3-layer ConvNet (what --smoke uses)")
 parser.add_argument("--restart-prob", type=float, default=0.2,
                     help="BatchSampler's restart probability (decays to a quarter of it)")
 parser.add_argument("--smoke", action="store_true", help="tiny settings: checks the example runs")
 args = parser.parse_args()
 if args.smoke:
     args.limit_per_class, args.epochs, args.batch_size = 6, 2, 20
+    args.encoder = "small_convnet"
 if min(args.limit_per_class, args.epochs, args.batch_size) < 1:
     parser.error("--limit-per-class, --epochs and --batch-size must be >= 1")
 os.makedirs(args.output, exist_ok=True)
@@ -63,7 +66,8 @@ graph from -- no extra pass over the data. Both runs start from the same weights
 
 def build_model():
     keras.utils.set_random_seed(0)
-    encoder = khn.encoders.resnet18_cifar(input_shape=(32, 32, 3), width=8)
+    encoder = (khn.encoders.resnet18_cifar(input_shape=(32, 32, 3), width=8)
+               if args.encoder == "resnet18" else khn.encoders.small_convnet((32, 32, 3), width=8))
     model = khn.models.SimCLR(
         encoder, projection_dims=(256, 64), memory_bank_size=len(x),
         augmentation=khn.augment.simclr_augmentation(image_size=32, strength=0.5, seed=0))
@@ -83,13 +87,14 @@ sampler batch, endless: `steps_per_epoch` tells `fit` where an epoch ends.
 """
 
 initial = khn.evaluation.extract_features(build_model().encoder, x)
-neighbours = min(100, len(x) - 1)
+candidates = min(1000, len(x) - 1)  # the paper's M = 1000, K = 100 (fewer on tiny data)
+neighbours = min(100, candidates - 1)
 samplers = {
     "uniform": khn.sampling.UniformSampler(len(x), batch_size=batch_size, seed=0),
     "BatchSampler": khn.sampling.BatchSampler(
         initial, batch_size=batch_size,
         restart_prob=(args.restart_prob, args.restart_prob / 4),
-        num_candidates=min(1000, len(x) - 1), num_neighbors=neighbours, seed=0),
+        num_candidates=candidates, num_neighbors=neighbours, seed=0),
 }
 curves = {}
 for name, sampler in samplers.items():

@@ -33,12 +33,15 @@ parser.add_argument("--limit-per-class", type=int, default=200)
 parser.add_argument("--epochs", type=int, default=4)
 parser.add_argument("--batch-size", type=int, default=128)
 parser.add_argument("--queue-size", type=int, default=1024)
+parser.add_argument("--encoder", choices=("resnet18", "small_convnet"), default="resnet18",
+                    help="a CIFAR ResNet-18 or a 3-layer ConvNet (what --smoke uses)")
 parser.add_argument("--lower", type=float, default=1.0, help="Ring's lower percentile")
 parser.add_argument("--upper", type=float, default=10.0, help="Ring's final upper percentile")
 parser.add_argument("--smoke", action="store_true", help="tiny settings: checks the example runs")
 args = parser.parse_args()
 if args.smoke:
     args.limit_per_class, args.epochs, args.batch_size, args.queue_size = 4, 1, 20, 40
+    args.encoder = "small_convnet"
 if min(args.limit_per_class, args.epochs, args.batch_size, args.queue_size) < 1:
     parser.error("--limit-per-class, --epochs, --batch-size and --queue-size must be >= 1")
 keras.utils.set_random_seed(0)
@@ -62,7 +65,8 @@ InfoNCE) down to its final value over the run, as in the paper.
 """
 
 batch_size = min(args.batch_size, len(x))
-encoder = khn.encoders.resnet18_cifar(input_shape=(32, 32, 3), width=8)
+encoder = (khn.encoders.resnet18_cifar(input_shape=(32, 32, 3), width=8)
+           if args.encoder == "resnet18" else khn.encoders.small_convnet((32, 32, 3), width=8))
 model = khn.models.MoCoV2(
     encoder, projection_dims=(256, 64), queue_size=args.queue_size, momentum=0.99,
     augmentation=khn.augment.simclr_augmentation(image_size=32, strength=0.5, seed=0))

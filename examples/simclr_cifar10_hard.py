@@ -36,6 +36,8 @@ parser.add_argument("--output", default="runs/examples/simclr_hard",
                     help="where the plot and the encoder go")
 parser.add_argument("--image-size", type=int, default=32)
 parser.add_argument("--width", type=int, default=16, help="ResNet-18 width (64 = standard)")
+parser.add_argument("--encoder", choices=("resnet18", "small_convnet"), default="resnet18",
+                    help="a CIFAR ResNet-18 or a 3-layer ConvNet (what --smoke uses)")
 parser.add_argument("--epochs", type=int, default=3)
 parser.add_argument("--batch-size", type=int, default=256)
 parser.add_argument("--limit-per-class", type=int, default=500,
@@ -46,6 +48,7 @@ parser.add_argument("--smoke", action="store_true", help="tiny settings: checks 
 args = parser.parse_args()
 if args.smoke:
     args.width, args.epochs, args.batch_size, args.limit_per_class = 4, 1, 32, 6
+    args.encoder = "small_convnet"
 for name in ("image_size", "width", "epochs", "batch_size"):
     if getattr(args, name) < 1:
         parser.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
@@ -104,8 +107,10 @@ run (none in a very short run) and decays to 0 by its last step, whatever the ep
 batch_size = min(args.batch_size, len(x))
 steps = math.ceil(len(x) / batch_size)
 total_steps = steps * args.epochs
-encoder = khn.encoders.resnet18_cifar(input_shape=(args.image_size, args.image_size, 3),
-                                      width=args.width)
+shape = (args.image_size, args.image_size, 3)
+encoder = (khn.encoders.resnet18_cifar(input_shape=shape, width=args.width)
+           if args.encoder == "resnet18" else
+           khn.encoders.small_convnet(input_shape=shape, width=args.width))
 model = khn.models.SimCLR(
     encoder, projection_dims=(512, 128),
     augmentation=khn.augment.simclr_augmentation(image_size=args.image_size, strength=0.5,

@@ -32,7 +32,7 @@ parser.add_argument("--epochs", type=int, default=3, help="pre-training epochs p
 parser.add_argument("--smoke", action="store_true", help="tiny settings: checks the example runs")
 args = parser.parse_args()
 if args.smoke:
-    args.trials, args.epochs = 2, 1
+    args.trials, args.epochs = 1, 1
 if min(args.trials, args.epochs) < 1:
     parser.error("--trials and --epochs must be >= 1")
 os.makedirs(args.output, exist_ok=True)
