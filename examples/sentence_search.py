@@ -6,9 +6,10 @@ Shows: the zoo's sentence encoder (`simcse-minilm-ntxent-wiki`: all-MiniLM-L6-v2
     ScaNN index (tree + asymmetric hashing + exact re-ranking) answers nearest-neighbour
     queries; the top 5 of a few queries are printed, and the index's recall@10 is measured
     against exact (brute-force) search over the same embeddings.
-Run time: MEASURED with the defaults (MiniLM, 4,000 sentences) on 2 CPU cores shared with
-    another job's benchmarks; `--smoke` ~15 s. Needs `tokenizers` ([text] extra) and
-    `scann`; MiniLM also needs `keras_hub` ([pretrained] extra).
+Run time: 2 min 30 s (CPU 1 min 46 s) with the defaults (MiniLM, 4,000 sentences) on 2 CPU
+    cores shared with another job's benchmarks; `--smoke` (tiny data) is what the test suite
+    runs. Needs `tokenizers` ([text] extra) and `scann`; MiniLM also needs `keras_hub`
+    ([pretrained] extra).
 
     python examples/sentence_search.py
     python examples/sentence_search.py --sentences 40000 --entry quickthought-ntxent-wiki
