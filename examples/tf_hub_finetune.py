@@ -6,8 +6,8 @@ Shows: `khn.export.export_encoder` writes a zoo encoder as a TF2 SavedModel (TF 
     softmax classifier trained with tf.GradientTape.
 Run time: 1 min 37 s (CPU 1 min 01 s) with the defaults (the CPU-trained ResNet-18 width 8
     from the zoo, 1,000 CIFAR-10 training and 500 test images) on 2 CPU cores shared with
-    another job's benchmarks; `--smoke` (tiny data) is what the test suite runs. Needs
-    `tensorflow_hub` and `tf_keras`.
+    another job's benchmarks; `--smoke` (tiny data, an untrained small ConvNet) is what the
+    test suite runs. Needs `tensorflow_hub` and `tf_keras`.
 
     python examples/tf_hub_finetune.py
     python examples/tf_hub_finetune.py --entry simclr-hard-cifar10 --epochs 3   # the big one
@@ -40,6 +40,7 @@ parser.add_argument("--smoke", action="store_true", help="tiny settings: checks 
 args = parser.parse_args()
 if args.smoke:
     args.train_per_class, args.test_per_class, args.epochs = 4, 2, 1
+    args.entry = None  # an untrained small ConvNet instead of a zoo entry: quick to export
 if min(args.train_per_class, args.test_per_class, args.epochs) < 1:
     parser.error("--train-per-class, --test-per-class and --epochs must be >= 1")
 os.makedirs(args.output, exist_ok=True)
@@ -52,10 +53,11 @@ Any Keras 3 encoder (TensorFlow backend) exports; here a zoo entry. The export i
 this example owns: `overwrite=True` replaces an export of this package, never other files.
 """
 
-encoder = khn.zoo.load(args.entry)
+encoder = (khn.zoo.load(args.entry) if args.entry else
+           khn.encoders.small_convnet((32, 32, 3), width=4))
 hub_dir = os.path.join(args.output, "hub_encoder")
 card = khn.export.export_encoder(encoder, hub_dir, overwrite=True)
-print(f"exported {args.entry} to {hub_dir}: {card.output_dim}-d features")
+print(f"exported {args.entry or 'a small ConvNet'} to {hub_dir}: {card.output_dim}-d features")
 
 x, y = khn.data.load_image_folder_arrays(os.path.join(args.data, "train"), image_size=32,
                                          limit_per_class=args.train_per_class)
