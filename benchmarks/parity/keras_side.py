@@ -38,6 +38,7 @@ TORCH_INIT = {"encoder": {"conv_init": "he_normal_fan_out"},
 PER_VIEW_BN = {"framework": {"batch_norm_views": "per_view"}}
 SYMMETRIC_PADDING = {"encoder": {"padding": "symmetric"}}
 EXACT_JITTER = {"augmentation": {"exact_color_jitter": True}}
+GRAY_CONTRAST = {"augmentation": {"contrast_mean": "gray"}}
 
 
 def merge(base: dict, *overrides: dict) -> dict:
@@ -59,7 +60,9 @@ VARIANTS = {
     "per_view_bn": PER_VIEW_BN,
     "symmetric_padding": SYMMETRIC_PADDING,
     "exact_jitter": EXACT_JITTER,
-    "all": merge(TORCH_INIT, PER_VIEW_BN, SYMMETRIC_PADDING, EXACT_JITTER),
+    "gray_contrast": GRAY_CONTRAST,
+    "torchvision_jitter": merge(EXACT_JITTER, GRAY_CONTRAST),
+    "all": merge(TORCH_INIT, PER_VIEW_BN, SYMMETRIC_PADDING, EXACT_JITTER, GRAY_CONTRAST),
     "init_bn": merge(TORCH_INIT, PER_VIEW_BN),
     # The GPU zoo's path: under JAX (--backend jax) in mixed_bfloat16.
     "recipe_bf16": {"precision": "mixed_bfloat16"},

@@ -8,7 +8,10 @@ For each image, in this order:
    to ``image_size x image_size``;
 2. horizontal flip with p = 0.5;
 3. colour jitter with p = ``jitter_prob`` (0.8): brightness, contrast, saturation, hue in a
-   random order (drawn per image), each clipped to ``[0, 1]``; maximal strengths
+   random order (drawn per image), each clipped to ``[0, 1]``; contrast scales each pixel's
+   distance from the image's mean -- per channel (``contrast_mean="channel"``, SimCLR's
+   ``tf.image.adjust_contrast``) or the mean grey level (``"gray"``, torchvision's and
+   Pillow's ``adjust_contrast``, so lightly's); maximal strengths
    ``strength * (0.4, 0.4, 0.4, 0.1)``. ``strength=1`` is the paper's CIFAR colour
    strength ``s = 0.5`` (jitter ``0.8 s, 0.8 s, 0.8 s, 0.2 s``); ``strength=2`` is its
    ImageNet ``s = 1``. Brightness is additive (``x + U(-b, b)``) for ``version="v1"``
@@ -60,11 +63,13 @@ import numpy as np
 from keras import ops
 
 __all__ = ["SimCLRAugmentation", "RandomApply", "simclr_augmentation", "two_views",
-           "VERSIONS"]
+           "VERSIONS", "CONTRAST_MEANS"]
 
 VERSIONS = ("v1", "v2", "v3")
 _JITTER = (0.4, 0.4, 0.4, 0.1)          # brightness, contrast, saturation, hue at strength 1
 _GRAY = (0.2989, 0.5870, 0.1140)
+#: ``contrast_mean``: the mean that colour-jitter contrast scales distances from.
+CONTRAST_MEANS = ("channel", "gray")
 _CROP_ATTEMPTS = 10
 # Columns of the one uniform draw ``[B, _N_DRAWS]`` a call makes. One PRNG call instead of
 # one per parameter: XLA inlines the threefry generator at every call site, and on CPU
@@ -132,6 +137,9 @@ class SimCLRAugmentation(keras.layers.Layer):
             affine colour map and clipped once, with the hue shift done as a rotation about
             the grey axis (~10x cheaper on CPU). ``True``: the reference behaviour -- the 4
             ops applied one after another, clipped after each, hue shifted in HSV space.
+        contrast_mean: what contrast scales the distance from: ``"channel"`` (default; each
+            channel's mean, as SimCLR's TensorFlow code) or ``"gray"`` (the image's mean grey
+            level, as torchvision's ``ColorJitter``, which lightly's ``SimCLRTransform`` uses).
         seed: int seed of the layer's :class:`keras.random.SeedGenerator` (``None``: random).
 
     Example:
@@ -145,7 +153,7 @@ class SimCLRAugmentation(keras.layers.Layer):
     def __init__(self, image_size=32, version="v1", strength=1.0, crop_scale=(0.08, 1.0),
                  crop_ratio=(3.0 / 4.0, 4.0 / 3.0), flip=True, jitter_prob=0.8,
                  grayscale_prob=0.2, blur_prob=None, solarize_prob=None, exact_color_jitter=False,
-                 seed=None, **kwargs):
+                 contrast_mean="channel", seed=None, **kwargs):
         kwargs.setdefault("dtype", "float32")
         super().__init__(**kwargs)
         if (isinstance(image_size, bool) or not isinstance(image_size, int) or image_size < 8):
@@ -193,6 +201,10 @@ class SimCLRAugmentation(keras.layers.Layer):
         self.solarize_prob = tuple(_check_probability(p, "solarize_prob")
                                    for p in solarize_prob)
         self.exact_color_jitter = bool(exact_color_jitter)
+        if contrast_mean not in CONTRAST_MEANS:
+            raise ValueError(f"contrast_mean must be one of {list(CONTRAST_MEANS)}, "
+                             f"got {contrast_mean!r}")
+        self.contrast_mean = contrast_mean
         self.seed = seed
         # A layer attribute: its state is one of the layer's non-trainable variables, so
         # a compiled step (Keras's JAX trainer, ``stateless_call``) threads it through.
@@ -294,7 +306,10 @@ class SimCLRAugmentation(keras.layers.Layer):
                 cands.append((mat, shift + fb[:, None]))
             else:
                 cands.append((col(fb) * mat, fb[:, None] * shift))
-            mu = ops.einsum("bij,bj->bi", mat, mu0) + shift
+            mu = ops.einsum("bij,bj->bi", mat, mu0) + shift                       # [B, 3]
+            if self.contrast_mean == "gray":  # the mean grey level, the same for R, G, B
+                mu = ops.sum(mu * gray_rows[0][None, :], axis=1, keepdims=True) * ops.ones(
+                    (1, 3), "float32")
             cands.append((col(fc) * mat, fc[:, None] * shift + (1.0 - fc)[:, None] * mu))
             cands.append((ops.matmul(sat, mat), ops.einsum("bij,bj->bi", sat, shift)))
             cands.append((ops.matmul(rot, mat), ops.einsum("bij,bj->bi", rot, shift)))
@@ -315,7 +330,8 @@ class SimCLRAugmentation(keras.layers.Layer):
             return _clip01(y + fb4 if additive else y * fb4)
 
         def contrast(y):
-            mean = ops.mean(y, axis=(1, 2), keepdims=True)
+            mean = ops.mean(_to_gray(y) if self.contrast_mean == "gray" else y, axis=(1, 2),
+                            keepdims=True)
             return _clip01((y - mean) * fc4 + mean)
 
         def saturation(y):
@@ -423,6 +439,7 @@ class SimCLRAugmentation(keras.layers.Layer):
             "flip": self.flip, "jitter_prob": self.jitter_prob,
             "grayscale_prob": self.grayscale_prob, "blur_prob": self.blur_prob,
             "solarize_prob": list(self.solarize_prob), "exact_color_jitter": self.exact_color_jitter,
+            "contrast_mean": self.contrast_mean,
             "seed": self.seed,
         })
         return config

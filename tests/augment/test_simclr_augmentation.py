@@ -237,3 +237,44 @@ def test_seed_generator_state_is_a_layer_variable():
     aug = simclr_augmentation(16, seed=0)
     assert any(v is aug.seed_generator.state for v in aug.non_trainable_variables)
     assert not aug.trainable_variables
+
+
+def _only_contrast_draw(batch, contrast_u, order=(1, 0, 2, 3)):
+    """A draw ``u`` whose jitter is contrast alone (brightness and saturation factor 1,
+    hue 0) with factor ``1 - b + 2 b * contrast_u``; the other ops' slots come after it."""
+    from keras_hardneg.augment.simclr import _DRAWS, _N_DRAWS
+
+    u = np.full((batch, _N_DRAWS), 0.5, "float32")
+    u[:, _DRAWS["contrast"]] = contrast_u
+    lo, hi = _DRAWS["order"]
+    u[:, lo:hi] = np.argsort(order)[None, :] / 4.0   # argsort of the keys -> ``order``
+    return u
+
+
+@pytest.mark.parametrize("exact", [False, True])
+@pytest.mark.parametrize("contrast_mean", ["channel", "gray"])
+def test_contrast_scales_distances_from_the_chosen_mean(exact, contrast_mean):
+    """Contrast alone against NumPy: ``clip((x - m) c + m)`` with ``m`` each channel's mean
+    (SimCLR's TF code) or the image's mean grey level (torchvision's ``adjust_contrast``)."""
+    aug = SimCLRAugmentation(image_size=8, version="v2", exact_color_jitter=exact,
+                             contrast_mean=contrast_mean, seed=0)
+    x = np.random.default_rng(3).uniform(0.2, 0.8, size=(2, 8, 8, 3)).astype("float32")
+    x[1, ..., 0] += 0.15                                    # a colour cast: means differ
+    u = _only_contrast_draw(2, np.array([0.1, 0.9], "float32"))
+    y = keras.ops.convert_to_numpy(aug._color_jitter(keras.ops.convert_to_tensor(x),
+                                                     keras.ops.convert_to_tensor(u)))
+    factor = 1 - 0.4 + 0.8 * np.array([0.1, 0.9])
+    if contrast_mean == "gray":
+        gray = x @ np.array([0.2989, 0.5870, 0.1140])
+        m = gray.mean(axis=(1, 2))[:, None, None, None]
+    else:
+        m = x.mean(axis=(1, 2), keepdims=True)
+    ref = np.clip((x - m) * factor[:, None, None, None] + m, 0, 1)
+    np.testing.assert_allclose(y, ref, atol=2e-5)
+
+
+def test_contrast_mean_is_checked_and_serialized():
+    aug = SimCLRAugmentation(image_size=8, contrast_mean="gray")
+    assert SimCLRAugmentation.from_config(aug.get_config()).contrast_mean == "gray"
+    with pytest.raises(ValueError, match="^contrast_mean must be one of"):
+        SimCLRAugmentation(image_size=8, contrast_mean="grey")

@@ -58,6 +58,7 @@ def test_changing_a_section_name_starts_it_from_that_components_defaults():
     ({"framework": {"batch_norm_views": "separate"}}, "framework.batch_norm_views"),
     ({"framework": {"head_init": "he"}}, "framework.head_init"),
     ({"augmentation": {"exact_color_jitter": 1}}, "augmentation.exact_color_jitter"),
+    ({"augmentation": {"contrast_mean": "mean"}}, "augmentation.contrast_mean"),
 ])
 def test_bad_recipes_name_the_key(given, match):
     with pytest.raises(RecipeError, match=match):
@@ -174,10 +175,12 @@ def test_recipe_says_every_torch_alignment_option():
                     "padding": "symmetric"},
         "framework": {"name": "simclr", "head_init": "torch_linear",
                       "batch_norm_views": "per_view"},
-        "augmentation": {"name": "simclr", "exact_color_jitter": True}})
+        "augmentation": {"name": "simclr", "exact_color_jitter": True,
+                         "contrast_mean": "gray"}})
     model = build_model(recipe, input_shape=(8, 8, 3), num_examples=16)
     assert (model.batch_norm_views, model.head_init) == ("per_view", "torch_linear")
     assert model.view_maker.augmentation.exact_color_jitter is True
+    assert model.view_maker.augmentation.contrast_mean == "gray"
     assert model.encoder.get_layer("stage2_block1_conv1").padding == "valid"
     init = model.encoder.get_layer("stem_conv").kernel_initializer.get_config()
     assert (init["mode"], init["distribution"]) == ("fan_out", "untruncated_normal")
