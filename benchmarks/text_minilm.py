@@ -61,7 +61,11 @@ LOSSES = ("nt_xent", "hard", "debiased", "ring", "unremix", "hard_tau0")
 #: reweighting without its debiasing (tau+ = 0): with tau+ 0.1 at SimCSE's temperature
 #: 0.05 the estimator is clamped at its floor from the first step (the debiased run logged
 #: ``clamp_fraction`` 1.0, loss ~1e-15), so the encoder barely moves.
-LOSS_VARIANTS = {"hard_tau0": ("hard", {"loss": {"tau_plus": 0.0, "beta": 1.0}})}
+LOSS_VARIANTS = {"hard_tau0": ("hard", {"loss": {"tau_plus": 0.0, "beta": 1.0}}),
+                 # The grid's hard and debiased cells ran at the losses' tau+ 0.1, the
+                 # default before `--preset` set tau_plus 0 (issue 33): given explicitly.
+                 "hard": ("hard", {"loss": {"tau_plus": 0.1}}),
+                 "debiased": ("debiased", {"loss": {"tau_plus": 0.1}})}
 #: Order of the grid, session 10: first seeds of every cell, then the extra cells (the
 #: un-clamped hard loss, BatchSampler with its first graph from the encoder), then seeds 1
 #: and 2, the debiased loss's last (clamped at its floor, it leaves the encoder at its

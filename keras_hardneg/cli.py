@@ -183,8 +183,8 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     for section in _COMPONENT_FLAGS:
         if getattr(args, section) is not None:
             given[section] = {"name": getattr(args, section)}
-    if getattr(args, "preset", None):  # --loss keeps SimCSE's temperature where it has one
-        _keep_preset_temperature(given)
+    if getattr(args, "preset", None):  # the loss's fine-tuning keys (t 0.05, tau_plus 0)
+        _preset_loss_defaults(given, getattr(args, "recipe", None))
     for section, key in _SECTION_FLAGS:
         if getattr(args, key) is not None:
             given.setdefault(section, {})[key] = getattr(args, key)
@@ -206,17 +206,40 @@ def _with_preset(given: dict[str, Any], args: argparse.Namespace) -> dict[str, A
     from keras_hardneg.encoders.pretrained_text import finetune_recipe
 
     keys = finetune_recipe(_preset_path(args.preset))
+    keys.pop("loss")  # per loss, below the recipe's and the flags' keys: _preset_loss_defaults
     keys["data"] = {**given.get("data", {}), **keys["data"]}
     return {**given, **keys}
 
 
-def _keep_preset_temperature(given: dict[str, Any]) -> None:
-    from keras_hardneg.encoders.pretrained_text import SIMCSE_FINETUNE
+def _preset_loss_defaults(given: dict[str, Any], recipe_path: str | None) -> None:
+    """``--preset``: the fine-tuning keys of the run's loss (``finetune_loss``: SimCSE's t
+    0.05, ``tau_plus`` 0 for a loss with a debiasing clamp, which otherwise holds a
+    pretrained start at its floor), for the keys neither a flag nor ``--recipe`` gives."""
+    from keras_hardneg.encoders.pretrained_text import finetune_loss
     from keras_hardneg.registry import LOSSES
 
-    loss = given.get("loss", {})
-    if loss.get("name") is not None and LOSSES.get(loss["name"]).accepts("temperature"):
-        loss.setdefault("temperature", SIMCSE_FINETUNE["loss"]["temperature"])
+    file_loss: Any = {}
+    if recipe_path:
+        try:
+            with open(recipe_path) as f:
+                file_loss = json.load(f).get("loss") or {}
+        except (OSError, ValueError, AttributeError):
+            file_loss = {}  # load_recipe reports what is wrong with the file
+    if isinstance(file_loss, str):
+        file_loss = {"name": file_loss}
+    if not isinstance(file_loss, dict):
+        file_loss = {}
+    loss = given.setdefault("loss", {})
+    name = loss.get("name") or file_loss.get("name") or "nt_xent"
+    if name not in LOSSES:
+        return  # load_recipe names the allowed losses
+    other = file_loss.get("name")
+    if other is not None and (other not in LOSSES
+                              or LOSSES.canonical(other) != LOSSES.canonical(name)):
+        file_loss = {}  # another loss's keys: dropped with its name
+    for key, value in finetune_loss(name).items():
+        if key not in file_loss:
+            loss.setdefault(key, value)
 
 
 def _recipe_from_args(args: argparse.Namespace) -> dict[str, Any]:
@@ -239,7 +262,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     from keras_hardneg import run
 
     recipe = _recipe_from_args(args)
-    output = _output_folder(args.output or os.path.join("runs", recipe["name"]))
+    output = _output_folder(args.output or os.path.join("runs", recipe["name"]), create=False)
     print(f"keras-hardneg train: {recipe['framework']['name']} + {recipe['loss']['name']} on "
           f"{recipe['data']['name']}{_image_size_note(recipe)}, {recipe['epochs']} epochs -> "
           f"{output}", flush=True)
@@ -252,7 +275,8 @@ def cmd_train(args: argparse.Namespace) -> int:
                            export=not args.no_export, distribution=args.distribution)
     except (BackupError, run.RecipeError) as e:  # the API's words -> the flags
         raise CliError(str(e).replace("resume=False", "--no-resume")
-                       .replace("choose another output folder", "another --output")) from None
+                       .replace("choose another output folder", "another --output")
+                       .replace("give another output folder", "give another --output")) from None
     if "worker" in result:  # a multi-worker run's other workers: the chief reports
         print(f"keras-hardneg train: worker {result['worker']} done ({result['epochs_run']} "
               f"epochs); the chief wrote {output}")
@@ -297,12 +321,13 @@ def _image_size_note(recipe: dict[str, Any]) -> str:
         " (images at their own size)"
 
 
-def _output_folder(path: str, flag: str = "--output") -> str:
-    """``path`` made absolute, checked writable (a file or a read-only place: one line)."""
+def _output_folder(path: str, flag: str = "--output", create: bool = True) -> str:
+    """``path`` made absolute, checked writable (a file or a read-only place: one line);
+    ``create=False`` leaves a missing folder to the command (``train`` makes it)."""
     from keras_hardneg.run.resume import OutputDirError, check_output_dir
 
     try:
-        return check_output_dir(path, flag)
+        return check_output_dir(path, flag, create=create)
     except OutputDirError as e:
         raise CliError(str(e)) from None
 
@@ -532,7 +557,16 @@ def cmd_zoo(args: argparse.Namespace) -> int:
                 return 0
             meta, results = info["preset"], info["results"] or {}
             rows = [("path", info["path"]), ("modality", meta["modality"]),
-                    ("input", meta["input"]), ("features", meta["output_dim"]),
+                    ("input", meta["input"])]
+            from keras_hardneg.export.preset import image_contract, uses_keras_hub
+
+            contract = image_contract(meta["path"]) if meta.get("path") else None
+            if contract:
+                rows.append(("images", contract))
+            if meta.get("path") and uses_keras_hub(meta["path"]):
+                rows.append(("needs", "keras-hub (the [pretrained] extra); keras-hub imports "
+                                      "TensorFlow when it is installed, also under JAX"))
+            rows += [("features", meta["output_dim"]),
                     ("parameters", f"{meta['parameter_count']:,}"),
                     ("weights", meta["weights_dtype"])]
             rows += _figure_rows(results, info.get("recipe"))
@@ -554,6 +588,9 @@ def cmd_zoo(args: argparse.Namespace) -> int:
                 ("index record", f"{os.path.join(out, 'zoo_record.json')} (an entry new to "
                                  "the zoo also needs it in keras_hardneg/zoo_index.json)")])
             return 0
+        if os.path.lexists(args.directory) and not args.overwrite:
+            raise CliError(f"zoo export: {os.path.abspath(args.directory)} already exists; "
+                           "pass --overwrite to replace it (an export of keras-hardneg only).")
         out = zoo.export(args.name, args.directory, overwrite=args.overwrite)
     except (zoo.ZooError, zoo.PresetError, FileExistsError) as e:
         raise CliError(str(e)) from None

@@ -50,7 +50,8 @@ from keras_hardneg._keras_hub import fetch_preset_files, is_preset_name
 from keras_hardneg._io import atomic_write_json
 
 __all__ = ["SentenceTokenizer", "load_tokenizer", "pretrained_tokenizer", "train_tokenizer",
-           "wordllama_available", "wordllama_start"]
+           "wordllama_available", "wordllama_start", "tokenizer_data", "write_tokenizer_assets",
+           "TOKENIZER_SETTINGS"]
 
 _FORMAT = "keras_hardneg.SentenceTokenizer"
 _VERSION = 1
@@ -227,20 +228,76 @@ class SentenceTokenizer:
         return path
 
 
+#: The file beside a Hugging Face ``tokenizer.json`` that holds what a
+#: :class:`SentenceTokenizer` adds to it (``cls_token``, ``id_offset``, ``sep_token``,
+#: ``kind``): the layout of a preset's or an export's ``assets/`` (:func:`write_tokenizer_assets`).
+TOKENIZER_SETTINGS = "keras_hardneg_tokenizer.json"
+#: The standard name of the Hugging Face ``tokenizers`` file.
+HF_TOKENIZER = "tokenizer.json"
+
+
+def _read_json(path: str, what: str = "tokenizer file") -> Any:
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, json.JSONDecodeError) as err:
+        raise ValueError(f"{what} {path!r} is not readable JSON: {err}.") from err
+
+
+def tokenizer_data(path: str | os.PathLike) -> dict:
+    """What :meth:`SentenceTokenizer.to_dict` gives, read from either layout: one file saved
+    by :meth:`SentenceTokenizer.save`, or a Hugging Face ``tokenizer.json`` with
+    :data:`TOKENIZER_SETTINGS` beside it. JSON only (no ``tokenizers`` package needed).
+
+    Raises:
+        ValueError: ``path`` is missing, or is neither layout (naming what is missing).
+    """
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise ValueError(f"tokenizer file {path!r} does not exist.")
+    data = _read_json(path)
+    if isinstance(data, dict) and data.get("format") == _FORMAT:
+        return data
+    settings = os.path.join(os.path.dirname(os.path.abspath(path)), TOKENIZER_SETTINGS)
+    if not os.path.isfile(settings):
+        raise ValueError(f"tokenizer file {path!r} is not a saved SentenceTokenizer, and no "
+                         f"{TOKENIZER_SETTINGS} lies beside it (a Hugging Face checkpoint's "
+                         "tokenizer: keras_hardneg.data.pretrained_tokenizer(folder)).")
+    extra = _read_json(settings, "tokenizer settings")
+    if not isinstance(extra, dict) or extra.get("format") != _FORMAT:
+        raise ValueError(f"tokenizer settings {settings!r}: not a SentenceTokenizer's "
+                         f"(expected format {_FORMAT!r}).")
+    return {**{k: v for k, v in extra.items() if k != "tokenizer_file"}, "tokenizer": data}
+
+
+def write_tokenizer_assets(path: str | os.PathLike, folder: str | os.PathLike) -> list[str]:
+    """Writes the tokenizer saved at ``path`` (either layout, see :func:`tokenizer_data`)
+    into ``folder`` as the standard Hugging Face ``tokenizer.json``
+    (``tokenizers.Tokenizer.from_file`` and other tools read it) and
+    :data:`TOKENIZER_SETTINGS` beside it; returns the two file names. JSON only.
+
+    Example: ``write_tokenizer_assets("run/tokenizer.json", "preset/assets")``.
+    """
+    data = dict(tokenizer_data(path))
+    folder = os.fspath(folder)
+    os.makedirs(folder, exist_ok=True)
+    hf = data.pop("tokenizer")
+    atomic_write_json(os.path.join(folder, HF_TOKENIZER), hf)
+    atomic_write_json(os.path.join(folder, TOKENIZER_SETTINGS),
+                      {**data, "tokenizer_file": HF_TOKENIZER}, indent=1)
+    return [HF_TOKENIZER, TOKENIZER_SETTINGS]
+
+
 def load_tokenizer(path: str | os.PathLike) -> SentenceTokenizer:
-    """The :class:`SentenceTokenizer` saved at ``path`` by :meth:`SentenceTokenizer.save`.
+    """The :class:`SentenceTokenizer` saved at ``path``: a file written by
+    :meth:`SentenceTokenizer.save`, or a preset's / an export's ``assets/tokenizer.json``
+    (the Hugging Face file, with :data:`TOKENIZER_SETTINGS` beside it).
 
     Raises:
         ValueError: ``path`` is missing or is not a saved tokenizer.
     """
     path = os.fspath(path)
-    if not os.path.isfile(path):
-        raise ValueError(f"tokenizer file {path!r} does not exist.")
-    try:
-        with open(path) as f:
-            data = json.load(f)
-    except (OSError, json.JSONDecodeError) as err:
-        raise ValueError(f"tokenizer file {path!r} is not readable JSON: {err}.") from err
+    data = tokenizer_data(path)
     try:
         return SentenceTokenizer.from_dict(data)
     except ValueError as err:

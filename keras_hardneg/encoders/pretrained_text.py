@@ -56,7 +56,7 @@ from keras_hardneg.encoders.text_transformer import POOLINGS, MaskedPooling
 from keras_hardneg.registry import ENCODERS, Param
 
 __all__ = ["BertInputs", "BertTokenStates", "SIMCSE_FINETUNE", "SUPPORTED_MODEL_TYPES", "check_preset",
-           "finetune_recipe", "keras_hub_available",
+           "FINETUNE_LOSS_DEFAULTS", "finetune_loss", "finetune_recipe", "keras_hub_available",
            "pretrained_text", "write_tiny_bert"]
 
 #: ``model_type`` values of ``config.json`` this encoder loads (keras-hub's BertBackbone).
@@ -364,21 +364,54 @@ SIMCSE_FINETUNE: dict[str, Any] = {
     "batch_size": 64,
 }
 
+#: Loss keys of a fine-tuning run from a pretrained checkpoint, for the losses that take
+#: them: SimCSE's temperature, and ``tau_plus`` 0 for the losses with a debiasing clamp
+#: (debiased, hard, UnReMix). At t 0.05 a debiased estimator sits at its floor
+#: ``N e^(-1/t)`` (no gradient) for every anchor whose positive beats its negatives by more
+#: than ``t ln(1/tau_plus)`` (0.115 at tau_plus 0.1; still 0.46 at 1e-4); a pretrained
+#: sentence encoder starts far beyond that (all-MiniLM-L6-v2: positives ~0.92, negatives
+#: ~0.35), so any tau_plus above ~1e-5 leaves it unmoved (docs/notes/pretrained_text.md).
+#: With tau_plus 0 the clamp cannot bind: ``hard`` is HCL's reweighting (beta) alone, and
+#: ``debiased`` reduces to NT-Xent. Keys a recipe or flag gives win.
+FINETUNE_LOSS_DEFAULTS: dict[str, Any] = {"temperature": 0.05, "tau_plus": 0.0}
 
-def finetune_recipe(preset: str, pooling: str = "mean") -> dict[str, Any]:
+
+def finetune_loss(name: str) -> dict[str, Any]:
+    """The keys of :data:`FINETUNE_LOSS_DEFAULTS` that loss ``name`` takes (its other keys
+    keep the loss's defaults).
+
+    Example:
+    >>> finetune_loss("hard")
+    {'temperature': 0.05, 'tau_plus': 0.0}
+    >>> finetune_loss("nt_xent")
+    {'temperature': 0.05}
+    """
+    from keras_hardneg.registry import LOSSES
+
+    entry = LOSSES.get(name)
+    return {k: v for k, v in FINETUNE_LOSS_DEFAULTS.items() if entry.accepts(k)}
+
+
+def finetune_recipe(preset: str, pooling: str = "mean",
+                    loss: str | None = None) -> dict[str, Any]:
     """The recipe keys that make ``preset`` the encoder (and its tokenizer the data's) of
     an unsupervised SimCSE run (:data:`SIMCSE_FINETUNE`); merge them over a text recipe
     (``keras_hardneg.run.load_recipe(overrides=...)``). ``preset`` is made absolute when it
-    is a folder.
+    is a folder. ``loss`` names another loss than the text recipe's NT-Xent, with its
+    fine-tuning keys (:func:`finetune_loss`: t 0.05, ``tau_plus`` 0 where it has one).
 
     Example:
     >>> finetune_recipe("/ckpt")["encoder"]
     {'name': 'pretrained_bert', 'preset': '/ckpt', 'pooling': 'mean'}
+    >>> finetune_recipe("/ckpt", loss="hard")["loss"]
+    {'name': 'hard', 'temperature': 0.05, 'tau_plus': 0.0}
     """
     if os.path.isdir(os.fspath(preset)):
         preset = os.path.abspath(os.fspath(preset))
     out = {key: (dict(value) if isinstance(value, dict) else value)
            for key, value in SIMCSE_FINETUNE.items()}
+    if loss is not None:
+        out["loss"] = {"name": loss, **finetune_loss(loss)}
     out["encoder"] = {"name": "pretrained_bert", "preset": preset, "pooling": pooling}
     out["data"] = {"tokenizer": preset}
     return out

@@ -16,7 +16,12 @@ file                          what it holds
                               graph feature width or token length), ``output_dim``,
                               ``weights_dtype``, ``parameter_count``, file SHA-256s
 ``model_card.json``           the :class:`~keras_hardneg.export.ModelCard` (optional)
-``assets/tokenizer.json``     a text encoder's tokenizer (``tokenizers`` JSON)
+``assets/tokenizer.json``     a text encoder's tokenizer: the Hugging Face ``tokenizers``
+                              file (``tokenizers.Tokenizer.from_file`` reads it), and
+                              ``assets/keras_hardneg_tokenizer.json`` beside it
+                              (``[CLS]``/``[SEP]``, id offset: read with
+                              ``keras_hardneg.data.load_tokenizer(".../tokenizer.json")``;
+                              presets written before hold one file of both there)
 ============================  =========================================================
 
 Inputs and outputs are those of the encoder: images ``[B, H, W, 3]`` float32 in ``[0, 1]``
@@ -53,7 +58,8 @@ import keras
 import numpy as np
 
 __all__ = ["PRESET_FORMAT", "PresetError", "save_preset", "load_preset", "read_preset_metadata",
-           "find_preset", "is_preset", "example_input"]
+           "find_preset", "is_preset", "example_input", "image_contract",
+           "uses_keras_hub"]
 
 PRESET_FORMAT = "keras_hardneg.preset/1"
 CONFIG_FILE = "config.json"
@@ -215,15 +221,32 @@ def save_preset(encoder: keras.Model, preset_dir: str, *, modality: str = "image
         rounding = _to_float16(weights) if weights_dtype == "float16" else 0.0
         files = {CONFIG_FILE: _sha256(os.path.join(tmp, CONFIG_FILE)),
                  WEIGHTS_FILE: _sha256(weights)}
+        written = []
         for name, source in (assets or {}).items():
             os.makedirs(os.path.join(tmp, ASSETS_DIR), exist_ok=True)
-            shutil.copyfile(source, os.path.join(tmp, ASSETS_DIR, name))
-            files[f"{ASSETS_DIR}/{name}"] = _sha256(os.path.join(tmp, ASSETS_DIR, name))
+            names = None
+            if name == TOKENIZER_ASSET:
+                # A saved SentenceTokenizer (either layout): the Hugging Face file under its
+                # standard name, keras-hardneg's settings beside it. Another file is copied.
+                from keras_hardneg.data.tokenizer import tokenizer_data, write_tokenizer_assets
+
+                try:
+                    tokenizer_data(source)
+                    names = write_tokenizer_assets(source, os.path.join(tmp, ASSETS_DIR))
+                except ValueError:
+                    names = None
+            if names is None:
+                shutil.copyfile(source, os.path.join(tmp, ASSETS_DIR, name))
+                names = [name]
+            for written_name in names:
+                files[f"{ASSETS_DIR}/{written_name}"] = _sha256(
+                    os.path.join(tmp, ASSETS_DIR, written_name))
+            written += names
         if model_card is not None:
             card = model_card.to_dict() if hasattr(model_card, "to_dict") else dict(model_card)
             # What the preset itself knows and the card may not: its assets, its text length.
-            if assets and not card.get("assets"):
-                card["assets"] = sorted(assets)
+            if written:
+                card["assets"] = sorted(written)
             if modality == "text" and card.get("max_length") is None and \
                     spec.get("max_length"):
                 card["max_length"] = int(spec["max_length"])
@@ -320,6 +343,42 @@ def load_preset(path: str, *, trainable: bool = True, verify: bool = True) -> ke
     model.trainable = bool(trainable)
     model.preset_metadata = meta
     return model
+
+
+def image_contract(path: str) -> str | None:
+    """What images the image encoder of the preset of ``path`` takes, in one sentence
+    (:func:`keras_hardneg.encoders.normalization.input_contract` of its
+    ``ImageNormalization``'s ``input_range``; a config saved before the option reads as
+    ``"auto"``), read from ``config.json`` without building the model. ``None`` for a graph
+    or text preset, or an encoder without that layer."""
+    from keras_hardneg.encoders.normalization import input_contract
+
+    meta = read_preset_metadata(path)
+    if meta.get("modality", "image") != "image":
+        return None
+    with open(os.path.join(meta["path"], CONFIG_FILE)) as f:
+        config = json.load(f)
+    todo = [config]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, dict):
+            if node.get("class_name") == "ImageNormalization" and isinstance(
+                    node.get("config"), dict):
+                return input_contract(node["config"].get("input_range", "auto"))
+            todo.extend(node.values())
+        elif isinstance(node, list):
+            todo.extend(node)
+    return None
+
+
+def uses_keras_hub(path: str) -> bool:
+    """Whether the encoder of the preset of ``path`` is built from keras-hub classes (a
+    pretrained BERT): loading it imports keras-hub, which imports TensorFlow whenever
+    TensorFlow is installed, also under ``KERAS_BACKEND=jax`` (keras-hub's own import;
+    the encoder then runs on JAX all the same)."""
+    meta = read_preset_metadata(path)
+    with open(os.path.join(meta["path"], CONFIG_FILE)) as f:
+        return '"keras_hub' in f.read()
 
 
 def example_input(modality: str, input_spec: dict[str, Any], *, seed: int = 0) -> Any:

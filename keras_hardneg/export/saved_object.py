@@ -5,7 +5,9 @@
 ``call_training`` endpoints, and ``assets`` (``{file name: tf.saved_model.Asset}``,
 possibly empty). ``inputs`` is, per modality (see ``keras_hardneg.export.signatures``):
 
-- image: ``images`` float32 ``[B, H, W, 3]`` in [0, 1];
+- image: ``images`` float32 ``[B, H, W, 3]`` in [0, 1] (``__call__`` also takes uint8
+  0-255 pixels, divided by 255; a keras-hardneg encoder also reads float 0-255 pixels,
+  see ``keras_hardneg.encoders.normalization``);
 - text: ``token_ids`` int32 ``[B, L]``;
 - graph: a dict of the six graph-batch tensors (``nodes``, ``edges``, ``node_graph``,
   ``node_mask``, ``edge_mask``, ``graph_mask``), ``B`` = length of ``graph_mask``.
@@ -56,6 +58,9 @@ class ReusableEncoder(tf.__internal__.tracking.AutoTrackable):
         # closure below), so the SavedModel holds plain TF objects only.
 
         def body(inputs, training):
+            if isinstance(inputs, tf.Tensor) and inputs.dtype == tf.uint8:
+                # uint8 images are 0-255 pixels: [0, 1] as the export's contract says.
+                inputs = tf.cast(inputs, tf.float32) / 255.0
             # No-op casts for exact matches; the traced signatures fix the dtypes.
             inputs = tf.nest.map_structure(lambda x, s: tf.cast(x, s.dtype), inputs,
                                            input_spec)
@@ -70,6 +75,10 @@ class ReusableEncoder(tf.__internal__.tracking.AutoTrackable):
         # Trace both modes now, so the SavedModel holds exactly these two.
         infer = self.__call__.get_concrete_function(input_spec, training=False)
         train = self.__call__.get_concrete_function(input_spec, training=True)
+        if arg == SERVING_INPUT:  # images: uint8 pixels too (obj(uint8_images))
+            pixels = tf.TensorSpec(input_spec.shape, tf.uint8, name=input_spec.name)
+            self.__call__.get_concrete_function(pixels, training=False)
+            self.__call__.get_concrete_function(pixels, training=True)
 
         # The endpoints call these concrete functions (calling the tf.function again
         # would trace a third graph when the argument's placeholder names differ).

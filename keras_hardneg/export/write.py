@@ -4,7 +4,6 @@ SavedModel plus model card (and assets), written atomically."""
 from __future__ import annotations
 
 import datetime
-import json
 import os
 import shutil
 import uuid
@@ -20,7 +19,9 @@ import tensorflow as tf  # noqa: E402  (after the backend check)
 
 from keras_hardneg._io import atomic_replace_dir, fsync_tree
 from keras_hardneg.export.inspection import find_device_strings
+from keras_hardneg.encoders.normalization import INPUT_RANGES, input_contract
 from keras_hardneg.export.model_card import (
+    _IMAGE_PREPROCESSING,
     _PREPROCESSING,
     MODEL_CARD_JSON,
     MODEL_CARD_MD,
@@ -36,6 +37,11 @@ from keras_hardneg.export.signatures import (
 )
 
 __all__ = ["export_encoder", "check_replaceable"]
+
+#: A card's image preprocessing texts that the export may replace by what the encoder's
+#: normalization accepts (the default, and the texts of each input range).
+_IMAGE_PREPROCESSING_TEXTS = (_IMAGE_PREPROCESSING,
+                              *(input_contract(r) for r in INPUT_RANGES))
 
 # What an exported encoder's folder holds: TensorFlow's SavedModel files, the model card,
 # and the Keras preset a run writes beside them (``preset/``).
@@ -152,9 +158,15 @@ def _stage_assets(assets, staging_dir):
         path = os.fspath(path)
         if not os.path.isfile(path):
             raise FileNotFoundError(f"export_encoder: assets[{name!r}]: no such file {path}")
+        os.makedirs(staging_dir, exist_ok=True)
         if name == TOKENIZER_ASSET:
             _check_tokenizer_file(path)
-        os.makedirs(staging_dir, exist_ok=True)
+            # The Hugging Face file under its standard name, our settings beside it.
+            from keras_hardneg.data.tokenizer import write_tokenizer_assets
+
+            for written in write_tokenizer_assets(path, staging_dir):
+                staged[written] = os.path.join(staging_dir, written)
+            continue
         staged[name] = os.path.join(staging_dir, name)
         shutil.copyfile(path, staged[name])
     return staged
@@ -163,17 +175,16 @@ def _stage_assets(assets, staging_dir):
 def _check_tokenizer_file(path):
     """A text export's tokenizer must be a saved ``keras_hardneg.data.SentenceTokenizer``
     (loaded here when the ``tokenizers`` package is installed, so a bad file fails early)."""
+    from keras_hardneg.data.tokenizer import TOKENIZER_SETTINGS, tokenizer_data
+
     try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        tokenizer_data(path)
+    except ValueError as e:
         raise ValueError(f"export_encoder: assets[{TOKENIZER_ASSET!r}] = {path} is not a "
-                         f"JSON file ({e})") from None
-    if not isinstance(data, dict) or not str(data.get("format", "")).startswith(
-            "keras_hardneg.SentenceTokenizer"):
-        raise ValueError(f"export_encoder: assets[{TOKENIZER_ASSET!r}] = {path} is not a "
-                         "saved keras_hardneg SentenceTokenizer (SentenceTokenizer.save); "
-                         "embed_sentences could not encode strings as in training")
+                         "saved keras_hardneg SentenceTokenizer (SentenceTokenizer.save, or a "
+                         f"Hugging Face tokenizer.json with {TOKENIZER_SETTINGS} beside it); "
+                         f"embed_sentences could not encode strings as in training ({e})"
+                         ) from None
     try:
         import tokenizers  # noqa: F401
     except ImportError:
@@ -183,7 +194,19 @@ def _check_tokenizer_file(path):
     load_tokenizer(path)  # ValueError naming the file if it does not load
 
 
-def _make_card(model_card, modality, signature, output_dim, asset_names):
+def _image_contract(encoder):
+    """What images ``encoder`` takes, in one sentence, when it normalizes them itself (an
+    :class:`~keras_hardneg.encoders.ImageNormalization` layer, every keras-hardneg image
+    encoder); ``None`` for another model (its card keeps the [0, 1] text)."""
+    from keras_hardneg.encoders.normalization import ImageNormalization, input_contract
+
+    for layer in encoder._flatten_layers(include_self=False):
+        if isinstance(layer, ImageNormalization):
+            return input_contract(layer.input_range)
+    return None
+
+
+def _make_card(model_card, modality, signature, output_dim, asset_names, contract=None):
     if model_card is None:
         card = ModelCard(modality=modality)
     elif isinstance(model_card, ModelCard):
@@ -207,6 +230,8 @@ def _make_card(model_card, modality, signature, output_dim, asset_names):
             raise ValueError(f"export_encoder: model_card.input_shape={card.input_shape} but "
                              f"the exported input shape is {input_shape}")
         card.input_shape = tuple(input_shape)
+        if contract is not None and card.preprocessing in _IMAGE_PREPROCESSING_TEXTS:
+            card.preprocessing = contract  # what the encoder's normalization accepts
     else:
         json_signature = signature_to_json(signature)
         if card.input_signature is not None and card.input_signature != json_signature:
@@ -229,6 +254,11 @@ def _make_card(model_card, modality, signature, output_dim, asset_names):
         if (TOKENIZER_ASSET not in asset_names
                 and card.preprocessing == _PREPROCESSING["text"]):
             card.preprocessing = TEXT_PREPROCESSING_NO_TOKENIZER
+    from keras_hardneg.data.tokenizer import TOKENIZER_SETTINGS
+
+    if card.assets and TOKENIZER_SETTINGS in asset_names and \
+            TOKENIZER_SETTINGS not in card.assets:
+        card.assets = [*card.assets, TOKENIZER_SETTINGS]  # a card of the one-file layout
     if card.assets and sorted(card.assets) != sorted(asset_names):
         raise ValueError(f"export_encoder: model_card.assets={card.assets} but the export "
                          f"ships {sorted(asset_names)}")
@@ -297,7 +327,9 @@ def export_encoder(encoder, export_dir, *, input_shape=None, input_signature=Non
         assets: ``{file name: path}`` of files copied into ``export_dir/assets/`` (and
             tracked as ``tf.saved_model.Asset``, reachable as ``obj.assets[name]`` after
             ``tf.saved_model.load``). A text encoder's tokenizer goes in as
-            ``{"tokenizer.json": path}`` (a ``tokenizers`` JSON file), which
+            ``{"tokenizer.json": path}`` (a saved ``SentenceTokenizer``, either layout),
+            written as the Hugging Face ``assets/tokenizer.json`` with
+            ``assets/keras_hardneg_tokenizer.json`` beside it, which
             :meth:`SavedModelEncoder.embed_sentences` uses.
         model_card: :class:`ModelCard`, dict of its fields, or ``None``. Its
             ``modality`` must match the input (a dict or ``None`` gets it filled in).
@@ -363,7 +395,8 @@ def export_encoder(encoder, export_dir, *, input_shape=None, input_signature=Non
         if declared is not None and declared != out_shape[1]:
             raise ValueError(f"export_encoder: encoder.output_shape says F={declared} but "
                              f"the traced encoder outputs {out_shape}")
-        card = _make_card(model_card, modality, signature, int(out_shape[1]), list(staged))
+        card = _make_card(model_card, modality, signature, int(out_shape[1]), list(staged),
+                          contract=_image_contract(encoder) if modality == "image" else None)
 
         options = tf.saved_model.SaveOptions(
             experimental_io_device=None,
