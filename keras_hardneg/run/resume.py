@@ -7,6 +7,13 @@
 * :func:`check_resume`: a rerun into a run directory must train the recipe stored there;
   a different one is refused naming the keys that differ and the way out, before any file
   of the earlier run is touched.
+* :func:`check_own_files`: ``train`` never replaces a file it did not write. A folder is a
+  run of this package when it holds :data:`RUN_MARKER` (written before anything else) or,
+  from versions before the marker, ``recipe.json`` beside ``backup/``; in any other folder
+  a file or folder of the names a run writes (:data:`RUN_FILES`) is the user's and is
+  refused in one line naming it and the way out.
+* :func:`remove_new_files`: what a ``train`` that failed before its first committed epoch
+  had created is removed again (the folder is left as it was found).
 """
 
 from __future__ import annotations
@@ -19,7 +26,15 @@ from typing import Any
 from keras_hardneg.registry import ConfigError
 
 __all__ = ["OutputDirError", "check_output_dir", "stored_run", "recipe_differences",
-           "check_resume"]
+           "check_resume", "RUN_MARKER", "RUN_FILES", "is_own_run", "check_own_files",
+           "mark_run", "remove_new_files"]
+
+#: The file ``train`` writes first into its output folder: the folder's run is this
+#: package's (its other files may be replaced by a rerun).
+RUN_MARKER = ".keras-hardneg-run.json"
+#: What ``train`` writes into a run directory (besides :data:`RUN_MARKER`).
+RUN_FILES = ("recipe.json", "backup", "baseline.json", "history.json", "history.png",
+             "results.json", "encoder", "preset", "tokenizer.json")
 
 
 class OutputDirError(ConfigError):
@@ -148,3 +163,83 @@ def _get(recipe: dict[str, Any], dotted: str) -> Any:
     for part in dotted.split("."):
         value = value.get(part) if isinstance(value, dict) else None
     return value
+
+
+def is_own_run(output_dir: str) -> bool:
+    """Whether ``output_dir`` holds a run this package wrote: :data:`RUN_MARKER`, or (runs
+    of versions before the marker) ``recipe.json`` beside ``backup/``."""
+    return os.path.isfile(os.path.join(output_dir, RUN_MARKER)) or (
+        os.path.isfile(os.path.join(output_dir, "recipe.json"))
+        and os.path.isdir(os.path.join(output_dir, "backup")))
+
+
+def check_own_files(output_dir: str, recipe: dict[str, Any] | None = None) -> None:
+    """Refuses to train into a folder whose files of a run's names are not this package's.
+
+    Nothing is checked in a run directory of this package (:func:`is_own_run`) or a folder
+    that does not exist. Elsewhere every name of :data:`RUN_FILES` present there is the
+    user's; the one exception is a ``recipe.json`` equal to ``recipe`` (as saved), which
+    ``train`` leaves as it is.
+
+    Raises:
+        OutputDirError: one line naming the first such file and the way out.
+    """
+    if not os.path.isdir(output_dir) or is_own_run(output_dir):
+        return
+    for name in RUN_FILES:
+        path = os.path.join(output_dir, name)
+        if not os.path.lexists(path):
+            continue
+        if name == "recipe.json" and recipe is not None and _same_recipe(path, recipe):
+            continue
+        kind = "folder" if os.path.isdir(path) else "file"
+        raise OutputDirError(
+            f"{output_dir!r} holds the {kind} {name!r}, which keras-hardneg did not write "
+            f"(the folder holds no run of it); refusing to replace it: give another output "
+            f"folder, or move {name!r} out of it.")
+
+
+def _same_recipe(path: str, recipe: dict[str, Any]) -> bool:
+    try:
+        with open(path) as f:
+            return json.load(f) == json.loads(json.dumps(recipe, default=str))
+    except (OSError, ValueError):
+        return False
+
+
+def mark_run(output_dir: str) -> None:
+    """Writes :data:`RUN_MARKER` (if absent): the folder's run files are this package's."""
+    path = os.path.join(output_dir, RUN_MARKER)
+    if os.path.isfile(path):
+        return
+    from keras_hardneg import __version__
+    from keras_hardneg._io import atomic_write_json
+
+    atomic_write_json(path, {"format": "keras_hardneg.run/1", "written_by": "keras-hardneg "
+                             f"{__version__} train", "files": list(RUN_FILES)}, indent=1)
+
+
+def remove_new_files(output_dir: str, before: set[str] | None) -> None:
+    """After a ``train`` that failed before committing an epoch: removes what it created in
+    ``output_dir`` (entries of :data:`RUN_FILES` and :data:`RUN_MARKER` not in ``before``,
+    the listing taken before it started), and the folder itself if ``before`` is ``None``
+    (it did not exist) and it is empty now. Files that were there before stay."""
+    import shutil
+
+    if not os.path.isdir(output_dir):
+        return
+    for name in (*RUN_FILES, RUN_MARKER):
+        path = os.path.join(output_dir, name)
+        if (before is None or name not in before) and os.path.lexists(path):
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                try:
+                    os.remove(path)
+                except OSError:
+                    pass
+    if before is None:
+        try:
+            os.rmdir(output_dir)  # only if empty
+        except OSError:
+            pass

@@ -26,7 +26,8 @@ from keras_hardneg.run.modality import (MONITOR_TEST_LIMIT, MONITOR_TRAIN_LIMIT,
                                        TrainFeed, modality_of)
 from keras_hardneg.run.recipe import load_recipe, save_recipe
 from keras_hardneg.run.report import HISTORY_PLOT, ShortProgress, plot_history, resolve_verbose
-from keras_hardneg.run.resume import _committed_epoch, check_output_dir, check_resume
+from keras_hardneg.run.resume import (_committed_epoch, check_own_files, check_output_dir,
+                                      check_resume, mark_run, remove_new_files)
 
 __all__ = ["train", "MONITOR_TRAIN_LIMIT", "MONITOR_TEST_LIMIT"]
 
@@ -193,7 +194,13 @@ def train(recipe: Any, output_dir: str, *, resume: bool = True, verbose: Any = "
 
     Args:
         recipe: path or dict (see :func:`~keras_hardneg.run.load_recipe`).
-        output_dir: where everything goes (created).
+        output_dir: where everything goes (created). A folder that holds a file or folder
+            of the names a run writes (``results.json``, ``history.json``, ``recipe.json``,
+            ``preset/``, ...: :data:`~keras_hardneg.run.resume.RUN_FILES`) that this package
+            did not write is refused (``OutputDirError`` naming it) before anything is
+            written; ``.keras-hardneg-run.json``, written first, marks a folder's run as
+            this package's. A run that fails before its first committed epoch removes what
+            it created there.
         resume: continue from ``output_dir/backup`` if present.
         verbose: Keras progress bars (1), one line per epoch (2), silent (0) or
             ``"auto"``: 1 when stdout is a terminal, else 2 (no ``\r`` in log files).
@@ -237,7 +244,12 @@ def train(recipe: Any, output_dir: str, *, resume: bool = True, verbose: Any = "
     place = dist.place
     verbose = resolve_verbose(verbose)
     recipe = load_recipe(recipe)
-    # Before anything is written: a rerun must train the recipe stored there.
+    # Before anything is read or written: no file of the user's is replaced, and a rerun
+    # must train the recipe stored there.
+    before = None  # what the output folder held (None: it did not exist)
+    if place.is_chief:
+        check_own_files(output_dir, recipe)
+        before = set(os.listdir(output_dir)) if os.path.isdir(output_dir) else None
     stored = check_resume(recipe, output_dir, resume) if place.is_chief else None
     check_output_dir(output_dir)
     finished = _finished(stored, recipe, output_dir, export) if resume else None
@@ -246,11 +258,13 @@ def train(recipe: Any, output_dir: str, *, resume: bool = True, verbose: Any = "
             print(f"{output_dir}: the run is complete ({recipe['epochs']} epochs); nothing to "
                   "train (rerun with --no-resume to start over).", flush=True)
         return finished
-    if place.is_chief and (stored is None or stored["recipe"] != _as_json(recipe)):
-        save_recipe(recipe, os.path.join(output_dir, "recipe.json"))
     keras.config.set_dtype_policy(recipe["precision"])
     private = None  # a worker's own backup directory (not the chief's)
     try:
+        if place.is_chief:
+            mark_run(output_dir)
+            if stored is None or stored["recipe"] != _as_json(recipe):
+                save_recipe(recipe, os.path.join(output_dir, "recipe.json"))
         train_split, test_split, description = data if data is not None else load_data(recipe)
         x_train, y_train = train_split
         eval_train, eval_test = _evaluation_splits(modality_of(recipe), recipe, train_split,
@@ -367,6 +381,12 @@ def train(recipe: Any, output_dir: str, *, resume: bool = True, verbose: Any = "
                           {k: v for k, v in results.items() if k != "history"}, indent=1,
                           default=str)
         return results
+    except BaseException:
+        # A run that committed no epoch leaves the folder as it found it (a later one
+        # resumes from the backup, so that stays).
+        if place.is_chief and not _committed_epoch(os.path.join(output_dir, "backup")):
+            remove_new_files(output_dir, before)
+        raise
     finally:
         keras.config.set_dtype_policy("float32")
         if private is not None:
