@@ -25,11 +25,15 @@ def table(results: dict) -> str:
     for cell, r in sorted(results.items(), key=lambda kv: (group_of(kv[1]), kv[0])):
         knn = [f"{r['knn'][str(e)]:.3f}" if str(e) in r["knn"] else "" for e in epochs]
         seconds = statistics.mean(r["epoch_seconds"]) if r.get("epoch_seconds") else float("nan")
-        lines.append(f"| `{cell}` | " + " | ".join(knn) +
+        stopped = (f" (stopped after epoch {r['stopped_at_epoch']})" if r.get("partial")
+                   else "")
+        lines.append(f"| `{cell}`{stopped} | " + " | ".join(knn) +
                      f" | {r['loss'][-1]:.3f} | {seconds:.0f} |")
     lines += ["", "| group | seeds | kNN at the last epoch, mean ± sd |", "|---|---|---|"]
     groups: dict[str, list[float]] = {}
     for r in results.values():
+        if r.get("partial"):
+            continue                                   # no last epoch to compare
         last = max(r["knn"], key=int)
         groups.setdefault(group_of(r), []).append(r["knn"][last])
     for name, values in sorted(groups.items()):
@@ -50,7 +54,8 @@ def plot(results: dict, path: str) -> None:
         g = group_of(r)
         colour = colours.setdefault(g, f"C{len(colours)}")
         xs = sorted(int(e) for e in r["knn"])
-        ax.plot(xs, [r["knn"][str(e)] for e in xs], "o-", color=colour,
+        ax.plot(xs, [r["knn"][str(e)] for e in xs], "o--" if r.get("partial") else "o-",
+                color=colour,
                 label=g if g not in ax.get_legend_handles_labels()[1] else None)
     ax.set_xlabel("epoch")
     ax.set_ylabel("kNN accuracy (k 200, t 0.1; 10k bank, 2k test)")

@@ -100,6 +100,28 @@ def score(args) -> None:
         print(_finish(cell, result, args.results), flush=True)
 
 
+def salvage(args) -> None:
+    """A Keras cell stopped before its last epoch (killed to free its core): its curve so far,
+    read from the per-epoch lines of its log, kept as a result marked ``partial``."""
+    import re
+
+    line = re.compile(r"^epoch (\d+): loss ([\d.]+), ([\d.]+) s(?:, kNN ([\d.]+))?$")
+    for cell, log_path in zip(args.cells[::2], args.cells[1::2]):
+        if parse_cell(cell)["side"] != "keras":
+            raise SystemExit(f"{cell}: only Keras cells are salvaged from a log")
+        result = {**parse_cell(cell), "side": "keras-hardneg", "partial": True, "loss": [],
+                  "epoch_seconds": [], "knn": {}, "log": os.path.relpath(log_path, ROOT)}
+        with open(log_path) as f:
+            for m in filter(None, map(line.match, f.read().splitlines())):
+                result["loss"].append(float(m.group(2)))
+                result["epoch_seconds"].append(float(m.group(3)))
+                if m.group(4):
+                    result["knn"][m.group(1)] = float(m.group(4))
+        result["stopped_at_epoch"] = len(result["loss"])
+        result.update(cell=cell, machine=platform.platform(), command=args.command_line)
+        print(_finish(cell, result, args.results), flush=True)
+
+
 def run_cell(cell: str, core: int, args) -> str:
     spec = parse_cell(cell)
     log_path = os.path.join(TMP, "logs", cell.replace(":", "-") + ".log")
@@ -182,6 +204,10 @@ def main() -> None:
     s.add_argument("--data", default=DATA)
     s.add_argument("--results", default=RESULTS)
     s.add_argument("--command-line", default="", help="the training command, for the record")
+    v = sub.add_parser("salvage", help="keep the curve of a stopped Keras cell from its log")
+    v.add_argument("cells", nargs="+", help="CELL LOG [CELL LOG ...]")
+    v.add_argument("--results", default=RESULTS)
+    v.add_argument("--command-line", default="")
     r = sub.add_parser("report", help="table (and docs with --write)")
     r.add_argument("--write", action="store_true")
     args = p.parse_args()
@@ -189,6 +215,8 @@ def main() -> None:
         grid(args)
     elif args.command == "score":
         score(args)
+    elif args.command == "salvage":
+        salvage(args)
     else:
         from report import report  # benchmarks/parity/report.py
 
