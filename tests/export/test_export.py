@@ -71,7 +71,9 @@ assert keras.__version__.startswith("3"), keras.__version__
 # (a) tensorflow_hub.load: __call__ both modes, signature, variables, losses.
 obj = hub.load(d)
 sigs = [cf.structured_input_signature[0] for cf in obj.__call__.concrete_functions]
-assert sorted(training for _, training in sigs) == [False, True], sigs
+# float32 images and uint8 pixels (issue 33), each in both modes.
+assert sorted((spec.dtype.name, training) for spec, training in sigs) == [
+    ("float32", False), ("float32", True), ("uint8", False), ("uint8", True)], sigs
 assert all(spec.shape.as_list() == [None, 16, 16, 3] for spec, _ in sigs), sigs
 close(obj(x, training=False), expected, "hub.load __call__(training=False)")
 close(obj.signatures["serving_default"](images=tf.constant(x))["features"], expected,

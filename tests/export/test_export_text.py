@@ -163,7 +163,13 @@ def test_embed_sentences_equals_tokenize_and_encode(exported, tokenizer_file):
     # The asset is a tracked tf.saved_model.Asset too (for loaders without keras-hardneg).
     asset = exported["obj"].assets["tokenizer.json"].asset_path.numpy().decode()
     assert asset == os.path.join(str(exported["dir"]), "assets", "tokenizer.json")
-    assert sorted(os.listdir(exported["dir"] / "assets")) == ["tokenizer.json"]
+    # The Hugging Face file under its standard name, our settings beside it (issue 33).
+    assert sorted(os.listdir(exported["dir"] / "assets")) == ["keras_hardneg_tokenizer.json",
+                                                              "tokenizer.json"]
+    import tokenizers
+
+    hf = tokenizers.Tokenizer.from_file(asset)
+    assert hf.get_vocab_size() + tok.id_offset == tok.vocab_size
 
 
 def test_missing_tokenizers_package_is_a_clear_error(exported, tokenizer_file, monkeypatch):
@@ -181,7 +187,8 @@ def test_model_card(exported, tokenizer_file):
     assert card.modality == "text" and card.max_length == L and card.output_dim == 8
     assert card.input_signature == {"token_ids": {"shape": [None, L], "dtype": "int32"}}
     assert card.metrics["sts"]["avg"] == 0.655
-    assert card.assets == (["tokenizer.json"] if tokenizer_file else [])
+    assert card.assets == (["tokenizer.json", "keras_hardneg_tokenizer.json"]
+                           if tokenizer_file else [])
     md = (exported["dir"] / "model_card.md").read_text()
     for text in ("| `token_ids` | `[batch, 8]` | int32 |", "max_length (L): 8",
                  "| STS12 | 0.61 |", "| avg | 0.655 |", "output: `[batch, 8]`"):
