@@ -260,9 +260,10 @@ def tokenizer_data(path: str | os.PathLike) -> dict:
         return data
     settings = os.path.join(os.path.dirname(os.path.abspath(path)), TOKENIZER_SETTINGS)
     if not os.path.isfile(settings):
-        raise ValueError(f"tokenizer file {path!r} is not a saved SentenceTokenizer, and no "
-                         f"{TOKENIZER_SETTINGS} lies beside it (a Hugging Face checkpoint's "
-                         "tokenizer: keras_hardneg.data.pretrained_tokenizer(folder)).")
+        raise ValueError(f"tokenizer file {path!r}: Not a saved SentenceTokenizer (expected "
+                         f"format {_FORMAT!r}), and no {TOKENIZER_SETTINGS} lies beside it (a "
+                         "Hugging Face checkpoint's tokenizer: "
+                         "keras_hardneg.data.pretrained_tokenizer(folder)).")
     extra = _read_json(settings, "tokenizer settings")
     if not isinstance(extra, dict) or extra.get("format") != _FORMAT:
         raise ValueError(f"tokenizer settings {settings!r}: not a SentenceTokenizer's "
