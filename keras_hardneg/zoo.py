@@ -20,8 +20,9 @@ mismatch is refused in one line and nothing half-written is cached.
 * :func:`list` -- the entries with weights that :func:`load` can give now (local, cached, or
   to fetch from a URL); :func:`catalog` -- every entry with where it is;
 * :func:`load` -- an entry's encoder as a ``keras.Model`` under the current backend (TF or
-  JAX, no TensorFlow needed), trainable by default: images ``[B, H, W, 3]`` float32 in
-  ``[0, 1]`` -> features ``[B, F]``; graphs the padded graph batch; text token ids
+  JAX, no TensorFlow needed), trainable by default: images ``[B, H, W, 3]``, float in
+  ``[0, 1]`` or 0-255 pixels (uint8 or float, as Keras's image loaders give them; see
+  :mod:`keras_hardneg.encoders.normalization`) -> features ``[B, F]``; graphs the padded graph batch; text token ids
   ``[B, L]`` int32 (the tokenizer in ``preset/assets/tokenizer.json``);
 * :func:`show` -- an entry's metadata, figures and recipe;
 * :func:`export` -- the TF Hub SavedModel of an entry (TensorFlow backend), written from the

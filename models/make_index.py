@@ -68,6 +68,23 @@ def figures(res):
     return figures_text(res)
 
 
+def _refresh_input_contract(preset_dir):
+    """An image preset's card says the input contract its config gives
+    (:func:`keras_hardneg.export.preset.image_contract`): cards written before
+    ``ImageNormalization(input_range=...)`` said "float32 in [0, 1]" while the preset's
+    encoder (``input_range="auto"``) also takes 0-255 pixels. Rewrites only that field."""
+    from keras_hardneg.export.preset import image_contract
+
+    contract = image_contract(preset_dir)
+    path = os.path.join(preset_dir, "model_card.json")
+    raw = open(path).read()
+    card = json.loads(raw)
+    if contract is not None and card.get("preprocessing") != contract:
+        card["preprocessing"] = contract
+        with open(path, "w") as f:                # the layout the card was written in
+            f.write(json.dumps(card, indent=1) + ("\n" if raw.endswith("\n") else ""))
+
+
 def _card_markdown(name, recipe):
     """The entry's measured card: from ``preset/model_card.json`` (the Keras preset), else
     from ``encoder/model_card.md`` (the SavedModel); ``None`` when neither exists."""
@@ -75,6 +92,7 @@ def _card_markdown(name, recipe):
     if os.path.isfile(preset_card):
         from keras_hardneg.export import ModelCard
 
+        _refresh_input_contract(os.path.join(HERE, name, "preset"))
         card = ModelCard.from_dict(json.load(open(preset_card)))
         return plain_card(card, recipe).to_markdown()
     encoder_card = os.path.join(HERE, name, "encoder", "model_card.md")
@@ -163,7 +181,7 @@ def main():
         "```python",
         "import keras_hardneg as khn          # KERAS_BACKEND=tensorflow or jax",
         "khn.zoo.list()                       # the entries with weights",
-        "encoder = khn.zoo.load(NAME)         # a trainable keras.Model: images [B, 32, 32, 3] in [0, 1] -> [B, F]",
+        "encoder = khn.zoo.load(NAME)         # a trainable keras.Model: images [B, 32, 32, 3], [0, 1] or 0-255 -> [B, F]",
         "```",
         "",
         "`keras-hardneg zoo list | show NAME | export NAME DIR` does the same from the shell",

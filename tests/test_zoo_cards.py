@@ -46,3 +46,24 @@ def test_run_cards_leave_out_keras_config_keys():
     hp = loss_hyperparameters(losses.HardNegativeContrastiveLoss(temperature=0.3))
     assert hp["temperature"] == 0.3
     assert not {"name", "reduction", "dtype"} & set(hp)
+
+
+def test_image_cards_state_the_input_contract_of_their_preset():
+    """Issue 33, item 3: an image entry's card says what its preset's encoder reads (float
+    [0, 1] or 0-255 pixels under ``input_range="auto"``), not the old "float32 in [0, 1]"."""
+    from keras_hardneg.export.preset import image_contract
+
+    presets = [os.path.dirname(p) for p in
+               glob.glob(os.path.join(ROOT, "models", "*", "preset", "model_card.json"))]
+    checked = 0
+    for preset in presets:
+        contract = image_contract(preset)
+        if contract is None:                      # graph and text entries
+            continue
+        card = json.load(open(os.path.join(preset, "model_card.json")))
+        assert card["preprocessing"] == contract, preset
+        assert "0-255" in contract
+        text = open(os.path.join(os.path.dirname(preset), "model_card.md")).read()
+        assert contract in text, preset
+        checked += 1
+    assert checked >= 4

@@ -325,7 +325,8 @@ class ModelCard:
             lines += [
                 f"- shape: `[batch, {fmt(h, 'H')}, {fmt(w, 'W')}, 3]`",
                 f"- dtype: `{self.input_dtype}`",
-                f"- value range: `[{self.input_range[0]}, {self.input_range[1]}]` (RGB)",
+                f"- value range: `[{self.input_range[0]}, {self.input_range[1]}]` (RGB; what "
+                "else is read, e.g. 0-255 pixels, the preprocessing line says)",
             ]
         else:
             if self.input_signature is None:
