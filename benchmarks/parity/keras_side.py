@@ -66,6 +66,7 @@ VARIANTS = {
     "init_bn": merge(TORCH_INIT, PER_VIEW_BN),
     # The GPU zoo's path: under JAX (--backend jax) in mixed_bfloat16.
     "recipe_bf16": {"precision": "mixed_bfloat16"},
+    "gray_contrast_bf16": merge(GRAY_CONTRAST, {"precision": "mixed_bfloat16"}),
     "init_bn_bf16": merge(TORCH_INIT, PER_VIEW_BN, {"precision": "mixed_bfloat16"}),
 }
 
@@ -115,17 +116,20 @@ def main() -> None:
     feed = make_train_feed(recipe, x_train, y_train)
     log = {"side": "keras-hardneg", "variant": args.variant, "backend": backend,
            "keras": keras.__version__, "seed": args.seed, "recipe": recipe, "loss": [],
-           "epoch_seconds": [], "knn": {}}
+           "epoch_seconds": [], "epoch_cpu_seconds": [], "knn": {}}
 
     class Record(keras.callbacks.Callback):
         def on_epoch_begin(self, epoch, logs=None):
             self.t0 = time.perf_counter()
+            self.c0 = time.process_time()
 
         def on_epoch_end(self, epoch, logs=None):
             log["epoch_seconds"].append(time.perf_counter() - self.t0)
+            log["epoch_cpu_seconds"].append(time.process_time() - self.c0)
             log["loss"].append(float(logs["loss"]))
             e = epoch + 1
             line = f"epoch {e}: loss {logs['loss']:.4f}, {log['epoch_seconds'][-1]:.1f} s"
+            line += f" (cpu {log['epoch_cpu_seconds'][-1]:.1f} s)"
             if e % args.eval_every == 0 or e == args.epochs:
                 bank = model.encoder.predict(x_train, batch_size=500, verbose=0)
                 query = model.encoder.predict(x_test, batch_size=500, verbose=0)

@@ -105,18 +105,22 @@ def salvage(args) -> None:
     read from the per-epoch lines of its log, kept as a result marked ``partial``."""
     import re
 
-    line = re.compile(r"^epoch (\d+): loss ([\d.]+), ([\d.]+) s(?:, kNN ([\d.]+))?$")
+    line = re.compile(r"^epoch (\d+): loss ([\d.]+), ([\d.]+) s(?: \(cpu ([\d.]+) s\))?"
+                      r"(?:, kNN ([\d.]+))?$")
     for cell, log_path in zip(args.cells[::2], args.cells[1::2]):
         if parse_cell(cell)["side"] != "keras":
             raise SystemExit(f"{cell}: only Keras cells are salvaged from a log")
         result = {**parse_cell(cell), "side": "keras-hardneg", "partial": True, "loss": [],
-                  "epoch_seconds": [], "knn": {}, "log": os.path.relpath(log_path, ROOT)}
+                  "epoch_seconds": [], "epoch_cpu_seconds": [], "knn": {},
+                  "log": os.path.relpath(log_path, ROOT)}
         with open(log_path) as f:
             for m in filter(None, map(line.match, f.read().splitlines())):
                 result["loss"].append(float(m.group(2)))
                 result["epoch_seconds"].append(float(m.group(3)))
                 if m.group(4):
-                    result["knn"][m.group(1)] = float(m.group(4))
+                    result["epoch_cpu_seconds"].append(float(m.group(4)))
+                if m.group(5):
+                    result["knn"][m.group(1)] = float(m.group(5))
         result["stopped_at_epoch"] = len(result["loss"])
         result.update(cell=cell, machine=platform.platform(), command=args.command_line)
         print(_finish(cell, result, args.results), flush=True)
@@ -153,11 +157,20 @@ def run_cell(cell: str, core: int, args) -> str:
     return _finish(cell, result, args.results)
 
 
+def _complete(cell: str, results: str) -> bool:
+    """A cell with a full result; a salvaged ``partial`` one is run again (and replaced)."""
+    try:
+        with open(cell_path(cell, results)) as f:
+            return not json.load(f).get("partial")
+    except FileNotFoundError:
+        return False
+
+
 def grid(args) -> None:
     todo = queue.Queue()
     for cell in args.cells:
         parse_cell(cell)
-        if os.path.exists(cell_path(cell, args.results)):
+        if _complete(cell, args.results):
             print(f"{cell}: done already", flush=True)
         else:
             todo.put(cell)
