@@ -1,9 +1,10 @@
-"""File helpers shared by checkpoints, exports, tuning records and sampler state: durable
-writes (fsync), atomic replacement of a file or a directory, and a pickle-free ``.npz``
-encoding of plain state dicts."""
+"""File helpers shared by checkpoints, exports, tuning records, sampler state and the zoo:
+durable writes (fsync), atomic replacement of a file or a directory, a file's SHA-256, and a
+pickle-free ``.npz`` encoding of plain state dicts."""
 
 import ctypes
 import ctypes.util
+import hashlib
 import json
 import os
 import shutil
@@ -11,10 +12,19 @@ import uuid
 
 import numpy as np
 
-__all__ = ["atomic_replace_dir", "atomic_write_json", "fsync_dir", "fsync_file", "fsync_tree", "state_to_arrays",
-           "state_from_npz"]
+__all__ = ["atomic_replace_dir", "atomic_write_json", "fsync_dir", "fsync_file", "fsync_tree",
+           "sha256_file", "state_to_arrays", "state_from_npz"]
 
 _NONE = json.dumps(None)  # how None is stored in an .npz (no pickle)
+
+
+def sha256_file(path: str) -> str:
+    """Hex SHA-256 of the file at ``path``, read in 1 MiB blocks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def fsync_dir(path):

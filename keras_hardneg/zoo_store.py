@@ -35,7 +35,6 @@ Example:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import posixpath
@@ -43,6 +42,8 @@ import shutil
 import tempfile
 import urllib.parse
 from typing import Any
+
+from keras_hardneg._io import sha256_file
 
 __all__ = ["INDEX_FORMAT", "INDEX_PATH", "RECORD_FILE", "ZooError", "read_index",
            "write_index", "build_index", "entry_record", "entry_files", "figures_text",
@@ -66,14 +67,6 @@ class ZooError(ValueError):
 
 
 # ------------------------------------------------------------------------------ index
-def _sha256(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def _read_json(path: str) -> Any:
     if not os.path.isfile(path):
         return None
@@ -169,7 +162,7 @@ def entry_record(folder: str, *, hashes: bool = True) -> dict[str, Any]:
         path = os.path.join(folder, *rel.split("/"))
         files[rel] = {"size": os.path.getsize(path)}
         if hashes:
-            files[rel]["sha256"] = _sha256(path)
+            files[rel]["sha256"] = sha256_file(path)
     record["files"] = files
     return record
 
@@ -228,7 +221,7 @@ def verify_files(folder: str, files: dict[str, dict[str, Any]]) -> list[str]:
             problems.append(f"{rel} is missing")
         elif os.path.getsize(path) != want["size"]:
             problems.append(f"{rel} has {os.path.getsize(path)} bytes, not {want['size']}")
-        elif "sha256" in want and _sha256(path) != want["sha256"]:
+        elif "sha256" in want and sha256_file(path) != want["sha256"]:
             problems.append(f"{rel}: SHA-256 differs")
     return problems
 

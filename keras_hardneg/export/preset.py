@@ -47,7 +47,6 @@ True
 from __future__ import annotations
 
 import datetime
-import hashlib
 import json
 import os
 import shutil
@@ -56,6 +55,8 @@ from typing import Any
 
 import keras
 import numpy as np
+
+from keras_hardneg._io import sha256_file
 
 __all__ = ["PRESET_FORMAT", "PresetError", "save_preset", "load_preset", "read_preset_metadata",
            "find_preset", "is_preset", "example_input", "image_contract",
@@ -105,14 +106,6 @@ def find_preset(path: str) -> str:
                           "(or trained before presets existed: `keras-hardneg export` it).")
     raise PresetError(f"`preset` {path!r} is not a keras-hardneg preset (no {METADATA_FILE} "
                       f"of format {PRESET_FORMAT!r} in it or in its {PRESET_DIR}/).")
-
-
-def _sha256(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _to_float16(path: str) -> float:
@@ -219,8 +212,8 @@ def save_preset(encoder: keras.Model, preset_dir: str, *, modality: str = "image
         weights = os.path.join(tmp, WEIGHTS_FILE)
         encoder.save_weights(weights)
         rounding = _to_float16(weights) if weights_dtype == "float16" else 0.0
-        files = {CONFIG_FILE: _sha256(os.path.join(tmp, CONFIG_FILE)),
-                 WEIGHTS_FILE: _sha256(weights)}
+        files = {CONFIG_FILE: sha256_file(os.path.join(tmp, CONFIG_FILE)),
+                 WEIGHTS_FILE: sha256_file(weights)}
         written = []
         for name, source in (assets or {}).items():
             os.makedirs(os.path.join(tmp, ASSETS_DIR), exist_ok=True)
@@ -239,7 +232,7 @@ def save_preset(encoder: keras.Model, preset_dir: str, *, modality: str = "image
                 shutil.copyfile(source, os.path.join(tmp, ASSETS_DIR, name))
                 names = [name]
             for written_name in names:
-                files[f"{ASSETS_DIR}/{written_name}"] = _sha256(
+                files[f"{ASSETS_DIR}/{written_name}"] = sha256_file(
                     os.path.join(tmp, ASSETS_DIR, written_name))
             written += names
         if model_card is not None:
@@ -321,7 +314,7 @@ def load_preset(path: str, *, trainable: bool = True, verify: bool = True) -> ke
         file = os.path.join(preset, name)
         if not os.path.isfile(file):
             raise PresetError(f"preset {preset}: {name} is missing.")
-        if verify and _sha256(file) != digest:
+        if verify and sha256_file(file) != digest:
             raise PresetError(f"preset {preset}: {name} is damaged (SHA-256 differs from "
                               f"{METADATA_FILE}).")
     with open(os.path.join(preset, CONFIG_FILE)) as f:
