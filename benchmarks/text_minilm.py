@@ -56,7 +56,8 @@ SAMPLER_RECIPES = {
 GRID_EVALUATION_TOKENS = 32
 # Cells in the order they are run: seed by seed, every loss x sampler (so that each cell has
 # a first seed before any has a third).
-LOSSES = ("nt_xent", "hard", "debiased", "ring", "unremix", "hard_tau0")
+LOSSES = ("nt_xent", "hard", "debiased", "ring", "unremix", "hard_tau0", "hard_default",
+          "debiased_default", "unremix_default")
 #: Loss variants a cell can name: ``--loss NAME`` plus recipe keys. ``hard_tau0``: HCL's
 #: reweighting without its debiasing (tau+ = 0): with tau+ 0.1 at SimCSE's temperature
 #: 0.05 the estimator is clamped at its floor from the first step (the debiased run logged
@@ -65,7 +66,11 @@ LOSS_VARIANTS = {"hard_tau0": ("hard", {"loss": {"tau_plus": 0.0, "beta": 1.0}})
                  # The grid's hard and debiased cells ran at the losses' tau+ 0.1, the
                  # default before `--preset` set tau_plus 0 (issue 33): given explicitly.
                  "hard": ("hard", {"loss": {"tau_plus": 0.1}}),
-                 "debiased": ("debiased", {"loss": {"tau_plus": 0.1}})}
+                 "debiased": ("debiased", {"loss": {"tau_plus": 0.1}}),
+                 # Issue 33: the README's command as a user types it (`--loss L`, no recipe
+                 # keys): what `--preset` gives each clamped loss by default now.
+                 "hard_default": ("hard", {}), "debiased_default": ("debiased", {}),
+                 "unremix_default": ("unremix", {})}
 #: Order of the grid, session 10: first seeds of every cell, then the extra cells (the
 #: un-clamped hard loss, BatchSampler with its first graph from the encoder), then seeds 1
 #: and 2, the debiased loss's last (clamped at its floor, it leaves the encoder at its
@@ -80,6 +85,9 @@ CELLS += [("hard_tau0", "uniform", 1), ("hard_tau0", "uniform", 2),
           ("nt_xent", "batchsampler_encoder_graph", 2)]
 CELLS += [("debiased", sampler, seed) for seed in (1, 2) for sampler in ("uniform",
                                                                         "batchsampler")]
+#: Session 12 (issue 33): the clamped losses under the fine-tuning defaults of `--preset`.
+CELLS += [(loss, "uniform", 0) for loss in ("hard_default", "debiased_default",
+                                            "unremix_default")]
 
 
 def minilm_folder() -> str:
