@@ -1,26 +1,93 @@
 import os
 import sys
 
+import pytest
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import backend_run  # noqa: E402  (tests/backend_run.py)
 
 
+_detached = {}
+#: Set to a file path to log each test's wall and CPU seconds (its own process and the
+#: children it waited for) as JSON lines: where the suite's time goes, under xdist too.
+CPU_LOG_ENV = "KHN_TEST_CPU_LOG"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    path = os.environ.get(CPU_LOG_ENV)
+    if not path:
+        yield
+        return
+    import json
+    import time
+
+    t0, c0 = time.perf_counter(), os.times()
+    yield
+    c1 = os.times()
+    cpu = (c1.user - c0.user) + (c1.system - c0.system)
+    children = (c1.children_user - c0.children_user) + (c1.children_system - c0.children_system)
+    with open(path, "a") as f:
+        f.write(json.dumps({"test": item.nodeid, "wall": round(time.perf_counter() - t0, 2),
+                            "cpu": round(cpu, 2), "children_cpu": round(children, 2)}) + "\n")
+
+
+def _jax_available():
+    try:
+        import jax  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def pytest_configure(config):
+    # Under pytest-xdist the controller starts the JAX re-run once, before the workers start
+    # (they inherit KHN_BACKEND_RUN_DIR), when the whole suite is what runs: every worker
+    # collects every test, so the workers cannot tell which of them will run its test.
+    if hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None):
+        return
+    if os.environ.get("KERAS_BACKEND", "tensorflow") != "tensorflow" \
+            or config.option.collectonly or config.option.keyword or config.option.markexpr:
+        return
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    targets = [os.path.abspath(a.split("::")[0]) for a in config.args] or [
+        os.path.join(root, "tests")]
+    wanted = os.path.join(root, backend_run.TEST_ID.split("::")[0])
+    if not any(wanted == t or wanted.startswith(t.rstrip(os.sep) + os.sep) for t in targets):
+        return
+    if not _jax_available():
+        return
+    import tempfile
+
+    run_dir = tempfile.mkdtemp(prefix="khn-jax-run-")
+    os.environ[backend_run.RUN_DIR_ENV] = run_dir
+    _detached["proc"] = backend_run.start_detached(run_dir)
+
+
 def pytest_collection_finish(session):
     # Start the JAX re-run of the backend-sensitive tests now if its test was selected, so
-    # that it runs alongside the TensorFlow tests (tests/backend_run.py).
+    # that it runs alongside the TensorFlow tests (tests/backend_run.py). Under xdist the
+    # controller has started it (pytest_configure).
     if os.environ.get("KERAS_BACKEND", "tensorflow") != "tensorflow" \
-            or session.config.option.collectonly:
+            or session.config.option.collectonly or hasattr(session.config, "workerinput"):
         return
     if any(item.nodeid.endswith(backend_run.TEST_ID.split("tests/", 1)[1])
            for item in session.items):
-        try:
-            import jax  # noqa: F401
-        except ImportError:
-            return
-        backend_run.start()
+        if _jax_available():
+            backend_run.start()
 
 
 def pytest_sessionfinish(session, exitstatus):
     backend_run.stop()
+    proc = _detached.get("proc")
+    if proc is not None and proc.poll() is None:  # nobody waited for it (interrupted)
+        import signal
+
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    if proc is not None:
+        import shutil
+
+        shutil.rmtree(os.environ.get(backend_run.RUN_DIR_ENV, ""), ignore_errors=True)

@@ -85,17 +85,6 @@ def test_every_subcommand_has_help(capsys):
         assert "usage: keras-hardneg " + command in capsys.readouterr().out
 
 
-def test_tune_on_digits_writes_results(tmp_path, capsys):
-    out = tmp_path / "tune"
-    assert cli.main(["tune", "--dataset", "digits", "--trials", "2", "--epochs", "1",
-                     "--output", str(out)]) == 0
-    trials = json.loads((out / "results.json").read_text())
-    assert len(trials) == 2
-    for trial in trials:
-        assert {"beta", "tau_plus", "objective"} <= set(trial)
-        assert 0.0 < trial["objective"] <= 1.0
-
-
 def test_rerunning_a_finished_run_resumes_without_training(trained_run, capsys):
     capsys.readouterr()
     assert cli.main(["train", "--epochs", "1", "--width", "8", "--output", str(trained_run),

@@ -32,6 +32,8 @@ def test_trial_numbers_and_commands():
 
 
 def test_tune_prints_trials_from_one_the_best_values_and_the_train_command(tmp_path):
+    """`keras-hardneg tune` on digits (the default data) writes one record per trial to
+    results.json and prints the trials, the best values and the command that trains them."""
     out = tmp_path / "tune"
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT)
     proc = subprocess.run([sys.executable, "-m", "keras_hardneg.cli", "tune", "--trials", "2",
@@ -40,6 +42,10 @@ def test_tune_prints_trials_from_one_the_best_values_and_the_train_command(tmp_p
     assert proc.returncode == 0, proc.stderr
     text = proc.stdout
     trials = json.loads((out / "results.json").read_text())
+    assert len(trials) == 2                     # results.json: one record per trial
+    for trial in trials:
+        assert {"beta", "tau_plus", "objective"} <= set(trial)
+        assert 0.0 < trial["objective"] <= 1.0
     table = text[text.index("rank"):].splitlines()[2:4]
     assert sorted(line.split()[1] for line in table) == ["1", "2"], table
     best = max(trials, key=lambda t: t["objective"])
