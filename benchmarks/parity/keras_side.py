@@ -15,6 +15,12 @@ epoch the encoder's features of the clean train (bank) and test images are score
 driver also applies to the lightly side's features. One thread: TensorFlow's intra/inter-op
 pools are set to 1 (pin the process to a core with ``taskset``; JAX: the driver sets
 ``XLA_FLAGS``).
+
+Resumable (a 30-epoch cell is ~75 CPU-minutes on the 2-core machine, longer than what a
+session can give it beside other work): with ``--backup DIR`` every epoch is committed by
+the library's :class:`keras_hardneg.callbacks.AtomicBackupAndRestore` (weights, optimizer,
+the augmentation's generators, the feed's position) together with the log so far, and the
+same command resumes from the last committed epoch.
 """
 
 import argparse
@@ -88,6 +94,7 @@ def main() -> None:
     p.add_argument("--epochs", type=int, default=30)
     p.add_argument("--eval-every", type=int, default=5)
     p.add_argument("--batch-size", type=int, help="override (smoke runs)")
+    p.add_argument("--backup", help="folder of the per-epoch checkpoint: resume from it")
     args = p.parse_args()
 
     import keras
@@ -101,7 +108,9 @@ def main() -> None:
         tf.config.threading.set_inter_op_parallelism_threads(1)
     sys.path.insert(0, ROOT)
     from keras_hardneg.evaluation import weighted_knn_accuracy
+    from keras_hardneg import callbacks
     from keras_hardneg.run import build_model, load_recipe, make_train_feed
+    from keras_hardneg.run.training import _skip_batches
 
     recipe = recipe_for(args.variant, args.seed, args.epochs)
     if args.batch_size:
@@ -117,6 +126,26 @@ def main() -> None:
     log = {"side": "keras-hardneg", "variant": args.variant, "backend": backend,
            "keras": keras.__version__, "seed": args.seed, "recipe": recipe, "loss": [],
            "epoch_seconds": [], "epoch_cpu_seconds": [], "knn": {}}
+
+    backup_cb, log_path = None, None
+    if args.backup:
+        log_path = args.backup.rstrip("/") + ".log.json"  # beside the backup, not inside it
+        os.makedirs(os.path.dirname(os.path.abspath(log_path)), exist_ok=True)
+        backup_cb = callbacks.AtomicBackupAndRestore(
+            args.backup, delete_checkpoint=False,
+            state={**feed.state, "random": callbacks.RandomState(model)})
+        start_epoch = backup_cb.committed_epoch()
+        if start_epoch:
+            with open(log_path) as f:
+                saved = json.load(f)
+            if saved["recipe"] != json.loads(json.dumps(log["recipe"], default=str)):
+                raise SystemExit(f"--backup {args.backup}: its run had another recipe")
+            for key in ("loss", "epoch_seconds", "epoch_cpu_seconds"):
+                log[key] = saved[key][:start_epoch]
+            log["knn"] = {e: v for e, v in saved["knn"].items() if int(e) <= start_epoch}
+            log["resumed_at_epochs"] = saved.get("resumed_at_epochs", []) + [start_epoch]
+            feed = _skip_batches(feed, start_epoch * feed.steps_per_epoch)
+            print(f"resuming after epoch {start_epoch}", flush=True)
 
     class Record(keras.callbacks.Callback):
         def on_epoch_begin(self, epoch, logs=None):
@@ -138,9 +167,14 @@ def main() -> None:
                 log["knn"][str(e)] = float(acc)
                 line += f", kNN {acc:.4f}"
             print(line, flush=True)
+            if log_path:  # before the backup callback commits this epoch (it runs after)
+                with open(log_path + ".part", "w") as f:
+                    json.dump(log, f, indent=1, default=str)
+                os.replace(log_path + ".part", log_path)
 
     model.fit(feed.dataset, epochs=recipe["epochs"], steps_per_epoch=feed.steps_per_epoch,
-              callbacks=[Record(), *feed.callbacks], verbose=0)
+              callbacks=[Record(), *feed.callbacks, *([backup_cb] if backup_cb else [])],
+              verbose=0)
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out + ".part", "w") as f:
         json.dump(log, f, indent=1)

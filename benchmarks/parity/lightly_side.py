@@ -151,6 +151,8 @@ def main() -> None:
     p.add_argument("--eval-every", type=int, default=5)
     p.add_argument("--views", choices=("separate", "joint"), default="separate")
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--resume", action="store_true",
+                   help="continue from OUT/checkpoint.pt (written after every epoch)")
     args = p.parse_args()
 
     import lightly
@@ -203,16 +205,32 @@ def main() -> None:
     loader = torch.utils.data.DataLoader(
         Views(), batch_size=args.batch_size, shuffle=True, drop_last=True,
         num_workers=args.workers, persistent_workers=args.workers > 0,
-        pin_memory=device != "cpu", generator=torch.Generator().manual_seed(args.seed))
+        pin_memory=device != "cpu", generator=(order := torch.Generator().manual_seed(args.seed)))
     log = {"side": "lightly", "lightly": lightly.__version__, "torch": torch.__version__,
            "views": args.views, "seed": args.seed, "epochs": args.epochs, "lr": lr,
            "batch_size": args.batch_size, "width": args.width, "threads": args.threads,
            "device": device, "workers": args.workers, "precision": args.precision,
            "n_train": len(x_train), "n_test": len(x_test),
            "loss": [], "epoch_seconds": [], "epoch_cpu_seconds": [], "eval_epochs": [], "knn": {}}
+    checkpoint = os.path.join(args.out, "checkpoint.pt")
+    first = 1
+    if args.resume and os.path.isfile(checkpoint):
+        # Everything an epoch's randomness depends on (workers 0: the views are drawn here).
+        state = torch.load(checkpoint, weights_only=False)
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["opt"])
+        sched.load_state_dict(state["sched"])
+        torch.set_rng_state(state["torch_rng"])
+        order.set_state(state["order_rng"])
+        np.random.set_state(state["numpy_rng"])
+        random.setstate(state["python_rng"])
+        log = {**state["log"], "resumed_at_epochs": state["log"].get("resumed_at_epochs", [])
+               + [state["epoch"]]}
+        first = state["epoch"] + 1
+        print(f"resuming after epoch {state['epoch']}", flush=True)
     model.train()
     start = time.perf_counter()
-    for epoch in range(1, args.epochs + 1):
+    for epoch in range(first, args.epochs + 1):
         t0 = time.perf_counter()
         c0 = time.process_time()              # this process's CPU time: honest under contention
         total, steps = 0.0, 0
@@ -254,6 +272,12 @@ def main() -> None:
             log["eval_epochs"].append(epoch)
         with open(os.path.join(args.out, "log.json"), "w") as f:
             json.dump(log, f)
+        if args.workers == 0:  # with workers the views' generators live in them: no resume
+            torch.save({"epoch": epoch, "model": model.state_dict(), "opt": opt.state_dict(),
+                        "sched": sched.state_dict(), "torch_rng": torch.get_rng_state(),
+                        "order_rng": order.get_state(), "numpy_rng": np.random.get_state(),
+                        "python_rng": random.getstate(), "log": log}, checkpoint + ".part")
+            os.replace(checkpoint + ".part", checkpoint)
         if out_of_time:
             print(f"stopped by --minutes after epoch {epoch}", flush=True)
             break

@@ -25,6 +25,7 @@ import json
 import os
 import platform
 import queue
+import shutil
 import subprocess
 import sys
 import threading
@@ -135,13 +136,15 @@ def run_cell(cell: str, core: int, args) -> str:
     if spec["side"] == "lightly":
         out_dir = os.path.join(TMP, "runs", cell.replace(":", "-"))
         cmd = [args.peer_python, os.path.join(HERE, "lightly_side.py"), *common,
-               "--out", out_dir, "--views", spec["views"]]
+               "--out", out_dir, "--views", spec["views"], "--resume"]
     else:
         env["KERAS_BACKEND"] = spec["backend"]
+        backup = os.path.join(TMP, "backups", cell.replace(":", "-"))
         cmd = [sys.executable, os.path.join(HERE, "keras_side.py"), *common,
-               "--variant", spec["variant"], "--out", cell_path(cell, args.results) + ".run"]
+               "--variant", spec["variant"], "--out", cell_path(cell, args.results) + ".run",
+               "--backup", backup]
     t0 = time.time()
-    with open(log_path, "w") as log:
+    with open(log_path, "a") as log:  # a resumed cell's log goes on where it stopped
         rc = subprocess.call(["taskset", "-c", str(core), *cmd], stdout=log,
                              stderr=subprocess.STDOUT, env=env, cwd=ROOT)
     if rc:
@@ -152,6 +155,9 @@ def run_cell(cell: str, core: int, args) -> str:
         with open(cell_path(cell, args.results) + ".run") as f:
             result = json.load(f)
         os.remove(cell_path(cell, args.results) + ".run")
+        shutil.rmtree(backup, ignore_errors=True)
+        if os.path.exists(backup + ".log.json"):
+            os.remove(backup + ".log.json")
     result.update(cell=cell, wall_seconds=time.time() - t0, core=core,
                   machine=platform.platform(), command=" ".join(cmd))
     return _finish(cell, result, args.results)
