@@ -104,8 +104,7 @@ def _megabytes(record):
 
 
 def main():
-    index = build_index(HERE)
-    write_index(index, INDEX)
+    index = build_index(HERE)  # the entries' status; written after the cards below
     rows, recipe_rows = [], []
     for name in sorted(os.listdir(HERE)):
         recipe_path = os.path.join(HERE, name, "recipe.json")
@@ -224,6 +223,8 @@ def main():
     ]
     with open(os.path.join(HERE, "README.md"), "w") as f:
         f.write("\n".join(header + rows + recipes + recipe_rows) + "\n")
+    # Hashed after the cards above are written (a card rewritten here is one of the files).
+    write_index(build_index(HERE), INDEX)
     print(f"indexed {len(rows) + len(recipe_rows)} entries ({len(rows)} with weights) in "
           f"models/README.md and {os.path.normpath(INDEX)}")
 
