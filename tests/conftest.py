@@ -4,6 +4,12 @@ import sys
 import pytest
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# The tests' arrays are tiny, so XLA's compiles are most of a JAX test's time: optimise less
+# (the JAX re-run, JAX children and examples inherit it; TensorFlow's eager tests ignore it).
+# Level 0 cut the zoo-store test's JAX child from 34 to 14 s (docs/notes/suite_time.md).
+if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "")
+                               + " --xla_backend_optimization_level=0").strip()
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import backend_run  # noqa: E402  (tests/backend_run.py)
@@ -42,7 +48,30 @@ def _jax_available():
     return True
 
 
+#: Set to 1 to keep TensorFlow's graph optimiser (grappler) on in the test processes.
+GRAPPLER_ENV = "KHN_TEST_GRAPPLER"
+
+
+def _tensorflow_without_grappler(config):
+    """Turns grappler off in a process that runs TensorFlow tests (not the xdist controller):
+    it optimises every traced graph for throughput, while the tests' graphs are tiny and run
+    a few steps. Off, ``tests/models/test_moco.py`` + ``test_simclr.py`` took 50 instead of
+    60 CPU-s, with the same results (docs/notes/suite_time.md). Children the tests start keep
+    it on."""
+    if os.environ.get(GRAPPLER_ENV) == "1" \
+            or os.environ.get("KERAS_BACKEND", "tensorflow") != "tensorflow" \
+            or (getattr(config.option, "numprocesses", None)
+                and not hasattr(config, "workerinput")):
+        return
+    try:
+        import tensorflow as tf
+    except ImportError:
+        return
+    tf.config.optimizer.set_experimental_options({"disable_meta_optimizer": True})
+
+
 def pytest_configure(config):
+    _tensorflow_without_grappler(config)
     # Under pytest-xdist the controller starts the JAX re-run once, before the workers start
     # (they inherit KHN_BACKEND_RUN_DIR), when the whole suite is what runs: every worker
     # collects every test, so the workers cannot tell which of them will run its test.
@@ -91,3 +120,4 @@ def pytest_sessionfinish(session, exitstatus):
         import shutil
 
         shutil.rmtree(os.environ.get(backend_run.RUN_DIR_ENV, ""), ignore_errors=True)
+

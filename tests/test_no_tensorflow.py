@@ -1,8 +1,11 @@
 """Issue 15: ``import keras_hardneg`` and training under JAX never import TensorFlow.
 
-Each test runs ``tests/_no_tensorflow_child.py`` in a subprocess with ``KERAS_BACKEND=jax``
-where a meta-path finder makes ``import tensorflow*`` (and ``tf_keras``) fail, naming the
-module that asked. The training scenarios need JAX's train step, loss and augmentation in
+One subprocess (``tests/_no_tensorflow_child.py``, ``KERAS_BACKEND=jax``) runs every
+scenario, where a meta-path finder makes ``import tensorflow*`` (and ``tf_keras``) fail,
+naming the module that asked; after each scenario it checks that no such module was loaded
+and prints ``OK <scenario>``. (One child instead of one per test: each start paid the
+imports and JAX's start-up again, ~15 CPU-s; docs/notes/suite_time.md.) Each test reads its
+scenarios' lines. The training scenarios need JAX's train step, loss and augmentation in
 ``keras.ops`` (none of them may import TensorFlow).
 """
 
@@ -13,36 +16,50 @@ import sys
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# "imports" first: it imports every subpackage before anything else has.
+SCENARIOS = ("imports", "quickstart", "moco_v2", "presets")
 
 pytest.importorskip("jax")
 
 
-def _child(*scenarios, timeout=600):
+@pytest.fixture(scope="module")
+def child():
     env = dict(os.environ, KERAS_BACKEND="jax", PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="3",
                JAX_PLATFORMS="cpu",  # tiny arrays: compiling dominates, optimise less
                XLA_FLAGS="--xla_backend_optimization_level=0")
-    done = subprocess.run([sys.executable, "-m", "tests._no_tensorflow_child", *scenarios],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+    done = subprocess.run([sys.executable, "-m", "tests._no_tensorflow_child", *SCENARIOS],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     passed = [line.split()[1] for line in done.stdout.splitlines() if line.startswith("OK ")]
-    assert done.returncode == 0 and passed == list(scenarios), (
-        f"passed {passed} of {list(scenarios)}; stderr:\n{done.stderr[-4000:]}")
+    return passed, done
 
 
-def test_import_of_every_subpackage_loads_no_tensorflow():
+def _check(child, *scenarios):
+    passed, done = child
+    missing = [s for s in scenarios if s not in passed]
+    assert not missing, (f"{missing} did not pass (passed: {passed}, rc {done.returncode}); "
+                         f"stderr:\n{done.stderr[-4000:]}")
+
+
+def test_import_of_every_subpackage_loads_no_tensorflow(child):
     # All of khn._SUBMODULES but tuning (keras_tuner imports TensorFlow), plus the CLI;
     # export included: its TensorFlow parts load on first use.
-    _child("imports", timeout=300)
+    _check(child, "imports")
 
 
 @pytest.mark.timeout(900)
-def test_readme_quick_start_and_moco_v2_fit_without_tensorflow():
+def test_readme_quick_start_and_moco_v2_fit_without_tensorflow(child):
     # README "Quick start" as written (one epoch instead of ten); its export line must raise
     # the "needs the TensorFlow backend" error. Then a MoCo v2 fit on digits.
-    _child("quickstart", "moco_v2")
+    _check(child, "quickstart", "moco_v2")
 
 
-@pytest.mark.timeout(600)
-def test_run_and_zoo_presets_load_and_fine_tune_without_tensorflow():
+@pytest.mark.timeout(900)
+def test_run_and_zoo_presets_load_and_fine_tune_without_tensorflow(child):
     # Issue 24: a run's preset (trained under JAX) and the zoo's entries load as trainable
     # keras.Models with TensorFlow blocked; fine-tuning moves the weights and BN statistics.
-    _child("presets")
+    _check(child, "presets")
+
+
+def test_the_child_ran_every_scenario_and_exited_cleanly(child):
+    passed, done = child
+    assert passed == list(SCENARIOS) and done.returncode == 0, done.stderr[-4000:]

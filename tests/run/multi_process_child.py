@@ -3,8 +3,8 @@
 (``KERAS_BACKEND=jax``, set by the parent before JAX is imported).
 
 Joins the ``jax_multi_process`` distribution, then runs each part of ``MODE`` (parts joined
-by ``+``, e.g. ``equality+train``). ``train``: see :func:`run_train`. ``equality``: for
-each loss (NT-Xent, the hard loss) trains SimCLR on a small convnet with batch norm for 3 steps, feeding only this process's
+by ``+``, e.g. ``equality+train``). ``train``: see :func:`run_train`. ``equality``: with
+NT-Xent, trains SimCLR on a small convnet with batch norm for 3 steps, feeding only this process's
 contiguous block of each of the 3 global batches. Process 0 then trains the same model from
 the same weights on the global batches in this process alone, with no distribution (the
 reference). Writes ``OUT_DIR/worker{ID}.npz``: per loss, the per-step losses and the final
@@ -26,11 +26,8 @@ from keras_hardneg.run.distribution import build_distribution  # noqa: E402
 import keras_hardneg.run.multi_process  # noqa: E402,F401  (registers the entry)
 
 GLOBAL_BATCH, STEPS = 8, 3
-LOSSES = {
-    "nt_xent": lambda: khn.losses.NTXentLoss(temperature=0.5),
-    "hard": lambda: khn.losses.HardNegativeContrastiveLoss(temperature=0.5, tau_plus=0.1,
-                                                           beta=1.0),
-}
+# Every loss of the family shares the cross-process gather (losses/core.py): one suffices.
+LOSSES = {"nt_xent": lambda: khn.losses.NTXentLoss(temperature=0.5)}
 
 
 def global_data():
