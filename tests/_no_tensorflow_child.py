@@ -50,6 +50,18 @@ def imports():
     import keras_hardneg.cli  # noqa: F401
 
 
+def views():
+    """``simclr_views`` makes two views eagerly (moved here from
+    tests/augment/test_simclr_compiled.py, which started a process of its own for it)."""
+    import numpy as np
+
+    import keras_hardneg.augment as aug
+
+    v1, v2 = aug.simclr_views(image_size=8, seed=0)(
+        np.random.rand(2, 10, 10, 3).astype("float32"), training=True)
+    assert tuple(v1.shape) == tuple(v2.shape) == (2, 8, 8, 3), (v1.shape, v2.shape)
+
+
 def quickstart():
     code = _readme_quick_start()
     # Shorter (one epoch instead of ten); the export line must raise the backend error.
@@ -168,7 +180,7 @@ def presets():
     assert _fine_tune_moves(image, x) == (True, True)
 
 
-SCENARIOS = {"imports": imports, "quickstart": quickstart, "moco_v2": moco_v2,
+SCENARIOS = {"imports": imports, "views": views, "quickstart": quickstart, "moco_v2": moco_v2,
              "run_train": run_train, "presets": presets}
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # "imports" first: it imports every subpackage before anything else has.
-SCENARIOS = ("imports", "quickstart", "moco_v2", "presets")
+SCENARIOS = ("imports", "views", "quickstart", "moco_v2", "presets")
 
 pytest.importorskip("jax")
 
@@ -44,6 +44,10 @@ def test_import_of_every_subpackage_loads_no_tensorflow(child):
     # All of khn._SUBMODULES but tuning (keras_tuner imports TensorFlow), plus the CLI;
     # export included: its TensorFlow parts load on first use.
     _check(child, "imports")
+
+
+def test_simclr_views_without_tensorflow(child):
+    _check(child, "views")
 
 
 @pytest.mark.timeout(900)

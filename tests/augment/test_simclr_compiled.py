@@ -1,11 +1,7 @@
 """The SimCLR view maker inside a compiled step: a bounded number of compilations over 20
 same-shaped batches (``jax.jit`` on JAX, ``tf.function(jit_compile=True)`` on TF), new
-views every call, and ``import keras_hardneg.augment`` without TensorFlow under JAX."""
-
-import os
-import subprocess
-import sys
-import textwrap
+views every call (``import keras_hardneg.augment`` and ``simclr_views`` without TensorFlow
+under JAX: tests/test_no_tensorflow.py)."""
 
 import keras
 import numpy as np
@@ -70,31 +66,4 @@ def test_eager_calls_are_deterministic_given_the_seed():
     assert not np.allclose(np.asarray(a[0]), np.asarray(c[0]))
 
 
-_NO_TF = textwrap.dedent("""
-    import sys
-
-    class _BlockTF:
-        def find_spec(self, name, path=None, target=None):
-            if name == "tensorflow" or name.startswith("tensorflow."):
-                raise ImportError("tensorflow is blocked in this test")
-            return None
-
-    sys.meta_path.insert(0, _BlockTF())
-    import numpy as np
-    import keras_hardneg.augment as aug
-    views = aug.simclr_views(image_size=8, seed=0)
-    v1, v2 = views(np.random.rand(2, 10, 10, 3).astype("float32"), training=True)
-    assert tuple(v1.shape) == (2, 8, 8, 3), v1.shape
-    assert "tensorflow" not in sys.modules
-    print("OK")
-""")
-
-
-@pytest.mark.skipif(keras.backend.backend() == "jax", reason="the child always runs under "
-                    "JAX; the default (TensorFlow) run of this module starts the same child")
-def test_import_and_views_without_tensorflow_under_jax():
-    pytest.importorskip("jax")
-    env = dict(os.environ, KERAS_BACKEND="jax")
-    proc = subprocess.run([sys.executable, "-c", _NO_TF], env=env, capture_output=True,
-                          text=True, timeout=300)
-    assert proc.returncode == 0 and proc.stdout.strip().endswith("OK"), proc.stderr[-2000:]
+# `simclr_views` without TensorFlow under JAX: the "views" scenario of tests/test_no_tensorflow.py.
