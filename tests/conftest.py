@@ -40,6 +40,40 @@ def pytest_runtest_protocol(item, nextitem):
                             "cpu": round(cpu, 2), "children_cpu": round(children, 2)}) + "\n")
 
 
+#: The files that take longest (most start processes), run first: under xdist each worker
+#: takes the next file when it finishes one, so a long file collected late ran alone at the
+#: end while the other worker idled (``tests/reliability/test_resume.py``, ~2 minutes, in
+#: the runs of 2026-11-27). Longest first leaves short files for the end. Ranked by the
+#: per-file CPU of ``KHN_TEST_CPU_LOG`` (docs/notes/suite_time.md); a file not listed keeps
+#: its place after these, and every file keeps its own order of tests.
+LONGEST_FIRST = (
+    "tests/reliability/test_resume.py",
+    "tests/examples/test_examples.py",
+    "tests/run/test_multi_process.py",
+    "tests/run/test_multi_worker.py",
+    "tests/test_no_tensorflow.py",
+    "tests/test_zoo.py",
+    "tests/test_new_user.py",
+    "tests/models/test_distributed.py",
+    "tests/test_new_user_unlabeled.py",
+    "tests/encoders/test_pretrained_text.py",
+    "tests/export/test_preset.py",
+    "tests/export/test_export.py",
+    "tests/run/test_modality.py",
+    "tests/test_zoo_store.py",
+    "tests/models/test_cross_backend_weights.py",
+    "tests/models/test_jax_distributed.py",
+)
+
+
+def pytest_collection_modifyitems(session, config, items):
+    # The JAX re-run's test only waits for that run (tests/backend_run.py): last, so that
+    # its worker waits when nothing else is left.
+    rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
+    rank[backend_run.TEST_ID.split("::")[0]] = len(rank) + 1
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(LONGEST_FIRST)))
+
+
 def _jax_available():
     try:
         import jax  # noqa: F401
