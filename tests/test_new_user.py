@@ -4,7 +4,6 @@ run rewritten. The refusals a user reads in a terminal run in a subprocess."""
 
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -100,16 +99,7 @@ def test_export_output_under_a_file_is_one_line(run_dir, tmp_path, capsys):
     assert "is not a folder" in capsys.readouterr().err and f.read_text() == "x"
 
 
-def test_quick_start_runs_twice(tmp_path, monkeypatch):
-    """The README's quick start, run a second time in the same folder, exports again
-    (it used to train and then fail on the existing export, losing the model)."""
-    text = open(os.path.join(ROOT, "README.md")).read()
-    block = re.search(r"## Quick start\n\n```python\n(.*?)```", text, re.S).group(1)
-    block = block.replace("epochs=10", "epochs=1")
-    monkeypatch.chdir(tmp_path)
-    for _ in range(2):
-        exec(compile(block, "README.md", "exec"), {})
-    assert os.path.isfile(tmp_path / "my_encoder" / "saved_model.pb")
+# The quick start run twice in one folder: tests/test_readme.py.
 
 
 def _image_folder(root, size=32):

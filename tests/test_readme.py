@@ -6,14 +6,21 @@ import re
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def test_quick_start_runs(tmp_path, monkeypatch):
+def test_quick_start_runs_as_written_and_again(tmp_path, monkeypatch):
+    """The quick start as written, then again in the same folder: the second run exports
+    again (it used to train and then fail on the existing export, losing the model)."""
     text = open(os.path.join(ROOT, "README.md")).read()
     block = re.search(r"## Quick start\n\n```python\n(.*?)```", text, re.S).group(1)
     monkeypatch.chdir(tmp_path)
-    namespace = {}
-    exec(compile(block, "README.md", "exec"), namespace)
-    assert namespace["feats"].shape[0] == len(namespace["x_test"])
-    assert os.path.isfile(tmp_path / "my_encoder" / "saved_model.pb")
+    stamps = []
+    for _ in range(2):
+        namespace = {}
+        exec(compile(block, "README.md", "exec"), namespace)
+        assert namespace["feats"].shape[0] == len(namespace["x_test"])
+        saved = tmp_path / "my_encoder" / "saved_model.pb"
+        assert saved.is_file()
+        stamps.append(saved.stat().st_mtime_ns)
+    assert stamps[1] > stamps[0]  # exported again, not kept from the first run
 
 
 def test_ci_runs_the_readme_test_command():
