@@ -6,7 +6,9 @@ import pytest
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # The tests' arrays are tiny, so XLA's compiles are most of a JAX test's time: optimise less
 # (the JAX re-run, JAX children and examples inherit it; TensorFlow's eager tests ignore it).
-# Level 0 cut the zoo-store test's JAX child from 34 to 14 s (docs/notes/suite_time.md).
+# Level 0 cut the zoo-store test's JAX child from 34 to 14 s, but compiled code runs far
+# slower: a child that trains many steps under JAX should set its own level
+# (docs/notes/suite_time.md).
 if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "")
                                + " --xla_backend_optimization_level=0").strip()
@@ -154,4 +156,3 @@ def pytest_sessionfinish(session, exitstatus):
         import shutil
 
         shutil.rmtree(os.environ.get(backend_run.RUN_DIR_ENV, ""), ignore_errors=True)
-
