@@ -4,8 +4,8 @@
 
 Joins the ``jax_multi_process`` distribution, then runs each part of ``MODE`` (parts joined
 by ``+``, e.g. ``equality+train``). ``train``: see :func:`run_train`. ``equality``: with
-NT-Xent, trains SimCLR on a small convnet with batch norm for 3 steps, feeding only this process's
-contiguous block of each of the 3 global batches. Process 0 then trains the same model from
+NT-Xent, trains SimCLR on a small convnet with batch norm for 3 steps, feeding only this
+process's contiguous block of each of the 3 global batches. Process 0 then trains the same model from
 the same weights on the global batches in this process alone, with no distribution (the
 reference). Writes ``OUT_DIR/worker{ID}.npz``: per loss, the per-step losses and the final
 weights of the distributed run (and of the reference, on process 0)."""

@@ -7,8 +7,8 @@
 
 ``--equality``: under the ``tf_multi_worker`` distribution, SimCLR on a BN-free encoder
 trains ``STEPS`` steps with ``fit`` on the same global batches, this worker feeding its
-block of each, with NT-Xent; so does MoCo v2 (NT-Xent, a queue of
-every worker's keys); writes the per-step losses and every weight (MoCo's queue and
+block of each, with NT-Xent; so does MoCo v2 (NT-Xent, a queue of every worker's keys);
+writes the per-step losses and every weight (MoCo's queue and
 pointer too) to ``OUT_DIR/w<INDEX>_<case>.npz``. The chief then trains the same model from the
 same seed on the global batches in one replica (outside the strategy) and writes
 ``OUT_DIR/ref_<case>.npz`` (with the initial weights).
