@@ -45,6 +45,8 @@ PER_VIEW_BN = {"framework": {"batch_norm_views": "per_view"}}
 SYMMETRIC_PADDING = {"encoder": {"padding": "symmetric"}}
 EXACT_JITTER = {"augmentation": {"exact_color_jitter": True}}
 GRAY_CONTRAST = {"augmentation": {"contrast_mean": "gray"}}
+#: torch's CosineAnnealingLR is stepped once per epoch in lightly's benchmark; ours, per step.
+PER_EPOCH_LR = {"schedule": {"per_epoch": True}}
 
 
 def merge(base: dict, *overrides: dict) -> dict:
@@ -70,6 +72,8 @@ VARIANTS = {
     "torchvision_jitter": merge(EXACT_JITTER, GRAY_CONTRAST),
     "all": merge(TORCH_INIT, PER_VIEW_BN, SYMMETRIC_PADDING, EXACT_JITTER, GRAY_CONTRAST),
     "init_bn": merge(TORCH_INIT, PER_VIEW_BN),
+    "per_epoch_lr": PER_EPOCH_LR,
+    "gray_contrast_per_epoch_lr": merge(GRAY_CONTRAST, PER_EPOCH_LR),
     # The GPU zoo's path: under JAX (--backend jax) in mixed_bfloat16.
     "recipe_bf16": {"precision": "mixed_bfloat16"},
     "gray_contrast_bf16": merge(GRAY_CONTRAST, {"precision": "mixed_bfloat16"}),

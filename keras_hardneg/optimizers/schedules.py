@@ -10,6 +10,11 @@ decay without restarts) and MoCo v3:
                                                                       warmup <= t < total
     lr(t) = end                                                       t >= total
 
+With ``hold_steps = n`` the step is first floored to a multiple of ``n``: the rate is held
+for ``n`` steps at its value for the first of them. ``n = steps_per_epoch`` is PyTorch's
+``CosineAnnealingLR`` stepped once per epoch (lightly's benchmarks): epoch ``e`` trains at
+``end + (base - end) * 0.5 * (1 + cos(pi * e / epochs))`` throughout.
+
 Example:
 
 >>> sched = WarmupCosineDecay(1.0, total_steps=100, warmup_steps=10)
@@ -36,16 +41,19 @@ class WarmupCosineDecay(keras.optimizers.schedules.LearningRateSchedule):
         total_steps: step at which the decay reaches ``end_learning_rate`` (and stays).
         warmup_steps: length of the linear warm-up (0 = none); ``< total_steps``.
         end_learning_rate: final learning rate (default 0).
+        hold_steps: the rate changes every ``hold_steps`` steps (default 1: every step);
+            ``total_steps`` and ``warmup_steps`` must be multiples of it.
 
     Called with an int/float step (scalar tensor allowed), returns a float32 scalar.
 
     Raises:
         ValueError: ``total_steps < 1``, ``warmup_steps`` outside ``[0, total_steps)``,
-            negative learning rates (the message names the parameter).
+            negative learning rates, ``hold_steps < 1`` or not dividing the other two (the
+            message names the parameter).
     """
 
     def __init__(self, base_learning_rate, total_steps, warmup_steps=0, end_learning_rate=0.0,
-                 name="warmup_cosine_decay"):
+                 name="warmup_cosine_decay", hold_steps=1):
         if not isinstance(total_steps, int) or isinstance(total_steps, bool) or total_steps < 1:
             raise ValueError(f"total_steps must be an int >= 1, got {total_steps!r}")
         if (not isinstance(warmup_steps, int) or isinstance(warmup_steps, bool)
@@ -57,14 +65,22 @@ class WarmupCosineDecay(keras.optimizers.schedules.LearningRateSchedule):
             raise ValueError(f"base_learning_rate must be >= 0, got {base_learning_rate!r}")
         if end_learning_rate < 0:
             raise ValueError(f"end_learning_rate must be >= 0, got {end_learning_rate!r}")
+        if not isinstance(hold_steps, int) or isinstance(hold_steps, bool) or hold_steps < 1:
+            raise ValueError(f"hold_steps must be an int >= 1, got {hold_steps!r}")
+        if total_steps % hold_steps or warmup_steps % hold_steps:
+            raise ValueError(f"hold_steps={hold_steps} must divide total_steps={total_steps} "
+                             f"and warmup_steps={warmup_steps}")
         self.base_learning_rate = float(base_learning_rate)
         self.total_steps = int(total_steps)
         self.warmup_steps = int(warmup_steps)
         self.end_learning_rate = float(end_learning_rate)
+        self.hold_steps = int(hold_steps)
         self.name = name
 
     def __call__(self, step):
         step = ops.cast(step, "float32")
+        if self.hold_steps > 1:
+            step = ops.floor(step / float(self.hold_steps)) * float(self.hold_steps)
         base = ops.cast(self.base_learning_rate, "float32")
         end = ops.cast(self.end_learning_rate, "float32")
         warm = float(self.warmup_steps)
@@ -81,6 +97,7 @@ class WarmupCosineDecay(keras.optimizers.schedules.LearningRateSchedule):
             "warmup_steps": self.warmup_steps,
             "end_learning_rate": self.end_learning_rate,
             "name": self.name,
+            "hold_steps": self.hold_steps,
         }
 
 
@@ -90,12 +107,19 @@ def constant(learning_rate: float, steps_per_epoch: int, epochs: int) -> float:
     return learning_rate
 
 
-@SCHEDULES.register("warmup_cosine", params={"warmup_epochs": Param(
-    int, low=0, help="epochs of linear warm-up before the cosine decay")})
+@SCHEDULES.register("warmup_cosine", params={
+    "warmup_epochs": Param(int, low=0, help="epochs of linear warm-up before the cosine decay"),
+    "per_epoch": Param(bool, help="change the rate once per epoch (PyTorch's CosineAnnealingLR "
+                                  "stepped per epoch, as lightly) instead of every step")},
+    check=lambda c: ("'per_epoch' needs 'warmup_epochs' = 0 (a warm-up held per epoch trains "
+                     "epoch 0 at rate 0)") if c["per_epoch"] and c["warmup_epochs"] else None)
 def warmup_cosine(learning_rate: float, steps_per_epoch: int, epochs: int,
-                  warmup_epochs: int = 0) -> WarmupCosineDecay:
+                  warmup_epochs: int = 0, per_epoch: bool = False) -> WarmupCosineDecay:
     """:class:`WarmupCosineDecay` over ``steps_per_epoch * epochs`` steps (the warm-up is
-    cut to leave at least one step of decay)."""
+    cut to leave at least one step of decay). ``per_epoch`` holds each epoch at the rate of
+    its first step; the registry refuses it with a warm-up (held, epoch 0 would train at
+    rate 0)."""
     total = max(steps_per_epoch * epochs, 1)
     return WarmupCosineDecay(learning_rate, total_steps=total,
-                             warmup_steps=min(warmup_epochs * steps_per_epoch, total - 1))
+                             warmup_steps=min(warmup_epochs * steps_per_epoch, total - 1),
+                             hold_steps=max(steps_per_epoch, 1) if per_epoch else 1)

@@ -1,4 +1,4 @@
-"""WarmupCosineDecay: values at warm-up / peak / end, serialization."""
+"""WarmupCosineDecay: values at warm-up / peak / end, held per epoch, serialization."""
 
 import math
 
@@ -42,7 +42,39 @@ def test_serialization_round_trip():
     (dict(base_learning_rate=1.0, total_steps=10, warmup_steps=10), "warmup_steps"),
     (dict(base_learning_rate=-1.0, total_steps=10), "base_learning_rate"),
     (dict(base_learning_rate=1.0, total_steps=10, end_learning_rate=-0.1), "end_learning_rate"),
+    (dict(base_learning_rate=1.0, total_steps=10, hold_steps=0), "hold_steps"),
+    (dict(base_learning_rate=1.0, total_steps=10, hold_steps=3), "hold_steps"),
 ])
 def test_bad_arguments(kwargs, name):
     with pytest.raises(ValueError, match=name):
         WarmupCosineDecay(**kwargs)
+
+
+def test_hold_steps_is_cosine_annealing_stepped_once_per_epoch():
+    # PyTorch's CosineAnnealingLR(T_max=epochs) stepped after each epoch (lightly's
+    # benchmarks): epoch e trains at base * (1 + cos(pi * e / epochs)) / 2 for all its steps.
+    base, epochs, steps = 0.12, 6, 4
+    s = WarmupCosineDecay(base, total_steps=epochs * steps, hold_steps=steps)
+    for e in range(epochs):
+        want = base * 0.5 * (1 + math.cos(math.pi * e / epochs))
+        for t in range(e * steps, (e + 1) * steps):
+            assert float(s(t)) == pytest.approx(want, rel=1e-6), (e, t)
+    assert float(s(epochs * steps)) == pytest.approx(0.0, abs=1e-7)
+    restored = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(s))
+    assert restored.get_config() == s.get_config() and restored.hold_steps == steps
+
+
+def test_recipe_per_epoch_holds_the_rate_and_refuses_a_warmup():
+    from keras_hardneg.registry import ConfigError
+    from keras_hardneg.run.recipe import load_recipe
+    from keras_hardneg.optimizers.schedules import warmup_cosine
+
+    recipe = load_recipe({"schedule": {"name": "warmup_cosine", "per_epoch": True}})
+    assert recipe["schedule"]["per_epoch"] is True
+    s = warmup_cosine(1.0, steps_per_epoch=5, epochs=4, per_epoch=True)
+    assert [round(float(s(t)), 6) for t in (0, 4, 5, 9, 10)] == [1.0, 1.0, 0.853553, 0.853553,
+                                                               0.5]
+    assert load_recipe({})["schedule"].get("per_epoch") is False  # the default: every step
+    with pytest.raises(ConfigError, match="'schedule.per_epoch' needs 'schedule.warmup_epochs'"):
+        load_recipe({"schedule": {"name": "warmup_cosine", "per_epoch": True,
+                                  "warmup_epochs": 2}})

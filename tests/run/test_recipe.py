@@ -176,7 +176,8 @@ def test_recipe_says_every_torch_alignment_option():
         "framework": {"name": "simclr", "head_init": "torch_linear",
                       "batch_norm_views": "per_view"},
         "augmentation": {"name": "simclr", "exact_color_jitter": True,
-                         "contrast_mean": "gray"}})
+                         "contrast_mean": "gray"},
+        "schedule": {"name": "warmup_cosine", "per_epoch": True}})
     model = build_model(recipe, input_shape=(8, 8, 3), num_examples=16)
     assert (model.batch_norm_views, model.head_init) == ("per_view", "torch_linear")
     assert model.view_maker.augmentation.exact_color_jitter is True
@@ -184,3 +185,5 @@ def test_recipe_says_every_torch_alignment_option():
     assert model.encoder.get_layer("stage2_block1_conv1").padding == "valid"
     init = model.encoder.get_layer("stem_conv").kernel_initializer.get_config()
     assert (init["mode"], init["distribution"]) == ("fan_out", "untruncated_normal")
+    from keras_hardneg.run.build import build_optimizer
+    assert build_optimizer(recipe, steps_per_epoch=7)._learning_rate.hold_steps == 7
