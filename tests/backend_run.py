@@ -62,10 +62,9 @@ def _wait_for_detached(run_dir: str) -> tuple[int, str]:
 
 
 def environment() -> dict[str, str]:
+    # XLA_FLAGS: the suite's optimisation level, set by tests/conftest.py (the tests' arrays
+    # are tiny: compiling is most of their time; docs/notes/suite_time.md).
     env = {**os.environ, "KERAS_BACKEND": "jax"}
-    # The tests' arrays are tiny: compiling is most of their time, and XLA's backend
-    # optimisation level 0 cut the JAX run from 4.2 to 3.1 minutes (docs/notes/backend_tests.md).
-    env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0").strip()
     env.pop("PYTEST_ADDOPTS", None)
     return env
 

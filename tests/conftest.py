@@ -4,14 +4,15 @@ import sys
 import pytest
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-# The tests' arrays are tiny, so XLA's compiles are most of a JAX test's time: optimise less
-# (the JAX re-run, JAX children and examples inherit it; TensorFlow's eager tests ignore it).
-# Level 0 cut the zoo-store test's JAX child from 34 to 14 s, but compiled code runs far
-# slower: a child that trains many steps under JAX should set its own level
-# (docs/notes/suite_time.md).
+#: The XLA backend optimisation level of every test process and child (the JAX re-run, JAX
+#: children and examples inherit ``XLA_FLAGS``; TensorFlow's eager tests ignore it). The
+#: tests' arrays are tiny, so compiles are most of a JAX test's time; but the compiled code
+#: of a low level runs slower. Measured per level in docs/notes/suite_time.md.
+XLA_LEVEL_ENV = "KHN_TEST_XLA_LEVEL"
 if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "")
-                               + " --xla_backend_optimization_level=0").strip()
+    os.environ["XLA_FLAGS"] = (
+        os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level="
+        + os.environ.get(XLA_LEVEL_ENV, "0")).strip()
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import backend_run  # noqa: E402  (tests/backend_run.py)

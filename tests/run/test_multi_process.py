@@ -61,8 +61,8 @@ def run_group(argvs, env, deadline_s):
 def run_workers(out_dir, mode, num_processes=2):
     """Runs the JAX workers in ``mode`` on a free loopback port; fails on a hang or error."""
     env = {**os.environ, "KERAS_BACKEND": "jax", "TF_CPP_MIN_LOG_LEVEL": "2",
-           # tiny arrays: compiling dominates; 1 CPU device per process
-           "XLA_FLAGS": "--xla_backend_optimization_level=0"}
+           # the suite's XLA level (tests/conftest.py); 1 CPU device per process
+           "XLA_FLAGS": os.environ.get("XLA_FLAGS", "")}
     address = f"127.0.0.1:{free_port()}"
     argvs = [[sys.executable, CHILD, address, str(num_processes), str(i), str(out_dir), mode]
              for i in range(num_processes)]
