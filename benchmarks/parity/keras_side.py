@@ -114,6 +114,7 @@ def main() -> None:
     from keras_hardneg.evaluation import weighted_knn_accuracy
     from keras_hardneg import callbacks
     from keras_hardneg.run import build_model, load_recipe, make_train_feed
+    from keras_hardneg.run.resume import recipe_differences
     from keras_hardneg.run.training import _skip_batches
 
     recipe = recipe_for(args.variant, args.seed, args.epochs)
@@ -142,8 +143,14 @@ def main() -> None:
         if start_epoch:
             with open(log_path) as f:
                 saved = json.load(f)
-            if saved["recipe"] != json.loads(json.dumps(log["recipe"], default=str)):
-                raise SystemExit(f"--backup {args.backup}: its run had another recipe")
+            # The saved recipe as this version reads it (keys added since take their
+            # defaults), compared as the library's resume check does.
+            differs = recipe_differences(
+                json.loads(json.dumps(load_recipe(saved["recipe"]), default=str)),
+                json.loads(json.dumps(log["recipe"], default=str)))
+            if differs:
+                raise SystemExit(f"--backup {args.backup}: its run had another recipe "
+                                 f"({', '.join(differs)})")
             for key in ("loss", "epoch_seconds", "epoch_cpu_seconds"):
                 log[key] = saved[key][:start_epoch]
             log["knn"] = {e: v for e, v in saved["knn"].items() if int(e) <= start_epoch}
