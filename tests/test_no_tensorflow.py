@@ -59,8 +59,10 @@ def test_readme_quick_start_and_moco_v2_fit_without_tensorflow(child):
 
 @pytest.mark.timeout(900)
 def test_run_and_zoo_presets_load_and_fine_tune_without_tensorflow(child):
-    # Issue 24: a run's preset (trained under JAX) and the zoo's entries load as trainable
-    # keras.Models with TensorFlow blocked; fine-tuning moves the weights and BN statistics.
+    # Issue 24: a run's preset (trained under JAX, on BatchSampler batches: the sampler's
+    # graph must not reach for ScaNN's TensorFlow ops) and the zoo's entries load as
+    # trainable keras.Models with TensorFlow blocked; fine-tuning moves the weights and BN
+    # statistics.
     _check(child, "presets")
 
 
