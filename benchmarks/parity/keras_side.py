@@ -47,6 +47,8 @@ EXACT_JITTER = {"augmentation": {"exact_color_jitter": True}}
 GRAY_CONTRAST = {"augmentation": {"contrast_mean": "gray"}}
 #: torch's CosineAnnealingLR is stepped once per epoch in lightly's benchmark; ours, per step.
 PER_EPOCH_LR = {"schedule": {"per_epoch": True}}
+#: torchvision's crop: a box of whole pixels, half-pixel bilinear resize (view_stats.py).
+INTEGER_CROPS = {"augmentation": {"crop_boxes": "integer"}}
 
 
 def merge(base: dict, *overrides: dict) -> dict:
@@ -74,6 +76,9 @@ VARIANTS = {
     "init_bn": merge(TORCH_INIT, PER_VIEW_BN),
     "per_epoch_lr": PER_EPOCH_LR,
     "gray_contrast_per_epoch_lr": merge(GRAY_CONTRAST, PER_EPOCH_LR),
+    "integer_crops": INTEGER_CROPS,
+    # lightly's crop, contrast and schedule together (the cheap differences found so far).
+    "lightly_views_schedule": merge(INTEGER_CROPS, GRAY_CONTRAST, PER_EPOCH_LR),
     # The GPU zoo's path: under JAX (--backend jax) in mixed_bfloat16.
     "recipe_bf16": {"precision": "mixed_bfloat16"},
     "gray_contrast_bf16": merge(GRAY_CONTRAST, {"precision": "mixed_bfloat16"}),

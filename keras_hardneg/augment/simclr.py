@@ -5,7 +5,12 @@ For each image, in this order:
 
 1. random resized crop: area fraction ``U(crop_scale)`` (paper: 0.08-1.0), log-uniform
    aspect ratio in ``[3/4, 4/3]`` (10 attempts, else the whole image), resized (bilinear)
-   to ``image_size x image_size``;
+   to ``image_size x image_size``. ``crop_boxes="continuous"`` (default) samples a box of
+   real-valued size and offset, resampled pixel centre to pixel centre (TF's
+   ``crop_and_resize``); ``"integer"`` is torchvision's ``RandomResizedCrop`` (lightly's):
+   a box of whole pixels (rounded size, integer offset; a failed draw falls back to the
+   centre crop of the ratio range), resized with half-pixel centres inside the box (as
+   Pillow's bilinear resize of the cropped image);
 2. horizontal flip with p = 0.5;
 3. colour jitter with p = ``jitter_prob`` (0.8): brightness, contrast, saturation, hue in a
    random order (drawn per image), each clipped to ``[0, 1]``; contrast scales each pixel's
@@ -63,13 +68,15 @@ import numpy as np
 from keras import ops
 
 __all__ = ["SimCLRAugmentation", "RandomApply", "simclr_augmentation", "two_views",
-           "VERSIONS", "CONTRAST_MEANS"]
+           "VERSIONS", "CONTRAST_MEANS", "CROP_BOXES"]
 
 VERSIONS = ("v1", "v2", "v3")
 _JITTER = (0.4, 0.4, 0.4, 0.1)          # brightness, contrast, saturation, hue at strength 1
 _GRAY = (0.2989, 0.5870, 0.1140)
 #: ``contrast_mean``: the mean that colour-jitter contrast scales distances from.
 CONTRAST_MEANS = ("channel", "gray")
+#: How the random resized crop samples its box (module docstring, step 1).
+CROP_BOXES = ("continuous", "integer")
 _CROP_ATTEMPTS = 10
 # Columns of the one uniform draw ``[B, _N_DRAWS]`` a call makes. One PRNG call instead of
 # one per parameter: XLA inlines the threefry generator at every call site, and on CPU
@@ -140,6 +147,8 @@ class SimCLRAugmentation(keras.layers.Layer):
         contrast_mean: what contrast scales the distance from: ``"channel"`` (default; each
             channel's mean, as SimCLR's TensorFlow code) or ``"gray"`` (the image's mean grey
             level, as torchvision's ``ColorJitter``, which lightly's ``SimCLRTransform`` uses).
+        crop_boxes: ``"continuous"`` (default) or ``"integer"`` (torchvision's whole-pixel
+            crop box and half-pixel resize), see the module docstring.
         seed: int seed of the layer's :class:`keras.random.SeedGenerator` (``None``: random).
 
     Example:
@@ -153,7 +162,7 @@ class SimCLRAugmentation(keras.layers.Layer):
     def __init__(self, image_size=32, version="v1", strength=1.0, crop_scale=(0.08, 1.0),
                  crop_ratio=(3.0 / 4.0, 4.0 / 3.0), flip=True, jitter_prob=0.8,
                  grayscale_prob=0.2, blur_prob=None, solarize_prob=None, exact_color_jitter=False,
-                 contrast_mean="channel", seed=None, **kwargs):
+                 contrast_mean="channel", crop_boxes="continuous", seed=None, **kwargs):
         kwargs.setdefault("dtype", "float32")
         super().__init__(**kwargs)
         if (isinstance(image_size, bool) or not isinstance(image_size, int) or image_size < 8):
@@ -205,6 +214,9 @@ class SimCLRAugmentation(keras.layers.Layer):
             raise ValueError(f"contrast_mean must be one of {list(CONTRAST_MEANS)}, "
                              f"got {contrast_mean!r}")
         self.contrast_mean = contrast_mean
+        if crop_boxes not in CROP_BOXES:
+            raise ValueError(f"crop_boxes must be one of {list(CROP_BOXES)}, got {crop_boxes!r}")
+        self.crop_boxes = crop_boxes
         self.seed = seed
         # A layer attribute: its state is one of the layer's non-trainable variables, so
         # a compiled step (Keras's JAX trainer, ``stateless_call``) threads it through.
@@ -232,32 +244,60 @@ class SimCLRAugmentation(keras.layers.Layer):
     def _crop_weights(self, u, height, width):
         """Bilinear weights ``[B, S, H]`` and ``[B, S, W]`` of each image's random crop.
 
-        Area fraction ``U(crop_scale)``, log-uniform ratio, first of 10 attempts that fits
-        (else the whole image), uniform offset. Sample ``s`` of a crop of ``c`` pixels from
-        offset ``o`` is at ``o + s (c - 1) / (S - 1)`` (pixel centres, as TF's
-        ``crop_and_resize``): a crop of the whole image at its own size is the identity.
+        Area fraction ``U(crop_scale)``, log-uniform ratio, first of 10 attempts that fits,
+        uniform offset. ``crop_boxes="continuous"``: sample ``s`` of a crop of ``c``
+        pixels from offset ``o`` is at ``o + s (c - 1) / (S - 1)`` (pixel centres, as TF's
+        ``crop_and_resize``: a crop of the whole image at its own size is the identity);
+        no attempt fits -> the whole image. ``"integer"`` (torchvision): ``c`` rounded, ``o``
+        an integer in ``[0, size - c]``, sample ``s`` at ``o + (s + 1/2) c / S - 1/2``
+        clamped to ``[o, o + c - 1]`` (Pillow's bilinear resize of the cropped image); no
+        attempt fits -> the centre crop of the ratio range.
         """
         h = ops.cast(height, "float32")
         w = ops.cast(width, "float32")
         n = _CROP_ATTEMPTS
+        integer = self.crop_boxes == "integer"
         area = self._take(u, "area", *self.crop_scale) * h * w
         log_r = self._take(u, "log_ratio", math.log(self.crop_ratio[0]),
                            math.log(self.crop_ratio[1]))
         ratio = ops.exp(log_r)
         cw = ops.sqrt(area * ratio)
         ch = ops.sqrt(area / ratio)
-        ok = ops.logical_and(cw <= w, ch <= h)
+        if integer:  # torchvision: int(round(.)); a box of 0 pixels does not fit
+            cw, ch = ops.round(cw), ops.round(ch)
+            ok = ops.logical_and(ops.logical_and(cw <= w, ch <= h),
+                                 ops.logical_and(cw > 0, ch > 0))
+        else:
+            ok = ops.logical_and(cw <= w, ch <= h)
         first = ops.one_hot(ops.argmax(ops.cast(ok, "int32"), axis=1), n, dtype="float32")
         any_ok = ops.any(ok, axis=1)
-        cw = ops.where(any_ok, ops.sum(first * cw, axis=1), w)
-        ch = ops.where(any_ok, ops.sum(first * ch, axis=1), h)
-        oy = self._take(u, "oy") * (h - ch)
-        ox = self._take(u, "ox") * (w - cw)
-        # s (c - 1) / (S - 1) in this order: exact for a whole number of pixels.
+        fall_w, fall_h = w, h
+        if integer:  # torchvision's fallback: the centre crop of the clamped ratio
+            lo, hi = self.crop_ratio
+            fall_w = ops.where(w / h > hi, ops.round(h * hi), w)
+            fall_h = ops.where(w / h < lo, ops.round(w / lo), h)
+        cw = ops.where(any_ok, ops.sum(first * cw, axis=1), fall_w)
+        ch = ops.where(any_ok, ops.sum(first * ch, axis=1), fall_h)
         steps = ops.arange(self.image_size, dtype="float32")[None, :]
-        last = float(self.image_size - 1)
-        py = ops.clip(oy[:, None] + steps * (ch - 1.0)[:, None] / last, 0.0, h - 1.0)
-        px = ops.clip(ox[:, None] + steps * (cw - 1.0)[:, None] / last, 0.0, w - 1.0)
+        if not integer:
+            oy = self._take(u, "oy") * (h - ch)
+            ox = self._take(u, "ox") * (w - cw)
+            # s (c - 1) / (S - 1) in this order: exact for a whole number of pixels.
+            last = float(self.image_size - 1)
+            py = ops.clip(oy[:, None] + steps * (ch - 1.0)[:, None] / last, 0.0, h - 1.0)
+            px = ops.clip(ox[:, None] + steps * (cw - 1.0)[:, None] / last, 0.0, w - 1.0)
+            return _interpolation_weights(py, height), _interpolation_weights(px, width)
+        # randint(0, size - c + 1); the centre crop's offset is (size - c) // 2.
+        oy = ops.where(any_ok, ops.minimum(ops.floor(self._take(u, "oy") * (h - ch + 1.0)),
+                                           h - ch), ops.floor((h - ch) / 2.0))
+        ox = ops.where(any_ok, ops.minimum(ops.floor(self._take(u, "ox") * (w - cw + 1.0)),
+                                           w - cw), ops.floor((w - cw) / 2.0))
+        centres = steps + 0.5
+        size = float(self.image_size)
+        py = ops.clip(oy[:, None] + centres * ch[:, None] / size - 0.5, oy[:, None],
+                      (oy + ch - 1.0)[:, None])
+        px = ops.clip(ox[:, None] + centres * cw[:, None] / size - 0.5, ox[:, None],
+                      (ox + cw - 1.0)[:, None])
         return _interpolation_weights(py, height), _interpolation_weights(px, width)
 
     def _jitter_factors(self, u):
@@ -439,7 +479,7 @@ class SimCLRAugmentation(keras.layers.Layer):
             "flip": self.flip, "jitter_prob": self.jitter_prob,
             "grayscale_prob": self.grayscale_prob, "blur_prob": self.blur_prob,
             "solarize_prob": list(self.solarize_prob), "exact_color_jitter": self.exact_color_jitter,
-            "contrast_mean": self.contrast_mean,
+            "contrast_mean": self.contrast_mean, "crop_boxes": self.crop_boxes,
             "seed": self.seed,
         })
         return config

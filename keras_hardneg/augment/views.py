@@ -32,7 +32,8 @@ import keras
 import numpy as np
 from keras import ops
 
-from keras_hardneg.augment.simclr import CONTRAST_MEANS, VERSIONS, simclr_augmentation, two_views
+from keras_hardneg.augment.simclr import (CONTRAST_MEANS, CROP_BOXES, VERSIONS,
+                                         simclr_augmentation, two_views)
 from keras_hardneg.registry import VIEW_MAKERS, Param
 
 __all__ = ["ViewMaker", "ImageViews", "as_view_maker", "simclr_views"]
@@ -149,13 +150,18 @@ def as_view_maker(augmentation: Any) -> ViewMaker | None:
     "contrast_mean": Param(str, choices=CONTRAST_MEANS,
                            help="contrast around each channel's mean (SimCLR's TF code) or "
                                 "the mean grey level (torchvision, lightly)"),
+    "crop_boxes": Param(str, choices=CROP_BOXES,
+                        help="crop box of real size and offset (TF's crop_and_resize) or of "
+                             "whole pixels, half-pixel resize (torchvision, lightly)"),
 })
 def simclr_views(image_size: int = 32, version: str = "v1", strength: float = 1.0,
                  crop_scale: tuple = (0.08, 1.0), exact_color_jitter: bool = False,
-                 contrast_mean: str = "channel", seed: int | None = None) -> ImageViews:
+                 contrast_mean: str = "channel", crop_boxes: str = "continuous",
+                 seed: int | None = None) -> ImageViews:
     """SimCLR's two augmented views of images (Chen et al. 2020), as an :class:`ImageViews`
     around :func:`~keras_hardneg.augment.simclr_augmentation`."""
     return ImageViews(simclr_augmentation(image_size=image_size, version=version,
                                           strength=strength, crop_scale=tuple(crop_scale),
                                           exact_color_jitter=exact_color_jitter,
-                                          contrast_mean=contrast_mean, seed=seed))
+                                          contrast_mean=contrast_mean,
+                                          crop_boxes=crop_boxes, seed=seed))

@@ -192,6 +192,64 @@ def test_random_resized_crop_is_a_bilinear_window(crop_scale, crop_ratio):
         assert np.ptp(area) > 0.3 and len(np.unique(np.round(rows[:, 0, 0], 3))) > 32
 
 
+def _torchvision_box(u, height, width, scale, ratio):
+    """NumPy transcription of torchvision's ``RandomResizedCrop.get_params`` on the layer's
+    uniform draw ``u`` (columns 0-9 area, 10-19 log-ratio, 20 / 21 row / column offset):
+    ``(top, left, h, w)`` of a box of whole pixels."""
+    f = np.float32
+    for k in range(10):
+        area = f(height * width) * (f(scale[0]) + f(scale[1] - scale[0]) * u[k])
+        log_r = f(np.log(ratio[0])) + f(np.log(ratio[1]) - np.log(ratio[0])) * u[10 + k]
+        w = int(np.round(np.sqrt(area * np.exp(log_r))))
+        h = int(np.round(np.sqrt(area / np.exp(log_r))))
+        if 0 < w <= width and 0 < h <= height:
+            top = min(int(np.floor(u[20] * f(height - h + 1))), height - h)
+            left = min(int(np.floor(u[21] * f(width - w + 1))), width - w)
+            return top, left, h, w
+    in_ratio = width / height  # the fallback: a centre crop of the clamped ratio
+    w, h = width, height
+    if in_ratio < ratio[0]:
+        h = int(round(w / ratio[0]))
+    elif in_ratio > ratio[1]:
+        w = int(round(h * ratio[1]))
+    return (height - h) // 2, (width - w) // 2, h, w
+
+
+@pytest.mark.parametrize("height, width, crop_scale", [(20, 28, (0.08, 1.0)),
+                                                       (10, 40, (1.0, 1.0))])
+def test_integer_crop_boxes_equal_pillows_crop_and_bilinear_resize(height, width, crop_scale):
+    """``crop_boxes="integer"``: torchvision's box (whole pixels; the second case never fits
+    and takes the centre-crop fallback), cropped and resized as Pillow does (bilinear,
+    half-pixel centres, upsampling: the output is not smaller than the box)."""
+    from PIL import Image
+
+    size, b = 40, 24
+    x = np.random.default_rng(3).random((b, height, width, 3), dtype=np.float32)
+    kw = dict(OFF, crop_scale=crop_scale, crop_ratio=(3 / 4, 4 / 3), crop_boxes="integer")
+    out = np.asarray(SimCLRAugmentation(size, seed=11, **kw)(x))
+    # A fresh layer with the same seed makes the same one draw the call made.
+    u = np.asarray(SimCLRAugmentation(size, seed=11, **kw)._draw(b))
+    boxes = set()
+    for i in range(b):
+        top, left, h, w = _torchvision_box(u[i], height, width, crop_scale, (3 / 4, 4 / 3))
+        boxes.add((h, w))
+        want = np.stack([np.asarray(Image.fromarray(x[i, :, :, c], mode="F")
+                                    .crop((left, top, left + w, top + h))
+                                    .resize((size, size), Image.BILINEAR)) for c in range(3)], -1)
+        np.testing.assert_allclose(out[i], want, atol=2e-5, err_msg=f"image {i}")
+    assert len(boxes) > (10 if crop_scale[0] < 1 else 0), boxes
+    if crop_scale == (1.0, 1.0):
+        assert boxes == {(10, 13)}  # round(10 * 4/3) wide, the full height
+
+
+def test_continuous_and_integer_crop_boxes_are_checked_and_serialized():
+    with pytest.raises(ValueError, match="crop_boxes must be one of"):
+        SimCLRAugmentation(16, crop_boxes="pixel")
+    aug = SimCLRAugmentation(16, crop_boxes="integer")
+    assert SimCLRAugmentation.from_config(aug.get_config()).crop_boxes == "integer"
+    assert SimCLRAugmentation(16).crop_boxes == "continuous"
+
+
 def test_flip_reverses_columns_exactly():
     x = _images(32)
     out = np.asarray(SimCLRAugmentation(16, seed=1, **dict(OFF, flip=True))(x))

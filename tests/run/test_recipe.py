@@ -176,12 +176,13 @@ def test_recipe_says_every_torch_alignment_option():
         "framework": {"name": "simclr", "head_init": "torch_linear",
                       "batch_norm_views": "per_view"},
         "augmentation": {"name": "simclr", "exact_color_jitter": True,
-                         "contrast_mean": "gray"},
+                         "contrast_mean": "gray", "crop_boxes": "integer"},
         "schedule": {"name": "warmup_cosine", "per_epoch": True}})
     model = build_model(recipe, input_shape=(8, 8, 3), num_examples=16)
     assert (model.batch_norm_views, model.head_init) == ("per_view", "torch_linear")
     assert model.view_maker.augmentation.exact_color_jitter is True
     assert model.view_maker.augmentation.contrast_mean == "gray"
+    assert model.view_maker.augmentation.crop_boxes == "integer"
     assert model.encoder.get_layer("stage2_block1_conv1").padding == "valid"
     init = model.encoder.get_layer("stem_conv").kernel_initializer.get_config()
     assert (init["mode"], init["distribution"]) == ("fan_out", "untruncated_normal")
