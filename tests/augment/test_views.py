@@ -67,7 +67,8 @@ def test_registered_with_its_modality_and_signature_defaults():
     assert VIEW_MAKERS.defaults("simclr") == {"version": "v1", "strength": 1.0,
                                               "crop_scale": [0.08, 1.0],
                                               "exact_color_jitter": False,
-                                              "contrast_mean": "channel"}
+                                              "contrast_mean": "channel",
+                                              "crop_boxes": "continuous"}
     views = VIEW_MAKERS.get("simclr").factory(image_size=16, seed=0,
                                               **VIEW_MAKERS.check("simclr", {"version": "v2"}))
     assert isinstance(views, ImageViews)
