@@ -11,10 +11,10 @@ Pearson correlation of the two views of an image and their mean squared differen
 far apart the positives are). ``--mode geometry`` keeps the crop and flip only,
 ``--mode colour`` the colour ops only (whole image, no flip).
 
-``--crop-boxes integer`` (Keras side, a diagnostic) re-implements the crop's sampling as
-torchvision does it: a crop of whole pixels (rounded width and height, integer offsets),
-resized with half-pixel centres and clamped to the crop box -- the library's crop samples
-a continuous box, pixel centre to pixel centre.
+``--crop-boxes integer`` (Keras side) samples the crop as torchvision does
+(``SimCLRAugmentation(crop_boxes="integer")``: a box of whole pixels, resized with
+half-pixel centres inside it); the default samples a box of real size and offset, pixel
+centre to pixel centre.
 
     python benchmarks/parity/view_stats.py --side keras --mode geometry --seed 1
     ../peer-venv/bin/python benchmarks/parity/view_stats.py --side lightly --mode geometry --seed 1
@@ -22,7 +22,6 @@ a continuous box, pixel centre to pixel centre.
 
 import argparse
 import json
-import math
 import os
 
 import numpy as np
@@ -57,46 +56,16 @@ def lightly_views(x, mode, seed):
     return np.stack(views[0]), np.stack(views[1])
 
 
-def _integer_crop_weights(self, u, height, width):
-    """Diagnostic: torchvision's whole-pixel crop box, half-pixel resize clamped to it."""
-    from keras import ops
-
-    from keras_hardneg.augment import simclr
-
-    h, w = ops.cast(height, "float32"), ops.cast(width, "float32")
-    area = self._take(u, "area", *self.crop_scale) * h * w
-    ratio = ops.exp(self._take(u, "log_ratio", math.log(self.crop_ratio[0]),
-                                math.log(self.crop_ratio[1])))
-    cw, ch = ops.round(ops.sqrt(area * ratio)), ops.round(ops.sqrt(area / ratio))
-    ok = ops.logical_and(cw <= w, ch <= h)
-    first = ops.one_hot(ops.argmax(ops.cast(ok, "int32"), axis=1), simclr._CROP_ATTEMPTS,
-                        dtype="float32")
-    any_ok = ops.any(ok, axis=1)
-    cw = ops.where(any_ok, ops.sum(first * cw, axis=1), w)
-    ch = ops.where(any_ok, ops.sum(first * ch, axis=1), h)
-    oy = ops.floor(self._take(u, "oy") * (h - ch + 1.0))
-    ox = ops.floor(self._take(u, "ox") * (w - cw + 1.0))
-    centres = ops.arange(self.image_size, dtype="float32")[None, :] + 0.5
-    size = float(self.image_size)
-    py = ops.clip(oy[:, None] + centres * ch[:, None] / size - 0.5, oy[:, None],
-                  (oy + ch - 1.0)[:, None])
-    px = ops.clip(ox[:, None] + centres * cw[:, None] / size - 0.5, ox[:, None],
-                  (ox + cw - 1.0)[:, None])
-    return simclr._interpolation_weights(py, height), simclr._interpolation_weights(px, width)
-
-
-def keras_views(x, mode, seed, contrast_mean, exact, integer_crops):
+def keras_views(x, mode, seed, contrast_mean, exact, crop_boxes):
     from keras_hardneg.augment.simclr import SimCLRAugmentation
 
     kwargs = dict(image_size=32, version="v2", strength=1.0, contrast_mean=contrast_mean,
-                  exact_color_jitter=exact, seed=seed)
+                  exact_color_jitter=exact, crop_boxes=crop_boxes, seed=seed)
     if mode == "geometry":
         kwargs.update(jitter_prob=0.0, grayscale_prob=0.0)
     elif mode == "colour":
         kwargs.update(crop_scale=(1.0, 1.0), flip=False)
     aug = SimCLRAugmentation(**kwargs)
-    if integer_crops:
-        aug._crop_weights = _integer_crop_weights.__get__(aug)
     xf = x.astype("float32") / 255.0
     return tuple(np.concatenate([np.asarray(aug(xf[i:i + 250], view=v))
                                  for i in range(0, len(xf), 250)]) for v in (1, 2))
@@ -128,7 +97,7 @@ def main():
         v1, v2 = lightly_views(x, args.mode, args.seed)
     else:
         v1, v2 = keras_views(x, args.mode, args.seed, args.contrast_mean,
-                             args.exact_color_jitter, args.crop_boxes == "integer")
+                             args.exact_color_jitter, args.crop_boxes)
     a = v1.reshape(len(v1), -1) - v1.reshape(len(v1), -1).mean(1, keepdims=True)
     b = v2.reshape(len(v2), -1) - v2.reshape(len(v2), -1).mean(1, keepdims=True)
     corr = (a * b).sum(1) / np.sqrt((a * a).sum(1) * (b * b).sum(1) + 1e-12)
