@@ -20,15 +20,19 @@ def group_of(result: dict) -> str:
 def table(results: dict) -> str:
     epochs = sorted({int(e) for r in results.values() for e in r["knn"]})
     head = ("| cell | " + " | ".join(str(e) for e in epochs) +
-            " | loss (last) | s / epoch (mean) |")
-    lines = [head, "|---" * (len(epochs) + 3) + "|"]
+            " | loss (last) | s / epoch (mean) | CPU s / epoch (mean) |")
+    lines = [head, "|---" * (len(epochs) + 4) + "|"]
     for cell, r in sorted(results.items(), key=lambda kv: (group_of(kv[1]), kv[0])):
         knn = [f"{r['knn'][str(e)]:.3f}" if str(e) in r["knn"] else "" for e in epochs]
         seconds = statistics.mean(r["epoch_seconds"]) if r.get("epoch_seconds") else float("nan")
+        # CPU time is what compares on a shared machine (wall time waits for other work);
+        # logged since session 12, so older cells leave it blank.
+        cpu = (f"{statistics.mean(r['epoch_cpu_seconds']):.0f}"
+               if r.get("epoch_cpu_seconds") else "")
         stopped = (f" (stopped after epoch {r['stopped_at_epoch']})" if r.get("partial")
                    else "")
         lines.append(f"| `{cell}`{stopped} | " + " | ".join(knn) +
-                     f" | {r['loss'][-1]:.3f} | {seconds:.0f} |")
+                     f" | {r['loss'][-1]:.3f} | {seconds:.0f} | {cpu} |")
     lines += ["", "| group | seeds | kNN at the last epoch, mean ± sd |", "|---|---|---|"]
     groups: dict[str, list[float]] = {}
     for r in results.values():
