@@ -233,7 +233,7 @@ def test_integer_crop_boxes_equal_pillows_crop_and_bilinear_resize(height, width
     for i in range(b):
         top, left, h, w = _torchvision_box(u[i], height, width, crop_scale, (3 / 4, 4 / 3))
         boxes.add((h, w))
-        want = np.stack([np.asarray(Image.fromarray(x[i, :, :, c], mode="F")
+        want = np.stack([np.asarray(Image.fromarray(x[i, :, :, c])  # float32: mode "F"
                                     .crop((left, top, left + w, top + h))
                                     .resize((size, size), Image.BILINEAR)) for c in range(3)], -1)
         np.testing.assert_allclose(out[i], want, atol=2e-5, err_msg=f"image {i}")
