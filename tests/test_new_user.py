@@ -1,25 +1,17 @@
 """What a new user ran into (issue 26), as the user sees it: one line on stderr and exit
 status 2 instead of a traceback or a silent change, and nothing of theirs or of a finished
-run rewritten. The refusals a user reads in a terminal run in a subprocess."""
+run rewritten. The CLI runs in this process (``tests/cli_user.py``)."""
 
 import json
 import os
 import shutil
-import subprocess
-import sys
 
 import pytest
 
+import cli_user
 from keras_hardneg import cli
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY = ["--width", "4", "--batch-size", "256", "--no-export", "--verbose", "0"]
-
-
-def _cli(*argv, cwd=None):
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT)
-    return subprocess.run([sys.executable, "-m", "keras_hardneg.cli", *argv], cwd=cwd or ROOT,
-                          capture_output=True, text=True, env=env, timeout=600)
 
 
 def _one_line_error(proc, *needles):
@@ -39,9 +31,9 @@ def run_dir(tmp_path_factory):
     return out
 
 
-def test_other_recipe_on_a_run_is_refused_naming_keys_and_way_out(run_dir):
+def test_other_recipe_on_a_run_is_refused_naming_keys_and_way_out(run_dir, capsys):
     before = (run_dir / "recipe.json").read_bytes(), (run_dir / "results.json").read_bytes()
-    proc = _cli("train", "--loss", "nt_xent", "--epochs", "2", *TINY, "--output", str(run_dir))
+    proc = cli_user.run(capsys, "train", "--loss", "nt_xent", "--epochs", "2", *TINY, "--output", str(run_dir))
     _one_line_error(proc, "loss.name ('hard' -> 'nt_xent')", "--no-resume", "another --output")
     assert ((run_dir / "recipe.json").read_bytes(),
             (run_dir / "results.json").read_bytes()) == before
@@ -73,7 +65,7 @@ def test_export_defaults_to_run_encoder_and_never_deletes_a_users_folder(run_dir
     mine = tmp_path / "mine"
     mine.mkdir()
     (mine / "notes.txt").write_text("keep me")
-    proc = _cli("export", str(run_dir), "--output", str(mine), "--overwrite")
+    proc = cli_user.run(capsys, "export", str(run_dir), "--output", str(mine), "--overwrite")
     _one_line_error(proc, "not an encoder exported by keras-hardneg", "notes.txt")
     assert (mine / "notes.txt").read_text() == "keep me"
 

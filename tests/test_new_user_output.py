@@ -1,31 +1,21 @@
 """What a new user sees (issue 26, output): log-file friendly lines that fit 80 columns,
 the random encoder's kNN ("epoch 0") beside the trained one, ``history.png``, and --help
-with a text and a default for every flag. The user's view runs in a subprocess."""
+with a text and a default for every flag. The CLI runs in this process (``tests/cli_user.py``)."""
 
 import argparse
 import io
 import json
-import os
-import subprocess
 import sys
 
 import pytest
 
+import cli_user
 from keras_hardneg import cli
 from keras_hardneg.run import report
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def _cli(*argv):
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT)
-    return subprocess.run([sys.executable, "-m", "keras_hardneg.cli", *argv], cwd=ROOT,
-                          capture_output=True, text=True, env=env, timeout=600)
-
-
-def test_train_into_a_log_file_shows_short_plain_lines_a_baseline_and_a_plot(tmp_path):
+def test_train_into_a_log_file_shows_short_plain_lines_a_baseline_and_a_plot(tmp_path, capsys):
     out = tmp_path / "run"
-    proc = _cli("train", "--epochs", "2", "--width", "4", "--no-export", "--output", str(out))
+    proc = cli_user.run(capsys, "train", "--epochs", "2", "--width", "4", "--no-export", "--output", str(out))
     assert proc.returncode == 0, proc.stderr
     text = proc.stdout
     assert "\r" not in text and "\x1b[" not in text  # stdout is a pipe: verbose 2
@@ -91,8 +81,9 @@ def test_every_flag_has_help_and_model_flags_say_their_default():
                 assert "default" in action.help, (name, action.option_strings)
 
 
-def test_width_help_covers_every_encoder_in_the_terminal():
-    proc = _cli("train", "--help")
+def test_width_help_covers_every_encoder_in_the_terminal(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")  # a terminal's width, as argparse reads it
+    proc = cli_user.run(capsys, "train", "--help")
     assert proc.returncode == 0, proc.stderr
     text = " ".join(proc.stdout.split("options:")[-1].split())
     width = text[text.index("--width WIDTH"):text.index("--learning-rate LEARNING_RATE")]

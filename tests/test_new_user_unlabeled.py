@@ -1,22 +1,17 @@
 """A folder of unlabeled images (no class subfolders) trains (issue 26): no evaluation, the
 header states the size images are resized to; a labelled folder given as ``test`` is what
-the run evaluates on (split into kNN reference and queries). The user's view runs in a subprocess."""
+the run evaluates on (split into kNN reference and queries). The CLI runs in this process
+(``tests/cli_user.py``)."""
 
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
+import cli_user
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def _cli(*argv):
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT)
-    return subprocess.run([sys.executable, "-m", "keras_hardneg.cli", *argv], cwd=ROOT,
-                          capture_output=True, text=True, env=env, timeout=600)
 
 
 @pytest.fixture(scope="module")
@@ -32,9 +27,9 @@ def flat(tmp_path_factory):
     return folder
 
 
-def test_flat_folder_trains_without_evaluation_and_states_the_image_size(flat, tmp_path):
+def test_flat_folder_trains_without_evaluation_and_states_the_image_size(flat, tmp_path, capsys):
     out = tmp_path / "run"
-    proc = _cli("train", "--dataset", str(flat), "--image-size", "16", "--epochs", "1",
+    proc = cli_user.run(capsys, "train", "--dataset", str(flat), "--image-size", "16", "--epochs", "1",
                 "--width", "4", "--batch-size", "32", "--no-export", "--output", str(out))
     assert proc.returncode == 0, proc.stderr
     header = proc.stdout.splitlines()[0]
@@ -56,7 +51,8 @@ def test_limit_per_class_limits_an_unlabeled_folder(flat):
     assert "40 unlabeled images, limited" in description
 
 
-def test_unlabeled_images_evaluate_on_a_labelled_folder_given_separately(flat, tmp_path):
+def test_unlabeled_images_evaluate_on_a_labelled_folder_given_separately(flat, tmp_path,
+                                                                        capsys):
     labelled = tmp_path / "labelled"
     for k, name in enumerate(("a", "b")):
         (labelled / name).mkdir(parents=True)
@@ -71,7 +67,7 @@ def test_unlabeled_images_evaluate_on_a_labelled_folder_given_separately(flat, t
                                   "encoder": {"name": "small_convnet", "width": 4},
                                   "batch_size": 32, "epochs": 1}))
     out = tmp_path / "run"
-    proc = _cli("train", "--recipe", str(recipe), "--no-export", "--output", str(out))
+    proc = cli_user.run(capsys, "train", "--recipe", str(recipe), "--no-export", "--output", str(out))
     assert proc.returncode == 0, proc.stderr
     results = json.loads((out / "results.json").read_text())
     assert 0.0 <= results["knn_accuracy"] <= 1.0 and "knn_accuracy_epoch0" in results
@@ -79,17 +75,18 @@ def test_unlabeled_images_evaluate_on_a_labelled_folder_given_separately(flat, t
     assert "32 kNN/probe reference, 8 queries" in results["data"]
 
 
-def test_a_flat_test_folder_or_folder_labels_on_a_flat_folder_are_one_line(flat, tmp_path):
+def test_a_flat_test_folder_or_folder_labels_on_a_flat_folder_are_one_line(flat, tmp_path,
+                                                                          capsys):
     recipe = tmp_path / "recipe.json"
     recipe.write_text(json.dumps({"data": {"name": "image_folder", "train": str(flat),
                                            "test": str(flat), "image_size": 16},
                                   "epochs": 1}))
-    proc = _cli("train", "--recipe", str(recipe), "--output", str(tmp_path / "a"))
+    proc = cli_user.run(capsys, "train", "--recipe", str(recipe), "--output", str(tmp_path / "a"))
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     assert "data.test" in proc.stderr and "no class subfolders" in proc.stderr
     recipe.write_text(json.dumps({"data": {"name": "image_folder", "train": str(flat),
                                            "labels": "folders"}, "epochs": 1}))
-    proc = _cli("train", "--recipe", str(recipe), "--output", str(tmp_path / "b"))
+    proc = cli_user.run(capsys, "train", "--recipe", str(recipe), "--output", str(tmp_path / "b"))
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     assert "data.labels = 'folders'" in proc.stderr
 
