@@ -1,5 +1,6 @@
 """Interrupted training: a real SIGKILL in the middle of an epoch (or in the middle of a
-checkpoint write), then the same command again. See docs/reliability.md."""
+checkpoint write), then the same command again. See docs/reliability.md. The two SimCLR
+kills are one chain of three processes (each process costs ~20 CPU-s here)."""
 
 import os
 import signal
@@ -66,25 +67,50 @@ def _run(cmd):
     assert done.returncode == 0, done.stderr.decode()[-3000:]
 
 
+def _killed_run(recipe_path, out, probe, pause):
+    """Runs the child until its pause, SIGKILLs it; returns (its probe, the commit record,
+    the committed sampler state), read before the next run's commit removes the files."""
+    _kill_when_marker(_child_cmd(recipe_path, out, probe, *pause), out)
+    meta = read_json(os.path.join(out, "backup", "training_metadata.json"))
+    state = meta["state"] and _decode_state(os.path.join(out, "backup", meta["state"]))
+    return read_json(probe), meta, state
+
+
 def _scenario(tmp_path, recipe, pause):
     recipe_path = str(tmp_path / "recipe.json")
     write_json(recipe_path, recipe)
     out = str(tmp_path / "run")
     os.makedirs(out)
-    killed_probe, resumed_probe = str(tmp_path / "killed.json"), str(tmp_path / "resumed.json")
-    _kill_when_marker(_child_cmd(recipe_path, out, killed_probe, *pause), out)
-    killed = read_json(killed_probe)
-    meta = read_json(os.path.join(out, "backup", "training_metadata.json"))
-    # Read now: the resumed run's next commit removes these files.
-    state = meta["state"] and _decode_state(os.path.join(out, "backup", meta["state"]))
+    killed, meta, state = _killed_run(recipe_path, out, str(tmp_path / "killed.json"), pause)
+    resumed_probe = str(tmp_path / "resumed.json")
     _run(_child_cmd(recipe_path, out, resumed_probe))
     return killed, meta, state, read_json(resumed_probe)
+
+
+@pytest.fixture(scope="module")
+def simclr_chain(tmp_path_factory):
+    """One SimCLR run killed twice (three processes, not four): first inside its 2nd
+    checkpoint write (the end of epoch 0 is committed), then, resumed, in the middle of
+    epoch 2; the third process finishes it."""
+    tmp = tmp_path_factory.mktemp("simclr_chain")
+    recipe_path = str(tmp / "recipe.json")
+    write_json(recipe_path, SIMCLR)
+    out = str(tmp / "run")
+    os.makedirs(out)
+    in_save = _killed_run(recipe_path, out, str(tmp / "in_save.json"), ["--pause-in-save", "2"])
+    mid_epoch = _killed_run(recipe_path, out, str(tmp / "mid_epoch.json"),
+                            ["--pause-at", "2", "1"])
+    _run(_child_cmd(recipe_path, out, str(tmp / "finished.json")))
+    return {"in_save": in_save, "mid_epoch": mid_epoch, "out": out,
+            "finished": read_json(str(tmp / "finished.json"))}
 
 
 def _check_common(killed, meta, resumed, kill_epoch):
     # The kill came in epoch `kill_epoch`: epochs 0..kill_epoch-1 are committed.
     assert meta["epoch"] == kill_epoch
-    assert sorted(killed["saved"], key=int) == [str(e) for e in range(kill_epoch)]
+    # The killed process committed every epoch it trained (from where it began).
+    first = killed["begin"]["initial_epoch"]
+    assert sorted(killed["saved"], key=int) == [str(e) for e in range(first, kill_epoch)]
     begin = resumed["begin"]
     last = killed["saved"][str(kill_epoch - 1)]
     assert begin["initial_epoch"] == kill_epoch  # = last completed epoch + 1
@@ -119,9 +145,11 @@ def test_moco_batchsampler_sigkill_mid_epoch_resumes(tmp_path):
 
 
 @pytest.mark.timeout(900)
-def test_simclr_sigkill_mid_epoch_resumes(tmp_path):
+def test_simclr_sigkill_mid_epoch_resumes(simclr_chain):
     kill_epoch = 2
-    killed, meta, _, resumed = _scenario(tmp_path, SIMCLR, ["--pause-at", str(kill_epoch), "1"])
+    killed, meta, _ = simclr_chain["mid_epoch"]
+    resumed = simclr_chain["finished"]
+    assert killed["begin"]["initial_epoch"] == 1  # this process had resumed once already
     _check_common(killed, meta, resumed, kill_epoch)
     for e, params in resumed["loss_params"].items():
         assert params["upper_percentile"] == pytest.approx(
@@ -129,16 +157,18 @@ def test_simclr_sigkill_mid_epoch_resumes(tmp_path):
 
 
 @pytest.mark.timeout(900)
-def test_sigkill_during_checkpoint_write_keeps_previous(tmp_path):
+def test_sigkill_during_checkpoint_write_keeps_previous(simclr_chain):
     # The 2nd save (end of epoch 1) is cut in half and the process is killed in it.
-    killed, meta, _, resumed = _scenario(tmp_path, SIMCLR, ["--pause-in-save", "2"])
-    backup = os.path.join(str(tmp_path / "run"), "backup")
+    killed, meta, _ = simclr_chain["in_save"]
+    resumed, _, _ = simclr_chain["mid_epoch"]  # the next process (itself killed later)
     assert meta["epoch"] == 1  # the commit record still names epoch 0's files
     assert resumed["begin"]["initial_epoch"] == 1
     assert resumed["begin"]["weights"] == killed["saved"]["0"]["weights"]
-    assert resumed["epochs_run"] == EPOCHS
-    assert resumed["epochs_trained_now"] == EPOCHS - 1
+    assert sorted(resumed["saved"], key=int) == ["1"]  # it retrained epoch 1 and committed it
+    finished = simclr_chain["finished"]
+    assert finished["epochs_run"] == EPOCHS
     # The half-written file was removed; the last backup and the one before it remain.
+    backup = os.path.join(simclr_chain["out"], "backup")
     files = sorted(f for f in os.listdir(backup) if f.startswith("ckpt-"))
     final = read_json(os.path.join(backup, "training_metadata.json"))
     named = {final["weights"], final["state"], final["previous"]["weights"],
