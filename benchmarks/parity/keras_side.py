@@ -79,6 +79,11 @@ VARIANTS = {
     "integer_crops": INTEGER_CROPS,
     # lightly's crop, contrast and schedule together (the cheap differences found so far).
     "lightly_views_schedule": merge(INTEGER_CROPS, GRAY_CONTRAST, PER_EPOCH_LR),
+    # Every difference from lightly found so far at once: views, schedule, initialisation,
+    # per-view batch norm, symmetric stride-2 padding, torchvision's jitter. If this does
+    # not reach lightly, the cause is none of them.
+    "all_lightly": merge(TORCH_INIT, PER_VIEW_BN, SYMMETRIC_PADDING, EXACT_JITTER,
+                         GRAY_CONTRAST, INTEGER_CROPS, PER_EPOCH_LR),
     # The GPU zoo's path: under JAX (--backend jax) in mixed_bfloat16.
     "recipe_bf16": {"precision": "mixed_bfloat16"},
     "gray_contrast_bf16": merge(GRAY_CONTRAST, {"precision": "mixed_bfloat16"}),
