@@ -1,20 +1,16 @@
 """The tuner's summary (issue 26): trials numbered from 1 as Keras Tuner prints them, the
-best values and the `keras-hardneg train` command that uses them (run in a subprocess)."""
+best values and the `keras-hardneg train` command that uses them (the CLI runs in this
+process: ``tests/cli_user.py``)."""
 
 import json
-import os
 import re
 import shlex
-import subprocess
-import sys
 
 import pytest
 
+import cli_user
 from keras_hardneg import cli
 from keras_hardneg.tuning import records
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
 
 def test_trial_numbers_and_commands():
     assert records.trial_number("00") == "1" and records.trial_number("0011") == "12"
@@ -31,14 +27,12 @@ def test_trial_numbers_and_commands():
     assert command is None  # a sampler knob has no flag
 
 
-def test_tune_prints_trials_from_one_the_best_values_and_the_train_command(tmp_path):
+def test_tune_prints_trials_from_one_the_best_values_and_the_train_command(tmp_path, capsys):
     """`keras-hardneg tune` on digits (the default data) writes one record per trial to
     results.json and prints the trials, the best values and the command that trains them."""
     out = tmp_path / "tune"
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=ROOT)
-    proc = subprocess.run([sys.executable, "-m", "keras_hardneg.cli", "tune", "--trials", "2",
-                           "--epochs", "1", "--batch-size", "256", "--output", str(out)],
-                          cwd=ROOT, capture_output=True, text=True, env=env, timeout=600)
+    proc = cli_user.run(capsys, "tune", "--trials", "2", "--epochs", "1", "--batch-size", "256",
+                        "--output", str(out))
     assert proc.returncode == 0, proc.stderr
     text = proc.stdout
     trials = json.loads((out / "results.json").read_text())
