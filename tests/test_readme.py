@@ -8,12 +8,17 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def test_quick_start_runs_as_written_and_again(tmp_path, monkeypatch):
     """The quick start as written, then again in the same folder: the second run exports
-    again (it used to train and then fail on the existing export, losing the model)."""
+    again (it used to train and then fail on the existing export, losing the model). The
+    second run's ``fit`` does nothing (~12 CPU-s saved): what it checks is the export."""
+    import keras_hardneg as khn
+
     text = open(os.path.join(ROOT, "README.md")).read()
     block = re.search(r"## Quick start\n\n```python\n(.*?)```", text, re.S).group(1)
     monkeypatch.chdir(tmp_path)
     stamps = []
-    for _ in range(2):
+    for again in (False, True):
+        if again:
+            monkeypatch.setattr(khn.models.SimCLR, "fit", lambda self, *a, **k: None)
         namespace = {}
         exec(compile(block, "README.md", "exec"), namespace)
         assert namespace["feats"].shape[0] == len(namespace["x_test"])
