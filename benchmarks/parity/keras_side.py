@@ -50,6 +50,10 @@ PER_EPOCH_LR = {"schedule": {"per_epoch": True}}
 #: torchvision's crop: a box of whole pixels, half-pixel bilinear resize (view_stats.py).
 INTEGER_CROPS = {"augmentation": {"crop_boxes": "integer"}}
 
+#: Variants that train on lightly's views (``lightly_views.py``) instead of drawing ours.
+VIEWS_FROM_LIGHTLY = {"lightly_views_fed"}
+PEER_PYTHON = os.path.join(ROOT, "..", "peer-venv", "bin", "python")
+
 
 def merge(base: dict, *overrides: dict) -> dict:
     """``base`` with each override merged in, section by section (a copy)."""
@@ -84,11 +88,48 @@ VARIANTS = {
     # not reach lightly, the cause is none of them.
     "all_lightly": merge(TORCH_INIT, PER_VIEW_BN, SYMMETRIC_PADDING, EXACT_JITTER,
                          GRAY_CONTRAST, INTEGER_CROPS, PER_EPOCH_LR),
+    # Our model with lightly's own views (lightly_views.py, in the peers' virtualenv) fed
+    # in: the model side as lightly's (step_check.py: at parity), so the views are all
+    # that differs from a lightly cell (see VIEWS_FROM_LIGHTLY).
+    "lightly_views_fed": merge(TORCH_INIT, PER_VIEW_BN, SYMMETRIC_PADDING, PER_EPOCH_LR),
     # The GPU zoo's path: under JAX (--backend jax) in mixed_bfloat16.
     "recipe_bf16": {"precision": "mixed_bfloat16"},
     "gray_contrast_bf16": merge(GRAY_CONTRAST, {"precision": "mixed_bfloat16"}),
     "init_bn_bf16": merge(TORCH_INIT, PER_VIEW_BN, {"precision": "mixed_bfloat16"}),
 }
+
+
+def lightly_views_feed(args, first_epoch: int, steps: int, batch: int):
+    """Starts ``lightly_views.py`` for epochs ``first_epoch..args.epochs`` and returns a
+    generator of ``({"view1", "view2"},)`` batches (float32 in [0, 1]) in its order, ``steps``
+    a epoch; each epoch's file is deleted when the epoch's batches are given."""
+    import subprocess
+
+    import numpy as np
+
+    folder = args.backup.rstrip("/") + ".views" if args.backup else args.out + ".views"
+    os.makedirs(folder, exist_ok=True)
+    producer = subprocess.Popen(
+        [args.peer_python, os.path.join(HERE, "lightly_views.py"), "--data", args.data,
+         "--seed", str(args.seed), "--first", str(first_epoch), "--epochs", str(args.epochs),
+         "--batch-size", str(batch), "--out", folder])
+
+    def batches():
+        for epoch in range(first_epoch, args.epochs + 1):
+            path = os.path.join(folder, f"epoch{epoch:03d}.npz")
+            while not os.path.exists(path):
+                if producer.poll() not in (None, 0):
+                    raise SystemExit(f"lightly_views.py failed (rc {producer.returncode})")
+                time.sleep(1.0)
+            with np.load(path) as z:
+                v1, v2 = z["view1"], z["view2"]
+            for i in range(steps):
+                rows = slice(i * batch, (i + 1) * batch)
+                yield ({"view1": v1[rows].astype("float32") / 255.0,
+                        "view2": v2[rows].astype("float32") / 255.0},)
+            os.remove(path)
+
+    return batches(), producer
 
 
 def recipe_for(variant: str, seed: int, epochs: int) -> dict:
@@ -109,6 +150,8 @@ def main() -> None:
     p.add_argument("--eval-every", type=int, default=5)
     p.add_argument("--batch-size", type=int, help="override (smoke runs)")
     p.add_argument("--backup", help="folder of the per-epoch checkpoint: resume from it")
+    p.add_argument("--peer-python", default=PEER_PYTHON,
+                   help="the peers' Python (lightly_views.py, for VIEWS_FROM_LIGHTLY variants)")
     args = p.parse_args()
 
     import keras
@@ -142,7 +185,7 @@ def main() -> None:
            "keras": keras.__version__, "seed": args.seed, "recipe": recipe, "loss": [],
            "epoch_seconds": [], "epoch_cpu_seconds": [], "knn": {}}
 
-    backup_cb, log_path = None, None
+    backup_cb, log_path, start_epoch = None, None, 0
     if args.backup:
         log_path = args.backup.rstrip("/") + ".log.json"  # beside the backup, not inside it
         os.makedirs(os.path.dirname(os.path.abspath(log_path)), exist_ok=True)
@@ -193,9 +236,18 @@ def main() -> None:
                     json.dump(log, f, indent=1, default=str)
                 os.replace(log_path + ".part", log_path)
 
-    model.fit(feed.dataset, epochs=recipe["epochs"], steps_per_epoch=feed.steps_per_epoch,
-              callbacks=[Record(), *feed.callbacks, *([backup_cb] if backup_cb else [])],
-              verbose=0)
+    dataset, producer = feed.dataset, None
+    if args.variant in VIEWS_FROM_LIGHTLY:
+        first = (start_epoch or 0) + 1
+        dataset, producer = lightly_views_feed(args, first, feed.steps_per_epoch,
+                                               recipe["batch_size"])
+    try:
+        model.fit(dataset, epochs=recipe["epochs"], steps_per_epoch=feed.steps_per_epoch,
+                  callbacks=[Record(), *feed.callbacks, *([backup_cb] if backup_cb else [])],
+                  verbose=0)
+    finally:
+        if producer is not None and producer.poll() is None:
+            producer.kill()
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out + ".part", "w") as f:
         json.dump(log, f, indent=1)
