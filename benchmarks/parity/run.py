@@ -156,6 +156,7 @@ def run_cell(cell: str, core: int, args) -> str:
             result = json.load(f)
         os.remove(cell_path(cell, args.results) + ".run")
         shutil.rmtree(backup, ignore_errors=True)
+        shutil.rmtree(backup + ".views", ignore_errors=True)  # lightly_views_fed's feed
         if os.path.exists(backup + ".log.json"):
             os.remove(backup + ".log.json")
     result.update(cell=cell, wall_seconds=time.time() - t0, core=core,
