@@ -41,8 +41,8 @@ def table(results: dict) -> str:
         last = max(r["knn"], key=int)
         groups.setdefault(group_of(r), []).append(r["knn"][last])
     for name, values in sorted(groups.items()):
-        sd = statistics.stdev(values) if len(values) > 1 else float("nan")
-        lines.append(f"| {name} | {len(values)} | {statistics.mean(values):.4f} ± {sd:.4f} |")
+        spread = f" ± {statistics.stdev(values):.4f}" if len(values) > 1 else " (one seed)"
+        lines.append(f"| {name} | {len(values)} | {statistics.mean(values):.4f}{spread} |")
     return "\n".join(lines)
 
 
