@@ -18,6 +18,9 @@ centre to pixel centre.
 
     python benchmarks/parity/view_stats.py --side keras --mode geometry --seed 1
     ../peer-venv/bin/python benchmarks/parity/view_stats.py --side lightly --mode geometry --seed 1
+
+``--save FILE`` also writes the views (``view1``, ``view2``, float32 in [0, 1]) for
+``view_loss.py``, which scores how hard they are for a trained encoder.
 """
 
 import argparse
@@ -90,6 +93,7 @@ def main():
     p.add_argument("--exact-color-jitter", action="store_true")
     p.add_argument("--crop-boxes", choices=("continuous", "integer"), default="continuous")
     p.add_argument("--data", default=DATA)
+    p.add_argument("--save", help="also write the views to this .npz (for view_loss.py)")
     args = p.parse_args()
     with np.load(args.data) as f:
         x = f["x_train"][:args.images]
@@ -98,6 +102,8 @@ def main():
     else:
         v1, v2 = keras_views(x, args.mode, args.seed, args.contrast_mean,
                              args.exact_color_jitter, args.crop_boxes)
+    if args.save:
+        np.savez(args.save, view1=v1.astype(np.float32), view2=v2.astype(np.float32))
     a = v1.reshape(len(v1), -1) - v1.reshape(len(v1), -1).mean(1, keepdims=True)
     b = v2.reshape(len(v2), -1) - v2.reshape(len(v2), -1).mean(1, keepdims=True)
     corr = (a * b).sum(1) / np.sqrt((a * a).sum(1) * (b * b).sum(1) + 1e-12)
