@@ -59,10 +59,14 @@ def main() -> None:
         x_train = f["x_train"]
     os.makedirs(args.out, exist_ok=True)
     n = len(x_train) // args.batch_size * args.batch_size
+    for epoch in range(1, args.first):  # left by a consumer killed before it removed them
+        if os.path.exists(epoch_path(args.out, epoch)):
+            os.remove(epoch_path(args.out, epoch))
     for epoch in range(args.first, args.epochs + 1):
         if os.path.exists(epoch_path(args.out, epoch)):
             continue
-        while sum(os.path.exists(epoch_path(args.out, e)) for e in range(1, epoch)) >= args.ahead:
+        while sum(os.path.exists(epoch_path(args.out, e))
+                  for e in range(args.first, epoch)) >= args.ahead:
             time.sleep(1.0)
         torch.manual_seed(args.seed * 100003 + epoch)
         order = torch.randperm(len(x_train), generator=torch.Generator().manual_seed(
