@@ -33,7 +33,8 @@ def run_dir(tmp_path_factory):
 
 def test_other_recipe_on_a_run_is_refused_naming_keys_and_way_out(run_dir, capsys):
     before = (run_dir / "recipe.json").read_bytes(), (run_dir / "results.json").read_bytes()
-    proc = cli_user.run(capsys, "train", "--loss", "nt_xent", "--epochs", "2", *TINY, "--output", str(run_dir))
+    proc = cli_user.run(capsys, "train", "--loss", "nt_xent", "--epochs", "2", *TINY,
+                        "--output", str(run_dir))
     _one_line_error(proc, "loss.name ('hard' -> 'nt_xent')", "--no-resume", "another --output")
     assert ((run_dir / "recipe.json").read_bytes(),
             (run_dir / "results.json").read_bytes()) == before

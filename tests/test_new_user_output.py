@@ -15,7 +15,8 @@ from keras_hardneg.run import report
 
 def test_train_into_a_log_file_shows_short_plain_lines_a_baseline_and_a_plot(tmp_path, capsys):
     out = tmp_path / "run"
-    proc = cli_user.run(capsys, "train", "--epochs", "2", "--width", "4", "--no-export", "--output", str(out))
+    proc = cli_user.run(capsys, "train", "--epochs", "2", "--width", "4", "--no-export",
+                        "--output", str(out))
     assert proc.returncode == 0, proc.stderr
     text = proc.stdout
     assert "\r" not in text and "\x1b[" not in text  # stdout is a pipe: verbose 2

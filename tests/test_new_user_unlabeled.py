@@ -29,8 +29,9 @@ def flat(tmp_path_factory):
 
 def test_flat_folder_trains_without_evaluation_and_states_the_image_size(flat, tmp_path, capsys):
     out = tmp_path / "run"
-    proc = cli_user.run(capsys, "train", "--dataset", str(flat), "--image-size", "16", "--epochs", "1",
-                "--width", "4", "--batch-size", "32", "--no-export", "--output", str(out))
+    proc = cli_user.run(capsys, "train", "--dataset", str(flat), "--image-size", "16",
+                        "--epochs", "1", "--width", "4", "--batch-size", "32", "--no-export",
+                        "--output", str(out))
     assert proc.returncode == 0, proc.stderr
     header = proc.stdout.splitlines()[0]
     assert "images resized to 16x16" in header, header
@@ -67,7 +68,8 @@ def test_unlabeled_images_evaluate_on_a_labelled_folder_given_separately(flat, t
                                   "encoder": {"name": "small_convnet", "width": 4},
                                   "batch_size": 32, "epochs": 1}))
     out = tmp_path / "run"
-    proc = cli_user.run(capsys, "train", "--recipe", str(recipe), "--no-export", "--output", str(out))
+    proc = cli_user.run(capsys, "train", "--recipe", str(recipe), "--no-export",
+                        "--output", str(out))
     assert proc.returncode == 0, proc.stderr
     results = json.loads((out / "results.json").read_text())
     assert 0.0 <= results["knn_accuracy"] <= 1.0 and "knn_accuracy_epoch0" in results
