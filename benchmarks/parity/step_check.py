@@ -16,12 +16,16 @@ initial eval-mode features, trains the same steps with ``train_on_batch`` and co
     PEER/bin/python benchmarks/parity/step_check.py torch --data PACK.npz --out DIR
     PEER/bin/python benchmarks/parity/step_check.py torch --float64 --data PACK.npz --out DIR
     python benchmarks/parity/step_check.py keras --out DIR    # writes DIR/compare.json
+    KERAS_BACKEND=jax python benchmarks/parity/step_check.py keras --float64 --out DIR
 
 The float64 torch run is the yardstick: float32 round-off alone moves a step's weights by
 some fraction of the step's update (and a few steps amplify it), so each float32 run is
 compared with the float64 one. If ours is as close to it as torch's float32 run is, the
 model, the loss, its gradients and the optimizer are at parity, and a kNN gap can only come
-from the data the steps see (the views, their order) or from the evaluation.
+from the data the steps see (the views, their order) or from the evaluation. With both
+sides in float64 (ours under JAX with x64, ``compare64.json``) round-off no longer hides
+a formula difference in the later steps, where momentum and the coupled weight decay
+accumulate (run the torch side with ``--steps 8`` or so for that).
 """
 
 import argparse
@@ -64,12 +68,16 @@ def torch_side(args) -> None:
                                 SimCLRProjectionHead(8 * args.width, 512, 128))
     v1, v2 = views(args.data, args.batch)
 
-    def tensor(v):
-        return torch.from_numpy((v - IMAGENET_MEAN) / IMAGENET_STD).permute(0, 3, 1, 2)
+    dtype = np.float64 if args.float64 else np.float32
+
+    def tensor(v):  # normalised in the run's precision (as ours does inside the model)
+        v = v.astype(dtype)
+        return torch.from_numpy((v - IMAGENET_MEAN.astype(dtype)) / IMAGENET_STD.astype(dtype)
+                                ).permute(0, 3, 1, 2)
 
     x1, x2 = tensor(v1), tensor(v2)
     if args.float64:  # the round-off yardstick: the same steps in double precision
-        model, x1, x2 = model.double(), x1.double(), x2.double()
+        model = model.double()
     out = {"view1": v1, "view2": v2}
     out.update({f"init/{k}": v.numpy().copy() for k, v in model.state_dict().items()})
     model.eval()
@@ -145,9 +153,21 @@ def keras_side(args) -> None:
     import keras_side as ks
     from keras_hardneg import run
 
-    ref = dict(np.load(os.path.join(args.out, "torch.npz")))
     path64 = os.path.join(args.out, "torch64.npz")
     ref64 = dict(np.load(path64)) if os.path.isfile(path64) else None
+    if args.float64:  # both sides in double precision: a formula difference shows at once
+        import keras
+
+        if keras.backend.backend() != "jax":
+            raise SystemExit("--float64 on the Keras side needs KERAS_BACKEND=jax")
+        import jax
+
+        jax.config.update("jax_enable_x64", True)
+        keras.config.set_floatx("float64")
+        keras.config.set_dtype_policy("float64")
+        ref = ref64
+    else:
+        ref = dict(np.load(os.path.join(args.out, "torch.npz")))
     recipe = ks.recipe_for(args.variant, args.seed, 30)
     recipe["optimizer"] = {**recipe["optimizer"], "learning_rate": args.lr}
     model = run.build_model(recipe, input_shape=(32, 32, 3), num_examples=10000)
@@ -160,9 +180,11 @@ def keras_side(args) -> None:
                 if id(v) not in mapped]
     for key, var in variables.items():
         var.assign(_to_keras(ref[f"init/{key}"]))
-    v1, v2 = ref["view1"], ref["view2"]
+    v1, v2 = (ref[k].astype("float64" if args.float64 else "float32") for k in ("view1", "view2"))
     features = np.asarray(model.encoder(v1, training=False))
     result = {"variant": args.variant, "batch": int(len(v1)), "lr": args.lr,
+              "precision": "float64 (JAX x64) against torch float64" if args.float64
+              else "float32 against torch float32",
               "unmapped_keras_weights": unmapped,
               "init_features_max_abs_diff": float(np.max(np.abs(features - ref["init_features"]))),
               "init_features_scale": float(np.max(np.abs(ref["init_features"]))),
@@ -187,7 +209,7 @@ def keras_side(args) -> None:
         rows.sort(key=lambda r: -(r["diff_over_update"] or 0.0))
         entry = {"step": step + 1, "worst": rows[:6], "median_diff_over_update": float(
             np.median([r["diff_over_update"] for r in rows if r["diff_over_update"]]))}
-        if ref64 is not None:  # both float32 runs against the float64 one
+        if ref64 is not None and not args.float64:  # both float32 runs against float64
             ours, theirs = [], []
             for key, var in variables.items():
                 exact = _to_keras(ref64[f"step{step + 1}/{key}"])
@@ -199,7 +221,8 @@ def keras_side(args) -> None:
             entry["median_vs_float64"] = {"keras": float(np.median(ours)),
                                           "torch_float32": float(np.median(theirs))}
         result["steps"].append(entry)
-    with open(os.path.join(args.out, "compare.json"), "w") as f:
+    name = "compare64.json" if args.float64 else "compare.json"
+    with open(os.path.join(args.out, name), "w") as f:
         json.dump(result, f, indent=1)
     print(json.dumps({k: result[k] for k in ("init_features_max_abs_diff", "torch_losses",
                                               "keras_losses", "unmapped_keras_weights")}))
@@ -224,7 +247,9 @@ def main() -> None:
     p.add_argument("--lr", type=float, default=0.12)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--float64", action="store_true",
-                   help="torch side in double precision (how far float32 round-off goes)")
+                   help="torch side: in double precision (how far float32 round-off goes); "
+                        "Keras side (KERAS_BACKEND=jax): ours in double precision against "
+                        "it, written to compare64.json")
     args = p.parse_args()
     (torch_side if args.side == "torch" else keras_side)(args)
 
