@@ -160,6 +160,8 @@ def keras_side(args) -> None:
 
         if keras.backend.backend() != "jax":
             raise SystemExit("--float64 on the Keras side needs KERAS_BACKEND=jax")
+        if ref64 is None:
+            raise SystemExit(f"--float64: no {path64}; run the torch side with --float64 first")
         import jax
 
         jax.config.update("jax_enable_x64", True)
