@@ -32,27 +32,32 @@ def test_at_least_two_entries_were_trained_here():
 @pytest.mark.skipif(not os.path.isdir(DATA), reason="needs ../shared/data/cifar10-jpg")
 def test_evaluate_an_entry_folder_scores_its_keras_preset(capsys):
     """``keras-hardneg evaluate models/ENTRY``: the entry's preset (any backend) on the
-    entry recipe's data with its kNN settings, here on 20 images per class of each split:
-    the figure equals the preset's own features through the kNN.
+    entry recipe's data with its kNN settings, here on 40 images per class of each split
+    (a 400-image bank, so the recipe's k of 200 is not the whole bank and a wrong k would
+    show): the figure equals the preset's own features through the kNN.
     (Re-scoring the card's figure runs all 60k images, ~36 CPU-s for a width-8 entry and
     ~60x that for a width-64 one: a benchmark, ``python models/remeasure.py``.)"""
     from keras_hardneg import export, run
     from keras_hardneg.evaluation import extract_features, weighted_knn_accuracy
 
     entry = os.path.dirname(IMAGE[0])
-    assert cli.main(["evaluate", entry, "--no-linear-probe", "--limit-per-class", "20",
+    assert cli.main(["evaluate", entry, "--no-linear-probe", "--limit-per-class", "40",
                      "--json"]) == 0
     out = capsys.readouterr().out.strip().splitlines()
     assert any(os.path.join(entry, "preset") in line for line in out)
     recipe = run.load_recipe(os.path.join(entry, "recipe.json"),
-                             {"data": {"limit_per_class": 20}})
+                             {"data": {"limit_per_class": 40}})
     (x, y), (x_test, y_test), _ = run.load_data(recipe)
-    assert len(x) == len(x_test) == 200
+    assert len(x) == len(x_test) == 400
+    k, t = recipe["evaluation"]["knn_k"], recipe["evaluation"]["knn_temperature"]
+    assert k < len(x)
+    assert any(f"k={k}, t={t}" in line for line in out)
     preset = export.load_preset(os.path.join(entry, "preset"))
-    want = weighted_knn_accuracy(extract_features(preset, x), y,
-                                 extract_features(preset, x_test), y_test,
-                                 k=recipe["evaluation"]["knn_k"],
-                                 temperature=recipe["evaluation"]["knn_temperature"])
+    bank, queries = extract_features(preset, x), extract_features(preset, x_test)
+    want = weighted_knn_accuracy(bank, y, queries, y_test, k=k, temperature=t)
+    # the data tells k apart: the whole bank as neighbours scores otherwise
+    assert weighted_knn_accuracy(bank, y, queries, y_test, k=len(x),
+                                 temperature=t) != pytest.approx(want, abs=1e-6)
     assert json.loads(out[-1])["knn_accuracy"] == pytest.approx(want, abs=1e-6)
 
 

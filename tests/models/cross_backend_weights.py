@@ -1,6 +1,7 @@
 """Run as ``python cross_backend_weights.py train|load DIR`` (``train`` under
-``KERAS_BACKEND=jax``, ``load`` under TensorFlow): the zoo's route, train with JAX and export
-with TensorFlow.
+``KERAS_BACKEND=jax``, ``load`` under TensorFlow; ``test_cross_backend_weights.py`` calls
+:func:`load` in its own TensorFlow process): the zoo's route, train with JAX and export with
+TensorFlow.
 
 ``train`` fits SimCLR and MoCo v2 (batch-norm encoder, queue with labels) for 2 steps and
 writes each model's ``.weights.h5``, every weight and the encoder's features of fixed images
@@ -14,10 +15,9 @@ import sys
 
 import numpy as np
 
-mode, out_dir = sys.argv[1], sys.argv[2]
-import keras  # noqa: E402
+import keras
 
-import keras_hardneg as khn  # noqa: E402
+import keras_hardneg as khn
 
 KINDS = ("simclr", "moco_v2")
 
@@ -40,10 +40,10 @@ def features(encoder):
     return keras.ops.convert_to_numpy(encoder(images(99, 8), training=False))
 
 
-result = {"backend": keras.backend.backend()}
-for kind in KINDS:
-    path = os.path.join(out_dir, kind)
-    if mode == "train":
+def train(out_dir):
+    """Fits each model 2 steps under this backend; writes its weights, weights and features."""
+    for kind in KINDS:
+        path = os.path.join(out_dir, kind)
         keras.utils.set_random_seed(0)
         model = build(kind)
         v1 = images(1)
@@ -52,7 +52,15 @@ for kind in KINDS:
         model.save_weights(path + ".weights.h5")
         np.savez(path + ".npz", features=features(model.encoder),
                  **{f"w{i}": keras.ops.convert_to_numpy(w) for i, w in enumerate(model.weights)})
-    else:
+    return {"backend": keras.backend.backend()}
+
+
+def load(out_dir):
+    """Builds each model under this backend, loads ``train``'s weights, exports the encoder;
+    returns the largest differences to what ``train`` saved."""
+    result = {"backend": keras.backend.backend()}
+    for kind in KINDS:
+        path = os.path.join(out_dir, kind)
         keras.utils.set_random_seed(1)  # other initial weights: the file must set them all
         model = build(kind)
         model.load_weights(path + ".weights.h5")
@@ -70,4 +78,9 @@ for kind in KINDS:
         exported = khn.export.load_encoder(export_dir)
         result[kind]["export_diff"] = float(np.max(np.abs(
             np.asarray(exported(images(99, 8), training=False)) - saved["features"])))
-print("RESULT " + json.dumps(result))
+    return result
+
+
+if __name__ == "__main__":
+    mode, out_dir = sys.argv[1], sys.argv[2]
+    print("RESULT " + json.dumps({"train": train, "load": load}[mode](out_dir)))
