@@ -50,8 +50,11 @@ PER_EPOCH_LR = {"schedule": {"per_epoch": True}}
 #: torchvision's crop: a box of whole pixels, half-pixel bilinear resize (view_stats.py).
 INTEGER_CROPS = {"augmentation": {"crop_boxes": "integer"}}
 
-#: Variants that train on lightly's views (``lightly_views.py``) instead of drawing ours.
+#: Variants that train on views fed from epoch files instead of drawing them in the step:
+#: lightly's (``lightly_views.py``, in the peers' virtualenv) or ours (``ours_views.py``,
+#: drawn by our layer outside the step and delivered the same way: the delivery control).
 VIEWS_FROM_LIGHTLY = {"lightly_views_fed"}
+VIEWS_FROM_OURS = {"ours_views_fed": "all_lightly"}  # variant -> whose augmentation keys
 PEER_PYTHON = os.path.join(ROOT, "..", "peer-venv", "bin", "python")
 
 
@@ -92,6 +95,10 @@ VARIANTS = {
     # in: the model side as lightly's (step_check.py: at parity), so the views are all
     # that differs from a lightly cell (see VIEWS_FROM_LIGHTLY).
     "lightly_views_fed": merge(TORCH_INIT, PER_VIEW_BN, SYMMETRIC_PADDING, PER_EPOCH_LR),
+    # The same model on our own views (all_lightly's augmentation keys) drawn outside the
+    # step by ours_views.py and fed from files exactly as lightly_views_fed's are.
+    "ours_views_fed": merge(TORCH_INIT, PER_VIEW_BN, SYMMETRIC_PADDING, PER_EPOCH_LR,
+                            EXACT_JITTER, GRAY_CONTRAST, INTEGER_CROPS),
     # The GPU zoo's path: under JAX (--backend jax) in mixed_bfloat16.
     "recipe_bf16": {"precision": "mixed_bfloat16"},
     "gray_contrast_bf16": merge(GRAY_CONTRAST, {"precision": "mixed_bfloat16"}),
@@ -99,27 +106,33 @@ VARIANTS = {
 }
 
 
-def lightly_views_feed(args, first_epoch: int, steps: int, batch: int):
-    """Starts ``lightly_views.py`` for epochs ``first_epoch..args.epochs`` and returns a
-    generator of ``({"view1", "view2"},)`` batches (float32 in [0, 1]) in its order, ``steps``
-    a epoch; each epoch's file is deleted when the epoch's batches are given."""
+def views_feed(args, first_epoch: int, steps: int, batch: int):
+    """Starts the variant's view producer (``lightly_views.py`` in the peers' virtualenv,
+    or ``ours_views.py``) for epochs ``first_epoch..args.epochs`` and returns a generator
+    of ``({"view1", "view2"},)`` batches (float32 in [0, 1]) in its order, ``steps`` a
+    epoch; each epoch's file is deleted when the epoch's batches are given."""
     import subprocess
 
     import numpy as np
 
     folder = args.backup.rstrip("/") + ".views" if args.backup else args.out + ".views"
     os.makedirs(folder, exist_ok=True)
-    producer = subprocess.Popen(
-        [args.peer_python, os.path.join(HERE, "lightly_views.py"), "--data", args.data,
-         "--seed", str(args.seed), "--first", str(first_epoch), "--epochs", str(args.epochs),
-         "--batch-size", str(batch), "--out", folder])
+    common = ["--data", args.data, "--seed", str(args.seed), "--first", str(first_epoch),
+              "--epochs", str(args.epochs), "--batch-size", str(batch), "--out", folder]
+    if args.variant in VIEWS_FROM_OURS:
+        cmd = [sys.executable, os.path.join(HERE, "ours_views.py"), *common,
+               "--variant", VIEWS_FROM_OURS[args.variant]]
+    else:
+        cmd = [args.peer_python, os.path.join(HERE, "lightly_views.py"), *common]
+    producer = subprocess.Popen(cmd)
 
     def batches():
         for epoch in range(first_epoch, args.epochs + 1):
             path = os.path.join(folder, f"epoch{epoch:03d}.npz")
             while not os.path.exists(path):
                 if producer.poll() not in (None, 0):
-                    raise SystemExit(f"lightly_views.py failed (rc {producer.returncode})")
+                    raise SystemExit(f"{os.path.basename(cmd[1])} failed "
+                                     f"(rc {producer.returncode})")
                 time.sleep(1.0)
             with np.load(path) as z:
                 v1, v2 = z["view1"], z["view2"]
@@ -237,10 +250,10 @@ def main() -> None:
                 os.replace(log_path + ".part", log_path)
 
     dataset, producer = feed.dataset, None
-    if args.variant in VIEWS_FROM_LIGHTLY:
+    if args.variant in VIEWS_FROM_LIGHTLY or args.variant in VIEWS_FROM_OURS:
         first = (start_epoch or 0) + 1
-        dataset, producer = lightly_views_feed(args, first, feed.steps_per_epoch,
-                                               recipe["batch_size"])
+        dataset, producer = views_feed(args, first, feed.steps_per_epoch,
+                                       recipe["batch_size"])
     try:
         model.fit(dataset, epochs=recipe["epochs"], steps_per_epoch=feed.steps_per_epoch,
                   callbacks=[Record(), *feed.callbacks, *([backup_cb] if backup_cb else [])],
