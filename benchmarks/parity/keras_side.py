@@ -250,14 +250,17 @@ def main() -> None:
                 os.replace(log_path + ".part", log_path)
 
     dataset, producer = feed.dataset, None
-    if args.variant in VIEWS_FROM_LIGHTLY or args.variant in VIEWS_FROM_OURS:
+    if start_epoch >= recipe["epochs"]:  # every epoch committed: write the result only
+        dataset = None
+    elif args.variant in VIEWS_FROM_LIGHTLY or args.variant in VIEWS_FROM_OURS:
         first = (start_epoch or 0) + 1
         dataset, producer = views_feed(args, first, feed.steps_per_epoch,
                                        recipe["batch_size"])
     try:
-        model.fit(dataset, epochs=recipe["epochs"], steps_per_epoch=feed.steps_per_epoch,
-                  callbacks=[Record(), *feed.callbacks, *([backup_cb] if backup_cb else [])],
-                  verbose=0)
+        if dataset is not None:
+            model.fit(dataset, epochs=recipe["epochs"], steps_per_epoch=feed.steps_per_epoch,
+                      callbacks=[Record(), *feed.callbacks,
+                                 *([backup_cb] if backup_cb else [])], verbose=0)
     finally:
         if producer is not None and producer.poll() is None:
             producer.kill()
