@@ -57,8 +57,29 @@ def main() -> None:
     transform = SimCLRTransform(input_size=32, cj_strength=0.5, gaussian_blur=0.0)
     with np.load(args.data) as f:
         x_train = f["x_train"]
+
+    def draw(epoch: int, n: int) -> dict:
+        torch.manual_seed(args.seed * 100003 + epoch)
+        order = torch.randperm(len(x_train), generator=torch.Generator().manual_seed(
+            args.seed * 100003 + epoch)).numpy()[:n]
+        v1 = np.empty((n, 32, 32, 3), np.uint8)
+        v2 = np.empty_like(v1)
+        for row, i in enumerate(order):
+            a, b = transform(Image.fromarray(x_train[i]))
+            v1[row], v2[row] = to_pixels(a), to_pixels(b)
+        return {"view1": v1, "view2": v2, "order": order}
+
+    write_epochs(args, len(x_train), draw)
+
+
+def write_epochs(args, num_images: int, draw) -> None:
+    """Writes ``draw(epoch, n)`` (a dict of arrays over ``n`` = whole batches of the
+    images) to ``epoch_path(args.out, epoch)`` for ``args.first..args.epochs``, at most
+    ``args.ahead`` files ahead of the consumer (which deletes each when its epoch ends);
+    files left by an earlier consumer before ``args.first`` are removed, existing ones kept.
+    Shared by this producer and ``ours_views.py``."""
     os.makedirs(args.out, exist_ok=True)
-    n = len(x_train) // args.batch_size * args.batch_size
+    n = num_images // args.batch_size * args.batch_size
     for epoch in range(1, args.first):  # left by a consumer killed before it removed them
         if os.path.exists(epoch_path(args.out, epoch)):
             os.remove(epoch_path(args.out, epoch))
@@ -68,16 +89,9 @@ def main() -> None:
         while sum(os.path.exists(epoch_path(args.out, e))
                   for e in range(args.first, epoch)) >= args.ahead:
             time.sleep(1.0)
-        torch.manual_seed(args.seed * 100003 + epoch)
-        order = torch.randperm(len(x_train), generator=torch.Generator().manual_seed(
-            args.seed * 100003 + epoch)).numpy()[:n]
-        v1 = np.empty((n, 32, 32, 3), np.uint8)
-        v2 = np.empty_like(v1)
-        for row, i in enumerate(order):
-            a, b = transform(Image.fromarray(x_train[i]))
-            v1[row], v2[row] = to_pixels(a), to_pixels(b)
+        arrays = draw(epoch, n)
         tmp = epoch_path(args.out, epoch) + ".part.npz"
-        np.savez(tmp, view1=v1, view2=v2, order=order)
+        np.savez(tmp, **arrays)
         os.replace(tmp, epoch_path(args.out, epoch))
         print(f"views of epoch {epoch} written", flush=True)
 

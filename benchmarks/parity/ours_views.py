@@ -22,7 +22,6 @@ the consumer, which deletes each file when its epoch ends.
 import argparse
 import os
 import sys
-import time
 
 import numpy as np
 
@@ -49,7 +48,7 @@ def main() -> None:
     tf.config.threading.set_inter_op_parallelism_threads(1)
     from keras_hardneg.augment.simclr import SimCLRAugmentation
     from keras_side import recipe_for
-    from lightly_views import epoch_path
+    from lightly_views import write_epochs
 
     keys = {k: v for k, v in recipe_for(args.variant, args.seed, args.epochs)[
         "augmentation"].items() if k != "name"}
@@ -57,17 +56,8 @@ def main() -> None:
         keys["crop_scale"] = tuple(keys["crop_scale"])
     with np.load(args.data) as f:
         x_train = f["x_train"]
-    os.makedirs(args.out, exist_ok=True)
-    n = len(x_train) // args.batch_size * args.batch_size
-    for epoch in range(1, args.first):  # left by a consumer killed before it removed them
-        if os.path.exists(epoch_path(args.out, epoch)):
-            os.remove(epoch_path(args.out, epoch))
-    for epoch in range(args.first, args.epochs + 1):
-        if os.path.exists(epoch_path(args.out, epoch)):
-            continue
-        while sum(os.path.exists(epoch_path(args.out, e))
-                  for e in range(args.first, epoch)) >= args.ahead:
-            time.sleep(1.0)
+
+    def draw(epoch: int, n: int) -> dict:
         seed = args.seed * 100003 + epoch
         order = np.random.default_rng(seed).permutation(len(x_train))[:n]
         aug = SimCLRAugmentation(image_size=x_train.shape[1], seed=seed, **keys)
@@ -80,10 +70,9 @@ def main() -> None:
                 drawn = np.asarray(aug(x, view=v))
                 views[f"view{v}"][start:start + len(rows)] = np.clip(
                     np.rint(drawn * 255.0), 0, 255).astype(np.uint8)
-        tmp = epoch_path(args.out, epoch) + ".part.npz"
-        np.savez(tmp, order=order, **views)
-        os.replace(tmp, epoch_path(args.out, epoch))
-        print(f"views of epoch {epoch} written", flush=True)
+        return {**views, "order": order}
+
+    write_epochs(args, len(x_train), draw)
 
 
 if __name__ == "__main__":
