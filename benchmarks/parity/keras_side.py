@@ -53,8 +53,11 @@ INTEGER_CROPS = {"augmentation": {"crop_boxes": "integer"}}
 #: Variants that train on views fed from epoch files instead of drawing them in the step:
 #: lightly's (``lightly_views.py``, in the peers' virtualenv) or ours (``ours_views.py``,
 #: drawn by our layer outside the step and delivered the same way: the delivery control).
-VIEWS_FROM_LIGHTLY = {"lightly_views_fed"}
-VIEWS_FROM_OURS = {"ours_views_fed": "all_lightly"}  # variant -> whose augmentation keys
+#: variant -> the producer's ``--ops`` (all ops, or one group: the per-op swap).
+VIEWS_FROM_LIGHTLY = {"lightly_views_fed": "all", "lightly_views_fed_crop": "crop",
+                      "lightly_views_fed_colour": "colour"}
+VIEWS_FROM_OURS = {"ours_views_fed": "all", "ours_views_fed_crop": "crop",
+                   "ours_views_fed_colour": "colour"}  # with all_lightly's augmentation keys
 PEER_PYTHON = os.path.join(ROOT, "..", "peer-venv", "bin", "python")
 
 
@@ -104,6 +107,9 @@ VARIANTS = {
     "gray_contrast_bf16": merge(GRAY_CONTRAST, {"precision": "mixed_bfloat16"}),
     "init_bn_bf16": merge(TORCH_INIT, PER_VIEW_BN, {"precision": "mixed_bfloat16"}),
 }
+# The per-op swap: the same model on one group of ops from either side's producer.
+VARIANTS.update({f"{side}_views_fed_{ops}": VARIANTS[f"{side}_views_fed"]
+                 for side in ("lightly", "ours") for ops in ("crop", "colour")})
 
 
 def views_feed(args, first_epoch: int, steps: int, batch: int):
@@ -121,9 +127,10 @@ def views_feed(args, first_epoch: int, steps: int, batch: int):
               "--epochs", str(args.epochs), "--batch-size", str(batch), "--out", folder]
     if args.variant in VIEWS_FROM_OURS:
         cmd = [sys.executable, os.path.join(HERE, "ours_views.py"), *common,
-               "--variant", VIEWS_FROM_OURS[args.variant]]
+               "--variant", "all_lightly", "--ops", VIEWS_FROM_OURS[args.variant]]
     else:
-        cmd = [args.peer_python, os.path.join(HERE, "lightly_views.py"), *common]
+        cmd = [args.peer_python, os.path.join(HERE, "lightly_views.py"), *common,
+               "--ops", VIEWS_FROM_LIGHTLY[args.variant]]
     producer = subprocess.Popen(cmd)
 
     def batches():

@@ -24,6 +24,9 @@ import time
 
 import numpy as np
 
+#: Which of the transform's ops run (``--ops``): every op, the geometry alone, the colour
+#: alone (the per-op swap of issue 32; ``ours_views.py`` takes the same choices).
+OPS = ("all", "crop", "colour")
 IMAGENET_MEAN = np.array((0.485, 0.456, 0.406), np.float32)
 IMAGENET_STD = np.array((0.229, 0.224, 0.225), np.float32)
 
@@ -47,6 +50,8 @@ def main() -> None:
     p.add_argument("--epochs", type=int, default=30, help="last epoch to write")
     p.add_argument("--batch-size", type=int, default=256)
     p.add_argument("--ahead", type=int, default=2, help="epoch files waiting at most")
+    p.add_argument("--ops", choices=OPS, default="all",
+                   help="all; crop (crop and flip only); colour (jitter and grey only)")
     args = p.parse_args()
 
     import torch
@@ -54,7 +59,12 @@ def main() -> None:
     from PIL import Image
 
     torch.set_num_threads(1)
-    transform = SimCLRTransform(input_size=32, cj_strength=0.5, gaussian_blur=0.0)
+    kwargs = dict(input_size=32, cj_strength=0.5, gaussian_blur=0.0)
+    if args.ops == "crop":
+        kwargs.update(cj_prob=0.0, random_gray_scale=0.0)
+    elif args.ops == "colour":  # the whole image (every crop draw fails), no flip
+        kwargs.update(min_scale=1.0, hf_prob=0.0)
+    transform = SimCLRTransform(**kwargs)
     with np.load(args.data) as f:
         x_train = f["x_train"]
 

@@ -39,6 +39,8 @@ def main() -> None:
     p.add_argument("--epochs", type=int, default=30, help="last epoch to write")
     p.add_argument("--batch-size", type=int, default=256)
     p.add_argument("--ahead", type=int, default=2, help="epoch files waiting at most")
+    p.add_argument("--ops", choices=("all", "crop", "colour"), default="all",
+                   help="all; crop (crop and flip only); colour (jitter and grey only)")
     args = p.parse_args()
 
     sys.path.insert(0, HERE)
@@ -54,6 +56,10 @@ def main() -> None:
         "augmentation"].items() if k != "name"}
     if "crop_scale" in keys:
         keys["crop_scale"] = tuple(keys["crop_scale"])
+    if args.ops == "crop":
+        keys.update(jitter_prob=0.0, grayscale_prob=0.0)
+    elif args.ops == "colour":  # the whole image, no flip
+        keys.update(crop_scale=(1.0, 1.0), flip=False)
     with np.load(args.data) as f:
         x_train = f["x_train"]
 
