@@ -41,7 +41,8 @@ def features(encoder):
 
 
 def train(out_dir):
-    """Fits each model 2 steps under this backend; writes its weights, weights and features."""
+    """Fits each model 2 steps under this backend; writes its `.weights.h5` and an `.npz` of
+    every weight and the encoder's features."""
     for kind in KINDS:
         path = os.path.join(out_dir, kind)
         keras.utils.set_random_seed(0)
