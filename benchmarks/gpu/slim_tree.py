@@ -4,6 +4,7 @@ stays under the device's 64 MiB; after the call, put them back.
 
     python benchmarks/gpu/slim_tree.py out     # tracked files >= 200 kB -> .gpu_stash/ (ignored)
     python benchmarks/gpu/slim_tree.py in      # back where they were
+    python benchmarks/gpu/slim_tree.py out --min-bytes 60000   # more room for carried data
 
 ``out`` refuses when one of those files has uncommitted changes (commit first) or when
 ``.gpu_stash/`` already holds files (an earlier ``out`` not put back); ``in`` refuses to
@@ -44,11 +45,13 @@ def _stashed() -> list[str]:
     return sorted(out)
 
 
-def out() -> int:
+def out(min_bytes: int = LIMIT) -> int:
+    if min_bytes < 50_000:
+        sys.exit(f"--min-bytes {min_bytes}: must be >= 50000 (smaller files are source).")
     if _stashed():
         sys.exit(f"{STASH} already holds {len(_stashed())} files: run `in` first.")
     big = [p for p in _tracked() if os.path.isfile(os.path.join(ROOT, p))
-           and os.path.getsize(os.path.join(ROOT, p)) >= LIMIT]
+           and os.path.getsize(os.path.join(ROOT, p)) >= min_bytes]
     dirty = _git("status", "--porcelain", "--", *big).strip() if big else ""
     if dirty:
         sys.exit(f"uncommitted changes to large files (commit first):\n{dirty}")
@@ -79,4 +82,7 @@ def back() -> int:
 if __name__ == "__main__":
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("what", choices=["out", "in"])
-    sys.exit({"out": out, "in": back}[p.parse_args().what]())
+    p.add_argument("--min-bytes", type=int, default=LIMIT,
+                   help=f"`out` moves tracked files of at least this size (default {LIMIT})")
+    a = p.parse_args()
+    sys.exit(out(a.min_bytes) if a.what == "out" else back())

@@ -124,9 +124,15 @@ def read_pack(path: str) -> tuple[np.ndarray, np.ndarray]:
 
     with np.load(path) as z:
         data, offsets, labels = z["jpeg"], z["offsets"], z["labels"]
+        position = z["position"] if "position" in z.files else None
+    labels = np.asarray(labels, np.int64)
+    # The image folder's order (label, then file), as zoo_train.load_packs puts it, so that
+    # a seeded subset names the same images on both sides.
+    order = (np.arange(len(labels)) if position is None else
+             np.argsort(labels * (int(position.max()) + 1) + position, kind="stable"))
     images = [np.asarray(Image.open(io.BytesIO(data[offsets[i]:offsets[i + 1]].tobytes()))
-                         .convert("RGB"), dtype=np.uint8) for i in range(len(labels))]
-    return np.stack(images), np.asarray(labels, np.int64)
+                         .convert("RGB"), dtype=np.uint8) for i in order]
+    return np.stack(images), labels[order]
 
 
 def main() -> None:
@@ -144,6 +150,8 @@ def main() -> None:
                    help="score the kNN here with keras_hardneg's function (needs Keras)")
     p.add_argument("--out", required=True)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--monitor-seed", type=int, default=0,
+                   help="with --score: the Keras recipe's seed, which picks KNNMonitor's subset")
     p.add_argument("--epochs", type=int, default=30)
     p.add_argument("--batch-size", type=int, default=256)
     p.add_argument("--width", type=int, default=16)
@@ -182,6 +190,14 @@ def main() -> None:
         sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(
             os.path.abspath(__file__)))))
         from keras_hardneg.evaluation.knn import weighted_knn_accuracy as knn
+        from keras_hardneg.run.modality import MONITOR_TEST_LIMIT, MONITOR_TRAIN_LIMIT
+
+        # The Keras side's KNNMonitor scores a seeded subset (10k bank / 2k queries, the
+        # recipe's seed); the same images here make the two curves comparable epoch by epoch.
+        monitor_rng = np.random.default_rng(args.monitor_seed)
+        monitor_train = monitor_rng.permutation(len(x_train))[:MONITOR_TRAIN_LIMIT]
+        monitor_test = np.random.default_rng(args.monitor_seed).permutation(
+            len(x_test))[:MONITOR_TEST_LIMIT]
 
     device = args.device
     backbone = ResNet18Cifar(args.width)
@@ -265,7 +281,11 @@ def main() -> None:
             if knn is not None:
                 log["knn"][str(epoch)] = float(knn(bank, y_train, query, y_test, k=200,
                                                    temperature=0.1))
-                print(f"epoch {epoch}: kNN {log['knn'][str(epoch)]:.4f}", flush=True)
+                log.setdefault("knn_monitor", {})[str(epoch)] = float(knn(
+                    bank[monitor_train], y_train[monitor_train], query[monitor_test],
+                    y_test[monitor_test], k=200, temperature=0.1))
+                print(f"epoch {epoch}: kNN {log['knn'][str(epoch)]:.4f} (monitor subset "
+                      f"{log['knn_monitor'][str(epoch)]:.4f})", flush=True)
             else:
                 np.savez(os.path.join(args.out, f"features_e{epoch}.npz"),
                          train=bank, test=query)

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Issue 31's rule while issue 32 (recipe parity) is open: one device call settles parity at
+# full scale -- the whole 50k CIFAR-10 JPEG set, ResNet-18 width 64, batch 512, bf16, the
+# same shortened cosine schedule (E epochs), kNN k 200 t 0.1 with the 50k bank on the 10k test
+# -- three runs at once on one GPU:
+#   ours_recipe       the zoo recipe (models/simclr-ntxent-cifar10/recipe.json), JAX
+#   ours_all_lightly  the same with every known difference from lightly as recipe keys
+#                     (benchmarks/parity/keras_side.py's `all_lightly` variant)
+#   lightly           lightly 1.6's SimCLR CIFAR-10 recipe in torch (benchmarks/parity/lightly_side.py)
+# Both sides also score KNNMonitor's seeded subset (10k bank / 2k queries) every 10 epochs,
+# so their curves compare epoch by epoch. Logs and results go to $OUT (at most 8 files).
+#
+# Here, first (docs/notes/gpu_zoo.md):
+#   python benchmarks/gpu/zoo_train.py pack --test-per-class 1000   # .gpu_data/, 56.7 MB
+#   (wheels: keras==3.15.1 namex optree lightly==1.6.0 into .whl/, see the device README)
+#   python benchmarks/gpu/slim_tree.py out --min-bytes 60000
+# Device call (carry .whl and .gpu_data; timeout_s 600):
+#   bash benchmarks/gpu/parity_call.sh
+# After: python benchmarks/gpu/slim_tree.py in; results into benchmarks/results/gpu/.
+# Environment knobs (defaults for one 10-minute call): E, OURS_MINUTES, LIGHTLY_MINUTES,
+# WORKERS, TRAIN_PACK, TEST_PACK, PYTHON, LIGHTLY_PYTHON, EXTRA, LIGHTLY_EXTRA.
+set -u
+E=${E:-80}
+OURS_MINUTES=${OURS_MINUTES:-8.9}
+LIGHTLY_MINUTES=${LIGHTLY_MINUTES:-8.0}
+WORKERS=${WORKERS:-12}
+TRAIN_PACK=${TRAIN_PACK:-.gpu_data/cifar10_train.npz}
+TEST_PACK=${TEST_PACK:-.gpu_data/cifar10_test10000.npz}
+PYTHON=${PYTHON:-python3}
+LIGHTLY_PYTHON=${LIGHTLY_PYTHON:-$PYTHON}
+OUT=${OUT:?set OUT to the results folder}
+WORK=${WORK:-/tmp/khn_parity}
+EXTRA=${EXTRA:-}   # extra arguments for both zoo_train runs (CPU smoke test: --width 4 ...)
+LIGHTLY_EXTRA=${LIGHTLY_EXTRA:-}
+
+if [ -d .whl ] && [ -z "${NO_WHEELS:-}" ]; then
+  $PYTHON -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/*.whl || exit 1
+  export PYTHONPATH=/tmp/site:$PWD
+fi
+export KERAS_BACKEND=jax PYTHONUNBUFFERED=1
+mkdir -p "$OUT" "$WORK"
+(nvidia-smi; nproc; date -u) > "$OUT/hardware.txt" 2>&1
+
+# keras_side.py's all_lightly keys (torch init, per-view batch norm, symmetric stride-2
+# padding, torchvision's jitter, grey contrast mean, whole-pixel crops, per-epoch cosine).
+ALL_LIGHTLY='{"encoder": {"conv_init": "he_normal_fan_out", "padding": "symmetric"}, "framework": {"head_init": "torch_linear", "batch_norm_views": "per_view"}, "augmentation": {"exact_color_jitter": true, "contrast_mean": "gray", "crop_boxes": "integer"}, "schedule": {"per_epoch": true}}'
+
+ours() {  # NAME [zoo_train arguments...]
+  local name=$1; shift
+  XLA_PYTHON_CLIENT_MEM_FRACTION=${MEM_FRACTION:-0.3} timeout 570 $PYTHON \
+    benchmarks/gpu/zoo_train.py train --entry simclr-ntxent-cifar10 --epochs "$E" \
+    --minutes "$OURS_MINUTES" --reserve-seconds 25 --export-partial --fresh \
+    --train-pack "$TRAIN_PACK" --test-pack "$TEST_PACK" --run-dir "$WORK/run_$name" \
+    --out "$WORK/out_$name" $EXTRA "$@" > "$OUT/ours_$name.log" 2>&1
+  echo "ours_$name exit $?" >> "$OUT/hardware.txt"
+}
+ours recipe &
+ours all_lightly --override "$ALL_LIGHTLY" &
+(XLA_PYTHON_CLIENT_PREALLOCATE=false timeout 570 $LIGHTLY_PYTHON benchmarks/parity/lightly_side.py \
+   --train-pack "$TRAIN_PACK" --test-pack "$TEST_PACK" --device "${LIGHTLY_DEVICE:-cuda}" \
+   --workers "$WORKERS" --precision bf16 --width 64 --batch-size 512 --epochs "$E" \
+   --eval-every 10 --minutes "$LIGHTLY_MINUTES" --score --seed 0 --out "$OUT/lightly" \
+   $LIGHTLY_EXTRA > "$OUT/lightly.log" 2>&1; echo "lightly exit $?" >> "$OUT/hardware.txt") &
+wait
+# Everything of ours but the float16 weights (not an entry: a shortened schedule).
+for name in recipe all_lightly; do
+  cp "$WORK/run_$name/epochs.jsonl" "$WORK/out_$name/epochs_run.jsonl" 2>/dev/null
+  cp "$WORK/run_$name/invocations.json" "$WORK/out_$name/" 2>/dev/null
+done
+tar -czf "$OUT/ours_results.tgz" -C "$WORK" --exclude='*.weights-*' out_recipe out_all_lightly
+date -u >> "$OUT/hardware.txt"
