@@ -18,7 +18,7 @@
 #   bash benchmarks/gpu/parity_call.sh
 # After: python benchmarks/gpu/slim_tree.py in; results into benchmarks/results/gpu/.
 # Environment knobs (defaults for one 10-minute call): E, OURS_MINUTES, LIGHTLY_MINUTES,
-# WORKERS, TRAIN_PACK, TEST_PACK, PYTHON, LIGHTLY_PYTHON, EXTRA, LIGHTLY_EXTRA.
+# SEED (both sides), NO_LIGHTLY (ours only), WORKERS, TRAIN_PACK, TEST_PACK, PYTHON, LIGHTLY_PYTHON, EXTRA, LIGHTLY_EXTRA.
 set -u
 E=${E:-80}
 OURS_MINUTES=${OURS_MINUTES:-8.9}
@@ -55,12 +55,14 @@ ours() {  # NAME [zoo_train arguments...]
     --out "$WORK/out_$name" $EXTRA "$@" > "$OUT/ours_$name.log" 2>&1
   echo "ours_$name exit $?" >> "$OUT/hardware.txt"
 }
-ours recipe &
+SEED=${SEED:-0}
+ALL_LIGHTLY="${ALL_LIGHTLY%\}}, \"seed\": $SEED}"
+ours recipe --override "{\"seed\": $SEED}" &
 ours all_lightly --override "$ALL_LIGHTLY" &
-(XLA_PYTHON_CLIENT_PREALLOCATE=false timeout 570 $LIGHTLY_PYTHON benchmarks/parity/lightly_side.py \
+[ -n "${NO_LIGHTLY:-}" ] || (XLA_PYTHON_CLIENT_PREALLOCATE=false timeout 570 $LIGHTLY_PYTHON benchmarks/parity/lightly_side.py \
    --train-pack "$TRAIN_PACK" --test-pack "$TEST_PACK" --device "${LIGHTLY_DEVICE:-cuda}" \
    --workers "$WORKERS" --precision bf16 --width 64 --batch-size 512 --epochs "$E" \
-   --eval-every 10 --minutes "$LIGHTLY_MINUTES" --score --seed 0 --out "$OUT/lightly" \
+   --eval-every 10 --minutes "$LIGHTLY_MINUTES" --score --seed "$SEED" --monitor-seed "$SEED" --out "$OUT/lightly" \
    $LIGHTLY_EXTRA > "$OUT/lightly.log" 2>&1; echo "lightly exit $?" >> "$OUT/hardware.txt") &
 wait
 # Everything of ours but the float16 weights (not an entry: a shortened schedule).
