@@ -67,7 +67,6 @@ ours all_lightly --override "$ALL_LIGHTLY" &
 wait
 # Everything of ours but the float16 weights (not an entry: a shortened schedule).
 for name in recipe all_lightly; do
-  cp "$WORK/run_$name/epochs.jsonl" "$WORK/out_$name/epochs_run.jsonl" 2>/dev/null
   cp "$WORK/run_$name/invocations.json" "$WORK/out_$name/" 2>/dev/null
 done
 tar -czf "$OUT/ours_results.tgz" -C "$WORK" --exclude='*.weights-*' out_recipe out_all_lightly

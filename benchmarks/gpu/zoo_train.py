@@ -501,7 +501,7 @@ def _train_main(a):
     deadline = START + 60.0 * a.minutes
 
     from keras_hardneg import run
-    from keras_hardneg.run.modality import MONITOR_TRAIN_LIMIT
+    from keras_hardneg.run.modality import MONITOR_TEST_LIMIT, MONITOR_TRAIN_LIMIT
 
     zoo, recipe, differs = gpu_recipe(a.entry, a.models_dir, batch_size=a.batch_size,
                                       epochs=a.epochs, precision=a.precision, width=a.width,
@@ -524,7 +524,8 @@ def _train_main(a):
 
     description = (f"CIFAR-10 JPEG ({os.path.basename(os.path.normpath(SOURCE))}) from "
                    f"{len(train_packs)} pack(s): {len(x)} train images; kNN monitor on "
-                   f"{min(len(x), MONITOR_TRAIN_LIMIT)} train / {len(xt)} test")
+                   f"{min(len(x), MONITOR_TRAIN_LIMIT)} train / "
+                   f"{min(len(xt), MONITOR_TEST_LIMIT)} test")
     data = ((to_unit_float(x), y), (to_unit_float(xt), yt), description)
     decode_s = time.perf_counter() - t0
     del x, xt

@@ -107,6 +107,8 @@ VARIANTS = {
     "gray_contrast_bf16": merge(GRAY_CONTRAST, {"precision": "mixed_bfloat16"}),
     "init_bn_bf16": merge(TORCH_INIT, PER_VIEW_BN, {"precision": "mixed_bfloat16"}),
 }
+# The zoo's recipe since session 17 (all_lightly's keys) on the GPU zoo's path.
+VARIANTS["all_lightly_bf16"] = merge(VARIANTS["all_lightly"], {"precision": "mixed_bfloat16"})
 # The per-op swap: the same model on one group of ops from either side's producer.
 VARIANTS.update({f"{side}_views_fed_{ops}": VARIANTS[f"{side}_views_fed"]
                  for side in ("lightly", "ours") for ops in ("crop", "colour")})
