@@ -26,12 +26,7 @@ PYTHON=${PYTHON:-python3}
 OUT=${OUT:?set OUT to the results folder}
 EXTRA=${EXTRA:-}
 
-if [ -d .whl ] && [ -z "${NO_WHEELS:-}" ]; then
-  $PYTHON -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/site .whl/*.whl || exit 1
-  export PYTHONPATH=/tmp/site:$PWD
-fi
-export KERAS_BACKEND=jax PYTHONUNBUFFERED=1
+. benchmarks/gpu/device_env.sh
 mkdir -p "$OUT/logs"
 (nvidia-smi; nproc; date -u) > "$OUT/logs/hardware.txt" 2>&1
 for entry in $ENTRIES; do

@@ -33,12 +33,7 @@ WORK=${WORK:-/tmp/khn_parity}
 EXTRA=${EXTRA:-}   # extra arguments for both zoo_train runs (CPU smoke test: --width 4 ...)
 LIGHTLY_EXTRA=${LIGHTLY_EXTRA:-}
 
-if [ -d .whl ] && [ -z "${NO_WHEELS:-}" ]; then
-  $PYTHON -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/site .whl/*.whl || exit 1
-  export PYTHONPATH=/tmp/site:$PWD
-fi
-export KERAS_BACKEND=jax PYTHONUNBUFFERED=1
+. benchmarks/gpu/device_env.sh
 mkdir -p "$OUT" "$WORK"
 (nvidia-smi; nproc; date -u) > "$OUT/hardware.txt" 2>&1
 
