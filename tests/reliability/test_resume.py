@@ -127,6 +127,7 @@ def _check_common(killed, meta, resumed, kill_epoch):
     assert sorted(resumed["loss_params"], key=int) == [str(e) for e in range(kill_epoch, EPOCHS)]
 
 
+@pytest.mark.heavy  # the SimCLR chain below stays in the default run
 @pytest.mark.timeout(900)
 def test_moco_batchsampler_sigkill_mid_epoch_resumes(tmp_path):
     kill_epoch = 1

@@ -102,6 +102,7 @@ def workers(tmp_path_factory):
 
 
 @pytest.mark.multi_process
+@pytest.mark.heavy
 def test_each_process_feeds_its_block_and_the_step_sees_the_global_batch(workers):
     for w in workers:
         assert int(w["row_order_rows"]) == 8  # global batch = 2 blocks of 4
@@ -110,12 +111,14 @@ def test_each_process_feeds_its_block_and_the_step_sees_the_global_batch(workers
 
 
 @pytest.mark.multi_process
+@pytest.mark.heavy
 def test_a_value_that_differs_between_processes_raises_on_every_process(workers):
     for w in workers:  # 7 and 7 agreed; 0 and 1 did not
         assert "the processes disagree on a test value (per process: [0, 1])" in w["disagreement"]
 
 
 @pytest.mark.multi_process
+@pytest.mark.heavy
 @pytest.mark.parametrize("loss", LOSSES)
 def test_two_processes_equal_one_process(workers, loss):
     chief = workers[0]
@@ -155,6 +158,7 @@ def test_needs_the_jax_backend():
 
 
 @pytest.mark.multi_process
+@pytest.mark.heavy
 def test_run_train_across_two_processes_equals_one_process(workers):
     """Uniform batches (epoch 2 included: the sharded walk draws the single-process
     epoch orders) and BatchSampler batches (graph refreshes, checksums compared)."""

@@ -111,6 +111,7 @@ def first_run(tmp_path_factory):
             "died": died.returncode, "chief_backup": committed_epoch(run_dir)}
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("case", CASES)
 def test_two_workers_equal_one_process(first_run, case):
     out = first_run["out_dir"]
@@ -128,6 +129,7 @@ def test_two_workers_equal_one_process(first_run, case):
                                        err_msg=f"weight {i}")
 
 
+@pytest.mark.heavy
 def test_killed_worker_resumes_from_the_chiefs_backup(first_run):
     assert first_run["died"] == -signal.SIGKILL, first_run["workers"].tail()
     assert first_run["chief_backup"] == 1, first_run["workers"].tail()
