@@ -48,6 +48,8 @@ def _check_queue_size(queue_size):
 @FRAMEWORKS.register("moco_v2", params={
     "queue_size": Param(int, low=1, help="number K of queued keys (the negatives)"),
     "momentum": _MOMENTUM,
+    "symmetric": Param(bool, help="both view orders against the same queue, the loss their "
+                                  "mean, both keys enqueued (MoCo's CIFAR-10 demo)"),
 })
 @keras.saving.register_keras_serializable(package="keras_hardneg")
 class MoCoV2(MomentumContrast):
@@ -58,6 +60,13 @@ class MoCoV2(MomentumContrast):
     ``loss.call_with_negatives(q, k, queue)`` (any loss of the family); then the keys
     of all replicas are enqueued (first-in first-out). Shuffle-BN (MoCo's multi-GPU
     trick) is not implemented.
+
+    ``symmetric=True`` (the symmetric loss of the MoCo authors' CIFAR-10 demo, and of
+    lightly's MoCo benchmark): each view is also a query against the other view's key,
+    ``loss = (ctr(q1, k2; queue) + ctr(q2, k1; queue)) / 2`` with the same queue (the one
+    before this step) in both terms, and both keys ``[k2; k1]`` (``2B`` rows) are
+    enqueued. Each of the four passes (two query, two key) is its own batch-norm batch
+    of ``B``. It costs a second query and key pass per step.
 
     Attributes:
         queue: ``[queue_size, d]`` non-trainable variable of unit-norm keys.
@@ -72,6 +81,7 @@ class MoCoV2(MomentumContrast):
         queue_size: ``K``.
         momentum: EMA coefficient in ``[0, 1]``.
         head_version: projection head (default ``"moco_v2"``).
+        symmetric: both view orders (see above); default False (the paper's one order).
         seed: seed of the initial (random unit-norm) queue.
         augmentation, gather_across_replicas, memory_bank_size, sync_batchnorm:
             as in :class:`SimCLR`.
@@ -89,14 +99,18 @@ class MoCoV2(MomentumContrast):
 
     def __init__(self, encoder: keras.Model, projection_dims: Sequence[int] = (2048, 128),
                  queue_size: int = 65536, momentum: float = 0.999, augmentation: Any = None,
-                 head_version: str | None = None, seed: int = 0, **kwargs: Any):
+                 head_version: str | None = None, seed: int = 0, symmetric: bool = False,
+                 **kwargs: Any):
         check_momentum(momentum)
         queue_size = _check_queue_size(queue_size)
+        if not isinstance(symmetric, bool):
+            raise ValueError(f"`symmetric` must be True or False; got {symmetric!r}.")
         super().__init__(encoder, projection_dims=projection_dims, momentum=momentum,
                          head_version=head_version or "moco_v2", augmentation=augmentation,
                          **kwargs)
         self.queue_size = queue_size
         self.seed = seed
+        self.symmetric = symmetric
         dim = self.projection_dims[-1]
         self.queue = self.add_weight(
             shape=(self.queue_size, dim), initializer=_unit_rows_initializer(seed),
@@ -144,13 +158,24 @@ class MoCoV2(MomentumContrast):
         q = self.query(view1, training)
         pairs = core.queue_pairs(q, k, negatives)
         terms = self.contrastive_loss.compute_terms(pairs)
+        loss_value = ops.mean(terms["loss"])
         queue_labels = self.queue_labels.value
         if labels is not None:
             labels = ops.cast(labels, queue_labels.dtype)
-        return {"loss": ops.mean(terms["loss"]), "terms": terms, "projections": (q, k),
+        keys, key_labels, projections = k, labels, (q, k)
+        if self.symmetric:  # the other order, against the same queue
+            k1 = self.keys(view1)
+            q2 = self.query(view2, training)
+            terms_b = self.contrastive_loss.compute_terms(core.queue_pairs(q2, k1, negatives))
+            loss_value = 0.5 * (loss_value + ops.mean(terms_b["loss"]))
+            terms = {key: 0.5 * (terms[key] + terms_b[key]) for key in terms if key != "loss"}
+            keys = ops.concatenate([k, k1], axis=0)
+            key_labels = None if labels is None else ops.concatenate([labels, labels], axis=0)
+            projections = (q, k, q2, k1)
+        return {"loss": loss_value, "terms": terms, "projections": projections,
                 "bank": q["embeddings"] if isinstance(q, dict) else q,
                 "false_negatives": self.false_negatives(pairs, labels, queue_labels),
-                "keys": k, "labels": labels}
+                "keys": keys, "labels": key_labels}
 
     def after_update(self, step: dict, finite: Any) -> None:
         """Health, bank, then the keys of all replicas into the queue (if finite)."""
@@ -159,7 +184,7 @@ class MoCoV2(MomentumContrast):
 
     def get_config(self) -> dict:
         config = super().get_config()
-        config.update(queue_size=self.queue_size, seed=self.seed)
+        config.update(queue_size=self.queue_size, seed=self.seed, symmetric=self.symmetric)
         return config
 
 

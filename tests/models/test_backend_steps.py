@@ -88,6 +88,39 @@ def test_moco_v2_queue_is_fifo_and_key_encoder_is_the_momentum_average():
     assert np.all(bank[16:] == 0)
 
 
+def _info_nce(q, k, negatives, t):
+    """NumPy InfoNCE with a queue (spec: NT-Xent, queue convention), mean over anchors."""
+    unit = lambda a: a / np.linalg.norm(a, axis=1, keepdims=True)  # noqa: E731
+    q, k, negatives = unit(q), unit(k), unit(negatives)
+    pos = np.sum(q * k, axis=1) / t
+    neg = q @ negatives.T / t
+    return float(np.mean(np.log(np.exp(pos) + np.exp(neg).sum(axis=1)) - pos))
+
+
+def test_moco_v2_symmetric_loss_is_the_mean_of_both_orders_and_enqueues_both_keys():
+    # A frozen key branch (momentum 1): the keys and queries the step uses are computed
+    # beforehand, each pass its own batch-norm batch as in the step.
+    t, n = 0.2, 4
+    model = khn.models.MoCo(tiny_encoder(), projection_dims=(16, 8), queue_size=12,
+                            momentum=1.0, version="v2", symmetric=True)
+    model.compile(optimizer=sgd(), loss=khn.losses.NTXentLoss(temperature=t))
+    x = views(n=n, seed=5)
+    v1, v2 = (keras.ops.convert_to_tensor(x[k]) for k in ("view1", "view2"))
+    q1, q2 = _np(model.query(v1, True)), _np(model.query(v2, True))
+    k1, k2 = _np(model.keys(v1)), _np(model.keys(v2))
+    queue = _np(model.queue)
+    logs = model.train_on_batch(x, np.array([0, 1, 2, 1]), return_dict=True)
+    expected = 0.5 * (_info_nce(q1, k2, queue, t) + _info_nce(q2, k1, queue, t))
+    assert logs["loss"] == pytest.approx(expected, rel=1e-4)
+    assert _info_nce(q1, k2, queue, t) != pytest.approx(expected, rel=1e-3)  # both count
+    unit = lambda a: a / np.linalg.norm(a, axis=1, keepdims=True)  # noqa: E731
+    np.testing.assert_allclose(_np(model.queue)[:2 * n], unit(np.concatenate([k2, k1])),
+                               rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(_np(model.queue)[2 * n:], queue[2 * n:])  # untouched
+    assert _np(model.queue_labels)[:2 * n].tolist() == [0, 1, 2, 1] * 2
+    assert int(_np(model.queue_pointer)) == 2 * n
+
+
 def test_false_negative_rate_and_test_step():
     model = khn.models.SimCLR(tiny_encoder(), projection_dims=(16, 8))
     model.compile(optimizer=sgd())

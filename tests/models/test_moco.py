@@ -80,6 +80,7 @@ def test_queue_false_negative_rate_uses_queued_labels():
     ({"version": "v1"}, "version"),
     ({"momentum": 1.5}, "momentum"),
     ({"queue_size": 0}, "queue_size"),
+    ({"symmetric": "yes"}, "`symmetric` must be True or False"),
 ])
 def test_bad_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
@@ -149,13 +150,29 @@ def test_config_round_trip_and_legacy_moco_config(version):
 def test_frameworks_registry_builds_the_classes():
     from keras_hardneg.registry import FRAMEWORKS, ConfigError
 
-    assert FRAMEWORKS.defaults("moco_v2") == {"queue_size": 65536, "momentum": 0.999}
+    assert FRAMEWORKS.defaults("moco_v2") == {"queue_size": 65536, "momentum": 0.999,
+                                              "symmetric": False}
     assert FRAMEWORKS.defaults("moco_v3") == {"momentum": 0.999}
     assert FRAMEWORKS.get("simclr").factory is khn.models.SimCLR
     model = FRAMEWORKS.build("moco_v2", tiny_encoder(), queue_size=16, momentum=0.5)
     assert type(model) is khn.models.MoCoV2 and model.queue_size == 16 and model.momentum == 0.5
+    assert not model.symmetric
+    assert FRAMEWORKS.build("moco_v2", tiny_encoder(), queue_size=16, symmetric=True).symmetric
     assert type(FRAMEWORKS.build("moco_v3", tiny_encoder())) is khn.models.MoCoV3
     with pytest.raises(ConfigError, match="momentum"):
         FRAMEWORKS.check("moco_v3", {"momentum": 2.0})
     with pytest.raises(ConfigError, match="queue_size"):
         FRAMEWORKS.check("moco_v2", {"queue_size": 0})
+
+
+def test_symmetric_round_trips_through_the_config_and_trains_with_each_loss():
+    model = moco("v2", symmetric=True)
+    again = khn.models.MoCoV2.from_config(model.get_config())
+    assert again.symmetric is True and moco("v2").get_config()["symmetric"] is False
+    for loss_name in ("hard", "unremix"):  # unremix: dict queries, array keys
+        model = moco("v2", symmetric=True)
+        model.compile(optimizer=sgd(), loss=LOSSES[loss_name]())
+        x, y = views(labels=True)
+        logs = model.train_on_batch(x, y, return_dict=True)
+        assert np.isfinite(logs["loss"]) and logs["nonfinite_steps"] == 0
+        assert int(model.queue_pointer.numpy()) == 2 * len(y) % model.queue_size
