@@ -105,8 +105,9 @@ def test_wave1_recipe_is_upgraded_to_what_it_meant():
     with open(os.path.join(WAVE1, "recipe.json")) as f:
         v1 = json.load(f)
     r = load_recipe(v1)
-    # the MoCo section moved into the framework
-    assert r["framework"] == {"name": "moco_v2", "queue_size": 256, "momentum": 0.99}
+    # the MoCo section moved into the framework (one view order, as wave 1 trained)
+    assert r["framework"] == {"name": "moco_v2", "queue_size": 256, "momentum": 0.99,
+                              "symmetric": False}
     # wave 1 ignored Adam's weight_decay
     assert r["optimizer"] == {"name": "adam", "learning_rate": 1e-3, "weight_decay": None}
     # wave 1's own sampler fallback (500 candidates), not today's default
