@@ -32,6 +32,18 @@ With ``--score`` (where keras-hardneg imports, e.g. the GPU machine with the car
 wheels and ``KERAS_BACKEND=jax``) they are scored in the process by the same function and
 not written. Per-epoch mean loss, kNN and training seconds go to ``DIR/log.json``.
 
+``--method moco`` trains lightly's CIFAR-10 **MoCo** benchmark recipe instead (its
+``MocoModel``, read from lightly's documentation, ``cifar10_benchmark.py``): lightly's own
+``ResNetGenerator("resnet-18", num_splits=8)`` as that script cuts it (children but the last,
+then average pooling; batch norm split in 8 groups, torch's default initialisation),
+``MoCoProjectionHead(512 w/64, 512, 128)``, momentum copies updated with
+``update_momentum(m=0.99)`` before each step, ``NTXentLoss(temperature=0.1,
+memory_bank_size=(BANK, 128))`` (``--bank``, 4096; lightly's table used 8192 at batch 512),
+the symmetric loss of two orders with ``batch_shuffle`` / ``batch_unshuffle`` around the key
+pass, SGD on the query branch only (same lr rule, momentum 0.9, weight decay 5e-4), cosine per
+epoch; the same views (``SimCLRTransform``). (In lightly's loss the second order's memory bank
+already holds the first order's keys: kept, as it is what lightly trains.)
+
 On a GPU machine (issue 31's full-scale parity run), from the JPEG packs of
 ``benchmarks/gpu/zoo_train.py pack``::
 
@@ -158,6 +170,8 @@ def main() -> None:
     p.add_argument("--lr-per-128", type=float, default=0.06)
     p.add_argument("--eval-every", type=int, default=5)
     p.add_argument("--views", choices=("separate", "joint"), default="separate")
+    p.add_argument("--method", choices=("simclr", "moco"), default="simclr")
+    p.add_argument("--bank", type=int, default=4096, help="moco: memory bank size")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--resume", action="store_true",
                    help="continue from OUT/checkpoint.pt (written after every epoch)")
@@ -200,12 +214,29 @@ def main() -> None:
             len(x_test))[:MONITOR_TEST_LIMIT]
 
     device = args.device
-    backbone = ResNet18Cifar(args.width)
-    head = SimCLRProjectionHead(8 * args.width, 512, 128)
-    model = nn.Sequential(backbone, head).to(device)
+    if args.method == "moco":
+        import copy
+
+        from lightly.models import ResNetGenerator, utils
+        from lightly.models.modules import MoCoProjectionHead
+
+        resnet = ResNetGenerator("resnet-18", width=args.width / 64, num_splits=8)
+        backbone = nn.Sequential(*list(resnet.children())[:-1], nn.AdaptiveAvgPool2d(1),
+                                 nn.Flatten())
+        head = MoCoProjectionHead(8 * args.width, 512, 128)
+        model = nn.Sequential(backbone, head).to(device)
+        key_model = copy.deepcopy(model)
+        utils.deactivate_requires_grad(key_model)
+        criterion = NTXentLoss(temperature=0.1, memory_bank_size=(args.bank, 128))
+    else:
+        backbone = ResNet18Cifar(args.width)
+        head = SimCLRProjectionHead(8 * args.width, 512, 128)
+        model = nn.Sequential(backbone, head).to(device)
+        key_model = None
+        criterion = NTXentLoss(temperature=0.5)
+    criterion = criterion.to(device)
     autocast = torch.autocast(device_type=device.split(":")[0], dtype=torch.bfloat16,
                               enabled=args.precision == "bf16")
-    criterion = NTXentLoss(temperature=0.5)
     lr = args.lr_per_128 * args.batch_size / 128
     opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9, weight_decay=5e-4)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, args.epochs)
@@ -223,6 +254,7 @@ def main() -> None:
         num_workers=args.workers, persistent_workers=args.workers > 0,
         pin_memory=device != "cpu", generator=(order := torch.Generator().manual_seed(args.seed)))
     log = {"side": "lightly", "lightly": lightly.__version__, "torch": torch.__version__,
+           "method": args.method, "bank": args.bank if args.method == "moco" else None,
            "views": args.views, "seed": args.seed, "epochs": args.epochs, "lr": lr,
            "batch_size": args.batch_size, "width": args.width, "threads": args.threads,
            "device": device, "workers": args.workers, "precision": args.precision,
@@ -234,6 +266,9 @@ def main() -> None:
         # Everything an epoch's randomness depends on (workers 0: the views are drawn here).
         state = torch.load(checkpoint, weights_only=False)
         model.load_state_dict(state["model"])
+        if key_model is not None:
+            key_model.load_state_dict(state["key_model"])
+            criterion.load_state_dict(state["criterion"])  # the memory bank
         opt.load_state_dict(state["opt"])
         sched.load_state_dict(state["sched"])
         torch.set_rng_state(state["torch_rng"])
@@ -253,12 +288,23 @@ def main() -> None:
         for x0, x1 in loader:
             x0 = x0.to(device, non_blocking=True)
             x1 = x1.to(device, non_blocking=True)
-            with autocast:
-                if args.views == "separate":
-                    z0, z1 = model(x0), model(x1)
-                else:
-                    z0, z1 = model(torch.cat([x0, x1])).chunk(2)
-            loss = criterion(z0.float(), z1.float())
+            if key_model is not None:  # lightly's MocoModel.training_step
+                utils.update_momentum(model, key_model, 0.99)
+
+                def one_order(a, b):
+                    b, shuffle = utils.batch_shuffle(b)
+                    with autocast:
+                        q, k = model(a), key_model(b)
+                    return q.float(), utils.batch_unshuffle(k.float(), shuffle)
+
+                loss = 0.5 * (criterion(*one_order(x0, x1)) + criterion(*one_order(x1, x0)))
+            else:
+                with autocast:
+                    if args.views == "separate":
+                        z0, z1 = model(x0), model(x1)
+                    else:
+                        z0, z1 = model(torch.cat([x0, x1])).chunk(2)
+                loss = criterion(z0.float(), z1.float())
             opt.zero_grad()
             loss.backward()
             opt.step()
@@ -293,7 +339,10 @@ def main() -> None:
         with open(os.path.join(args.out, "log.json"), "w") as f:
             json.dump(log, f)
         if args.workers == 0:  # with workers the views' generators live in them: no resume
-            torch.save({"epoch": epoch, "model": model.state_dict(), "opt": opt.state_dict(),
+            extra = {} if key_model is None else {"key_model": key_model.state_dict(),
+                                                  "criterion": criterion.state_dict()}
+            torch.save({**extra, "epoch": epoch, "model": model.state_dict(),
+                        "opt": opt.state_dict(),
                         "sched": sched.state_dict(), "torch_rng": torch.get_rng_state(),
                         "order_rng": order.get_state(), "numpy_rng": np.random.get_state(),
                         "python_rng": random.getstate(), "log": log}, checkpoint + ".part")
