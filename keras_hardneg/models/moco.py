@@ -169,8 +169,9 @@ class MoCoV2(MomentumContrast):
             terms_b = self.contrastive_loss.compute_terms(core.queue_pairs(q2, k1, negatives))
             loss_value = 0.5 * (loss_value + ops.mean(terms_b["loss"]))
             terms = {key: 0.5 * (terms[key] + terms_b[key]) for key in terms if key != "loss"}
-            keys = ops.concatenate([k, k1], axis=0)
-            key_labels = None if labels is None else ops.concatenate([labels, labels], axis=0)
+            # Enqueued one order after the other (each gathered across replicas), so that
+            # under a strategy the queue's slots hold what one device would write.
+            keys, key_labels = (k, k1), (labels, labels)
             projections = (q, k, q2, k1)
         return {"loss": loss_value, "terms": terms, "projections": projections,
                 "bank": q["embeddings"] if isinstance(q, dict) else q,
@@ -178,9 +179,14 @@ class MoCoV2(MomentumContrast):
                 "keys": keys, "labels": key_labels}
 
     def after_update(self, step: dict, finite: Any) -> None:
-        """Health, bank, then the keys of all replicas into the queue (if finite)."""
+        """Health, bank, then the keys of all replicas into the queue (if finite): with
+        ``symmetric``, ``k2`` then ``k1``."""
         super().after_update(step, finite)
-        self.enqueue(step["keys"], step["labels"], step_finite=finite)
+        if isinstance(step["keys"], tuple):
+            for keys, labels in zip(step["keys"], step["labels"]):
+                self.enqueue(keys, labels, step_finite=finite)
+        else:
+            self.enqueue(step["keys"], step["labels"], step_finite=finite)
 
     def get_config(self) -> dict:
         config = super().get_config()

@@ -104,7 +104,7 @@ for kind in sys.argv[1:2]:
                                for step in range(STEPS)
                                for s, m in zip(after_single[step], after_mirrored[step])),
     }
-    if kind == "moco_v2":
+    if kind.startswith("moco_v2"):
         q = names.index(mirrored_model.queue.path)
         p = names.index(mirrored_model.queue_pointer.path)
         out[kind]["queue_diff"] = max(

@@ -16,6 +16,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # MoCo's cases are in the heavy tier (tests/conftest.py): simclr checks the strategy's
 # gather and update in the default run; the MoCo ones add the queue under the strategy.
 @pytest.mark.parametrize("kind", ["simclr", pytest.param("moco_v2", marks=pytest.mark.heavy),
+                                  pytest.param("moco_v2_symmetric", marks=pytest.mark.heavy),
                                   pytest.param("moco_v3", marks=pytest.mark.heavy)])
 def test_mirrored_equals_single_device(kind, tmp_path):
     proc = subprocess.run(
@@ -35,3 +36,7 @@ def test_mirrored_equals_single_device(kind, tmp_path):
         # The queue got the keys of both replicas, in the same slots, at every step.
         assert result["queue_diff"] < 1e-5
         assert result["pointers"] == [[8, 8], [0, 0], [8, 8]]  # batch 8, queue 16, FIFO wrap
+    if kind == "moco_v2_symmetric":
+        # Both orders' keys of both replicas, k2 then k1, in the slots one device writes.
+        assert result["queue_diff"] < 1e-5
+        assert result["pointers"] == [[16, 16], [0, 0], [16, 16]]  # 2B = 16 a step, queue 32
