@@ -5,8 +5,7 @@
 # in /tmp/keras_hardneg_gpu_runs/ENTRY, which survives between calls on a warm machine.
 #
 # Here, first (docs/notes/gpu_zoo.md, "The next GPU session"):
-#   python benchmarks/gpu/zoo_train.py pack            # .gpu_data/: train 47.2 MB + test2000
-#   (wheels: keras==3.15.1 namex optree into .whl/, see the device README)
+#   bash benchmarks/gpu/prepare.sh   # .gpu_data/: train 47.2 MB + test2000; .whl/: keras namex optree
 #   python benchmarks/gpu/slim_tree.py out
 # Device call 1 (carry .whl and .gpu_data; timeout_s 600):
 #   bash benchmarks/gpu/entries_call.sh                    # ~165 of 200 epochs each

@@ -11,8 +11,7 @@
 # so their curves compare epoch by epoch. Logs and results go to $OUT (at most 8 files).
 #
 # Here, first (docs/notes/gpu_zoo.md):
-#   python benchmarks/gpu/zoo_train.py pack --test-per-class 1000   # .gpu_data/, 56.7 MB
-#   (wheels: keras==3.15.1 namex optree lightly==1.6.0 into .whl/, see the device README)
+#   bash benchmarks/gpu/prepare.sh parity   # .gpu_data/ with the 10k test pack; .whl/ with lightly
 #   python benchmarks/gpu/slim_tree.py out --min-bytes 60000
 # Device call (carry .whl and .gpu_data; timeout_s 600):
 #   bash benchmarks/gpu/parity_call.sh

@@ -185,7 +185,7 @@ def _pack_main(a):
     made = []
     train = os.path.join(a.source, "train")
     stem = "cifar10_train" if a.train_limit is None else f"cifar10_train{a.train_limit}pc"
-    for k in range(a.shards):
+    for k in range(0 if a.skip_train else a.shards):
         name = f"{stem}.npz" if a.shards == 1 else f"{stem}.s{k}of{a.shards}.npz"
         made.append(os.path.join(a.dest, name))
         pack_subset(train, made[-1], limit=a.train_limit, shard=k, shards=a.shards)
@@ -599,6 +599,7 @@ def main(argv=None):
     pk.add_argument("--dest", default=os.path.join(ROOT, ".gpu_data"))
     pk.add_argument("--shards", type=int, default=1, help="train split in this many files")
     pk.add_argument("--train-limit", type=int, help="first N train images per class (tiny)")
+    pk.add_argument("--skip-train", action="store_true", help="pack the test images only")
     pk.add_argument("--test-per-class", type=int, default=200,
                     help="test images per class for the kNN monitor (0: none)")
     tr = sub.add_parser("train", help="one invocation of training (resumes)")
