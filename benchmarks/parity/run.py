@@ -17,6 +17,12 @@ training images, queries = the 2k test images).
     python benchmarks/parity/run.py grid --peer-python PEER/bin/python \\
         lightly:separate:s0 keras:tensorflow:recipe:s0 ...
     python benchmarks/parity/run.py report --write
+
+A Keras cell resumes from its backup (``benchmarks/results/tmp/parity/backups/CELL``), but a
+session starts on a fresh checkout where that ignored folder is gone; to carry a running cell
+into the next session, ``python benchmarks/parity/run.py park CELL ...`` stages its last
+committed epoch (~7 MB for a width-16 ResNet-18) for a commit, and the same ``grid`` command
+resumes it there (commit the deletion when the cell finishes).
 """
 
 import argparse
@@ -127,6 +133,38 @@ def salvage(args) -> None:
         print(_finish(cell, result, args.results), flush=True)
 
 
+def park(args) -> None:
+    """Keep running Keras cells' resume state across sessions. A session starts on a fresh
+    checkout, where the ignored ``benchmarks/results/tmp`` is gone: this force-adds to git each
+    cell's last committed epoch (``training_metadata.json`` and the weights and state it
+    names), its curve (``CELL.log.json``) and its log. Commit them; the next session's
+    ``grid`` resumes from them, and a finished cell deletes them (commit the deletion)."""
+    for cell in args.cells:
+        if parse_cell(cell)["side"] != "keras":
+            raise SystemExit(f"{cell}: only Keras cells have a backup to park")
+        name = cell.replace(":", "-")
+        backup = os.path.join(TMP, "backups", name)
+        meta_path = os.path.join(backup, "training_metadata.json")
+        for _ in range(3):  # an epoch committed while adding: add again
+            try:
+                with open(meta_path) as f:
+                    meta = json.load(f)
+            except FileNotFoundError:
+                raise SystemExit(f"{cell}: no committed epoch in {backup}") from None
+            files = [meta_path] + [os.path.join(backup, meta[k]) for k in ("weights", "state")
+                                   if meta.get(k)]
+            files += [p for p in (backup + ".log.json", os.path.join(TMP, "logs", name + ".log"))
+                      if os.path.isfile(p)]
+            subprocess.check_call(["git", "add", "-f", "--", *files], cwd=ROOT)
+            staged = json.loads(subprocess.check_output(
+                ["git", "show", ":" + os.path.relpath(meta_path, ROOT)], cwd=ROOT))
+            if staged == meta:
+                break
+        else:
+            raise SystemExit(f"{cell}: its backup kept changing; park it again")
+        print(f"{cell}: parked at epoch {meta['epoch']} ({len(files)} files staged)", flush=True)
+
+
 def run_cell(cell: str, core: int, args) -> str:
     spec = parse_cell(cell)
     log_path = os.path.join(TMP, "logs", cell.replace(":", "-") + ".log")
@@ -224,6 +262,8 @@ def main() -> None:
     s.add_argument("--data", default=DATA)
     s.add_argument("--results", default=RESULTS)
     s.add_argument("--command-line", default="", help="the training command, for the record")
+    k = sub.add_parser("park", help="stage running Keras cells' resume state for a commit")
+    k.add_argument("cells", nargs="+")
     v = sub.add_parser("salvage", help="keep the curve of a stopped Keras cell from its log")
     v.add_argument("cells", nargs="+", help="CELL LOG [CELL LOG ...]")
     v.add_argument("--results", default=RESULTS)
@@ -235,6 +275,8 @@ def main() -> None:
         grid(args)
     elif args.command == "score":
         score(args)
+    elif args.command == "park":
+        park(args)
     elif args.command == "salvage":
         salvage(args)
     else:
