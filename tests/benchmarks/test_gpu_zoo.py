@@ -51,6 +51,14 @@ def test_packs_and_shards_load_as_the_image_folder(tmp_path):
         assert len(z["labels"]) == 20 and z["position"][:2].tolist() == [0, 999]
 
 
+@needs_cifar
+def test_pack_skip_train_writes_the_test_pack_only(tmp_path):
+    # prepare.sh adds the parity call's 10k test pack without packing the 50k again.
+    assert zoo_train.main(["pack", "--source", CIFAR, "--dest", str(tmp_path), "--skip-train",
+                           "--test-per-class", "2"]) is None
+    assert sorted(os.listdir(tmp_path)) == ["cifar10_test20.npz"]
+
+
 def _encoder(width=2):
     from keras_hardneg.encoders import resnet18_cifar
 
