@@ -181,6 +181,8 @@ def load_packs(paths, image_size: int = 32, threads: int | None = None):
 
 
 def _pack_main(a):
+    if a.skip_train and not a.test_per_class:
+        raise SystemExit("pack: --skip-train needs --test-per-class > 0 (nothing to pack)")
     os.makedirs(a.dest, exist_ok=True)
     made = []
     train = os.path.join(a.source, "train")

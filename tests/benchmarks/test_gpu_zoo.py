@@ -57,6 +57,9 @@ def test_pack_skip_train_writes_the_test_pack_only(tmp_path):
     assert zoo_train.main(["pack", "--source", CIFAR, "--dest", str(tmp_path), "--skip-train",
                            "--test-per-class", "2"]) is None
     assert sorted(os.listdir(tmp_path)) == ["cifar10_test20.npz"]
+    with pytest.raises(SystemExit, match="--skip-train needs --test-per-class"):
+        zoo_train.main(["pack", "--source", CIFAR, "--dest", str(tmp_path / "none"),
+                        "--skip-train", "--test-per-class", "0"])
 
 
 def _encoder(width=2):
