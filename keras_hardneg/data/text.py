@@ -186,7 +186,7 @@ def _tokenizer_for(choice: str, sentences: Sequence[str], vocab_size: int,
     if is_preset_name(choice):
         try:
             tok = pretrained_tokenizer(choice)
-        except ValueError as err:
+        except (ValueError, ImportError) as err:  # offline / unknown name / no keras-hub
             raise ValueError(f"{allowed}; got {choice!r}, which is none of these here: "
                              f"{err}") from None
         return tok, None, (f"WordPiece tokenizer of the keras-hub preset {choice} "
