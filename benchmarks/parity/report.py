@@ -9,6 +9,7 @@ DOC = os.path.join(ROOT, "docs", "benchmarks.md")
 PLOT = os.path.join(ROOT, "docs", "img", "parity_knn.png")
 BEGIN, END = "<!-- parity:begin -->", "<!-- parity:end -->"
 COMMAND = "python benchmarks/parity/run.py report --write"
+REFERENCE = "lightly (separate views)"
 
 
 def group_of(result: dict) -> str:
@@ -43,7 +44,41 @@ def table(results: dict) -> str:
     for name, values in sorted(groups.items()):
         spread = f" ± {statistics.stdev(values):.4f}" if len(values) > 1 else " (one seed)"
         lines.append(f"| {name} | {len(values)} | {statistics.mean(values):.4f}{spread} |")
+    reference = groups.get(REFERENCE, [])
+    compared = [(name, values) for name, values in sorted(groups.items())
+                if name != REFERENCE and len(values) > 1]
+    if len(reference) > 1 and compared:
+        lines += ["", f"| group - {REFERENCE} | difference (points) | Welch 95 % interval "
+                      "(points) | seeds a side for a ± 0.5-point interval |", "|---|---|---|---|"]
+        for name, values in compared:
+            diff, low, high = welch_interval(values, reference)
+            lines.append(f"| {name} | {100 * diff:+.2f} | [{100 * low:+.2f}, {100 * high:+.2f}] "
+                         f"| {seeds_for_half_width(values, reference, 0.005)} |")
     return "\n".join(lines)
+
+
+def welch_interval(a: list, b: list, level: float = 0.95) -> tuple:
+    """mean(a) - mean(b) and its Welch (unequal variances) ``level`` interval."""
+    from scipy import stats
+
+    va, vb = statistics.variance(a) / len(a), statistics.variance(b) / len(b)
+    se = (va + vb) ** 0.5
+    df = (va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1))
+    diff = statistics.mean(a) - statistics.mean(b)
+    half = stats.t.ppf(0.5 + level / 2, df) * se
+    return diff, diff - half, diff + half
+
+
+def seeds_for_half_width(a: list, b: list, half_width: float, level: float = 0.95) -> int:
+    """Seeds per side for a ``level`` interval of the difference no wider than
+    ± ``half_width``, at the two groups' pooled standard deviation (equal seeds a side)."""
+    from scipy import stats
+
+    sd = ((statistics.variance(a) + statistics.variance(b)) / 2) ** 0.5
+    n = 2
+    while stats.t.ppf(0.5 + level / 2, 2 * n - 2) * sd * (2 / n) ** 0.5 > half_width:
+        n += 1
+    return n
 
 
 def plot(results: dict, path: str) -> None:
