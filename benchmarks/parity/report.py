@@ -61,10 +61,12 @@ def welch_interval(a: list, b: list, level: float = 0.95) -> tuple:
     """mean(a) - mean(b) and its Welch (unequal variances) ``level`` interval."""
     from scipy import stats
 
+    diff = statistics.mean(a) - statistics.mean(b)
     va, vb = statistics.variance(a) / len(a), statistics.variance(b) / len(b)
     se = (va + vb) ** 0.5
+    if se == 0:  # no spread on either side: the difference is exact
+        return diff, diff, diff
     df = (va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1))
-    diff = statistics.mean(a) - statistics.mean(b)
     half = stats.t.ppf(0.5 + level / 2, df) * se
     return diff, diff - half, diff + half
 

@@ -25,6 +25,10 @@ def test_welch_interval_equals_the_pooled_interval_for_equal_spreads():
                            pytest.approx(-0.1 + half, abs=1e-6))
 
 
+def test_welch_interval_of_two_groups_without_spread_is_the_difference():
+    assert report.welch_interval([0.4, 0.4], [0.5, 0.5]) == pytest.approx((-0.1,) * 3)
+
+
 def test_seeds_for_half_width_is_the_first_n_that_reaches_it():
     a, b = [0.0, 0.1, 0.2], [0.1, 0.2, 0.3]          # sd 0.1 each
     n = report.seeds_for_half_width(a, b, 0.05)
