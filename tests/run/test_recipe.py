@@ -189,3 +189,22 @@ def test_recipe_says_every_torch_alignment_option():
     assert (init["mode"], init["distribution"]) == ("fan_out", "untruncated_normal")
     from keras_hardneg.run.build import build_optimizer
     assert build_optimizer(recipe, steps_per_epoch=7)._learning_rate.hold_steps == 7
+
+
+def test_build_model_sizes_the_schedule_from_the_training_set_or_refuses():
+    """The learning-rate schedule spans ``epochs * steps_per_epoch`` steps of the training
+    set; without ``num_examples`` or ``x_train`` there is no epoch length to size it by, so
+    ``build_model`` refuses instead of sizing an epoch as one step."""
+    import numpy as np
+
+    from keras_hardneg.run import build_model
+
+    recipe = load_recipe({"data": {"name": "digits"}, "batch_size": 8, "epochs": 3,
+                          "projection_dims": [16, 8], "encoder": {"name": "small_convnet"}})
+    with pytest.raises(ValueError, match=r"build_model needs `num_examples`"):
+        build_model(recipe, input_shape=(8, 8, 3))
+    model = build_model(recipe, input_shape=(8, 8, 3), num_examples=40)
+    assert model.optimizer._learning_rate.total_steps == 3 * (40 // 8)
+    x = np.random.default_rng(0).uniform(size=(24, 8, 8, 3)).astype("float32")
+    model = build_model(recipe, x_train=x)
+    assert model.optimizer._learning_rate.total_steps == 3 * (24 // 8)
