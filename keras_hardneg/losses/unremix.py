@@ -127,8 +127,19 @@ def _normalized_log_weights(scores, mask):
     return ops.where(has_mass[:, None], log_w, ops.zeros_like(log_w))
 
 
+def _check_weights(config):
+    weights = config["weights"]
+    if len(weights) != 3:
+        return ("'weights' must be 3 numbers >= 0 (uncertainty, similarity, "
+                f"representativeness); got {len(weights)}: {weights}")
+    if sum(weights) <= 0:
+        return f"'weights' must not all be zero; got {weights}"
+    return None
+
+
 @LOSSES.register("unremix", params={"temperature": hp.TEMPERATURE, "tau_plus": hp.TAU_PLUS,
-                                    "beta": hp.BETA, "weights": hp.WEIGHTS})
+                                    "beta": hp.BETA, "weights": hp.WEIGHTS},
+                 check=_check_weights)
 @keras.saving.register_keras_serializable(package="keras_hardneg")
 class UnReMixContrastiveLoss(DebiasedContrastiveLoss):
     """UnReMix of Tabassum et al., "Hard Negative Sampling Strategies for
