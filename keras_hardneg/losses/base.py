@@ -91,7 +91,8 @@ def effective_negatives(weights) -> Any:
 
     Example:
     >>> import numpy as np
-    >>> [round(float(v), 4) for v in effective_negatives(np.array([[1.0, 1.0, 0.0], [3.0, 1.0, 0.0]]))]
+    >>> w = np.array([[1.0, 1.0, 0.0], [3.0, 1.0, 0.0]])
+    >>> [round(float(v), 4) for v in effective_negatives(w)]
     [2.0, 1.6]
     """
     w = ops.cast(weights, "float32")
