@@ -224,7 +224,7 @@ def evaluate_directory(path: str, *, recipe: Any = None, overrides: dict[str, An
     if recipe is None and not overrides:
         if text_card and not benchmark_dir:
             raise RunDirectoryError("a text encoder is evaluated on STS/SentEval sets: give "
-                                    "--benchmark-dir DIR (the layout of shared/data/text).")
+                                    "--benchmark-dir DIR (SentEval's layout: STS/, SICK/, ...).")
         if not text_card:
             raise RunDirectoryError(
                 "no recipe.json next to the encoder: give the data (--dataset or --recipe).")
@@ -238,7 +238,7 @@ def evaluate_directory(path: str, *, recipe: Any = None, overrides: dict[str, An
         bench = benchmark_dir or (loaded or {}).get("evaluation", {}).get("benchmark_dir")
         if not bench:
             raise RunDirectoryError("a text encoder is evaluated on STS/SentEval sets: give "
-                                    "--benchmark-dir DIR (the layout of shared/data/text).")
+                                    "--benchmark-dir DIR (SentEval's layout: STS/, SICK/, ...).")
         if export_dir is not None:
             encoder = export.load_encoder(export_dir)
             if max_tokens is not None:
@@ -305,7 +305,7 @@ def _evaluate_preset(preset: str, recipe: Any, overrides: dict[str, Any] | None,
         bench = benchmark_dir or (loaded or {}).get("evaluation", {}).get("benchmark_dir")
         if not bench:
             raise RunDirectoryError("a text encoder is evaluated on STS/SentEval sets: give "
-                                    "--benchmark-dir DIR (the layout of shared/data/text).")
+                                    "--benchmark-dir DIR (SentEval's layout: STS/, SICK/, ...).")
         tokenizer = os.path.join(preset, "assets", TOKENIZER_ASSET)
         if not os.path.isfile(tokenizer):
             raise RunDirectoryError(f"preset {preset!r} has no assets/{TOKENIZER_ASSET}: a "

@@ -561,7 +561,8 @@ def _encode_ids(encoder: Any, ids: np.ndarray, batch_size: int, trim: bool) -> n
 def evaluate_sentences(embed_fn, benchmark_dir: str, senteval: bool = False,
                        seed: int = 0) -> dict[str, Any]:
     """``{"sts": {...}, "senteval": {...}}`` of ``embed_fn`` on the sets under
-    ``benchmark_dir`` (the layout of ``shared/data/text``); ``senteval`` only when asked."""
+    ``benchmark_dir`` (SentEval's layout: ``STS/``, ``SICK/``, ...); ``senteval`` only when
+    asked."""
     from keras_hardneg.evaluation.sts import sts_scores
 
     out = {"sts": sts_scores(embed_fn, benchmark_dir)}
