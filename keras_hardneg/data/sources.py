@@ -30,7 +30,7 @@ import numpy as np
 
 from keras_hardneg.registry import DATASETS, ConfigError, Param
 
-__all__ = ["dataset_spec", "digits", "cifar10", "cifar100", "image_folder", "tfds", "synthetic",
+__all__ = ["dataset_spec", "load_dataset", "digits", "cifar10", "cifar100", "image_folder", "tfds", "synthetic",
            "ARRAY_BUDGET_BYTES"]
 
 Splits = tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray], str]
@@ -372,3 +372,19 @@ def dataset_spec(text: str, **overrides: Any) -> dict[str, Any]:
     spec.update({k: v for k, v in overrides.items() if v is not None})
     DATASETS.check(spec["name"], spec, where="recipe key", prefix="data.")
     return spec
+
+
+def load_dataset(dataset: str = "digits", seed: int = 0, **keys: Any) -> Splits:
+    """The splits of a ``--dataset`` string (:func:`dataset_spec`) with recipe keys
+    ``keys`` (``image_size``, ``limit_per_class``, ``test_limit_per_class``, ...):
+    ``((x_train, y_train), (x_test, y_test), description)`` as the dataset's source gives
+    them (images float32 in ``[0, 1]``). What a script takes for ``--data``: a folder, or
+    a name fetched once (``"cifar10"``, ``"tu:MUTAG"``, ...).
+
+    Example:
+    >>> (x, y), (xt, yt), desc = load_dataset("digits", image_size=16)
+    >>> x.shape
+    (1437, 16, 16, 3)
+    """
+    spec = dataset_spec(dataset, **keys)
+    return DATASETS.build(spec.pop("name"), seed, **spec)
