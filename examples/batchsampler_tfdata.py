@@ -102,8 +102,9 @@ for name, sampler in samplers.items():
         callbacks.append(khn.callbacks.GraphRefreshCallback(
             sampler, every_n_steps=sampler.steps_per_epoch))
     t0 = time.perf_counter()
+    # shuffle=False: the sampler orders the batches (fit's shuffle does not apply to tf.data)
     logs = model.fit(dataset, steps_per_epoch=sampler.steps_per_epoch, epochs=args.epochs,
-                     verbose=0, callbacks=callbacks).history
+                     shuffle=False, verbose=0, callbacks=callbacks).history
     curves[name] = logs
     print(f"{name:>12}: negative cosine per epoch "
           f"{[round(v, 3) for v in logs['negative_cosine']]}, false-negative rate "

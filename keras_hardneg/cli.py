@@ -380,6 +380,9 @@ def _figure_rows(result: dict[str, Any], recipe: dict[str, Any] | None) -> list:
     if "svm_accuracy" in result:
         rows.append(("SVM accuracy", f"{result['svm_accuracy']:.4f} +- "
                                      f"{result['svm_accuracy_std']:.4f} (10-fold CV)"))
+        if result.get("svm_accuracy_epoch0") is not None:
+            rows.append(("SVM before training", f"{result['svm_accuracy_epoch0']:.4f} (the "
+                                                "random encoder, epoch 0)"))
     for group in ("sts", "senteval"):
         if isinstance(result.get(group), dict):
             scores = result[group]
@@ -404,7 +407,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         raise CliError("give an encoder (a run or SavedModel directory) or --preset DIR.")
     path = os.path.abspath(args.encoder)
     if not os.path.exists(path):
-        raise CliError(f"encoder {args.encoder!r}: no such SavedModel or run directory.")
+        path = _zoo_entry_folder(args.encoder)
     if args.recipe and not os.path.isfile(args.recipe):
         raise CliError(f"--recipe {args.recipe!r}: file not found.")
     if args.benchmark_dir and not os.path.isdir(args.benchmark_dir):
@@ -443,6 +446,23 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result), flush=True)
     return 0
+
+
+def _zoo_entry_folder(name: str) -> str:
+    """``evaluate NAME``: the folder of zoo entry ``NAME`` (fetched when a zoo URL is set)."""
+    from keras_hardneg import zoo
+
+    try:
+        known = zoo.entries()
+    except zoo.ZooError:
+        known = {}
+    if name not in known:
+        raise CliError(f"encoder {name!r}: no such SavedModel or run directory, and not a zoo "
+                       "entry (`keras-hardneg zoo list`).")
+    try:
+        return zoo.entry_folder(name)
+    except zoo.ZooError as e:
+        raise CliError(str(e)) from None
 
 
 def _evaluate_preset(args: argparse.Namespace) -> int:
@@ -698,7 +718,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "the sets under --benchmark-dir. With --json the last stdout "
                                    "line is the result as one JSON object.")
     p.add_argument("encoder", nargs="?", help="SavedModel directory written by export/train, "
-                                              "or a run directory (or --preset instead)")
+                                              "a run directory, or a zoo entry's name (or "
+                                              "--preset instead)")
     p.add_argument("--preset", help="text: score this pretrained BERT-family checkpoint as it "
                                     "is (zero-shot; a Hugging Face-format folder or a keras-hub "
                                     "preset) on the sets under --benchmark-dir")

@@ -55,7 +55,7 @@ from keras_hardneg.export.preset import (PRESET_DIR, TOKENIZER_ASSET, PresetErro
 from keras_hardneg.zoo_store import ZooError
 
 __all__ = ["ZOO_ENV", "ZooError", "zoo_source", "zoo_dir", "is_zoo_folder", "list",
-           "entries", "catalog", "show", "load", "export", "publish"]
+           "entries", "catalog", "show", "entry_folder", "load", "export", "publish"]
 
 ZOO_ENV = "KERAS_HARDNEG_ZOO"
 
@@ -249,6 +249,17 @@ def show(name: str, zoo: str | None = None) -> dict[str, Any]:
             "preset": read_preset_metadata(os.path.join(folder, PRESET_DIR)),
             "results": results, "recipe": recipe,
             "figures": zoo_store.figures_text(results)}
+
+
+def entry_folder(name: str, zoo: str | None = None) -> str:
+    """The folder of entry ``name`` with weights (``preset/``, ``recipe.json``,
+    ``results.json``, ...): in the zoo folder, or in the cache (fetched first from a zoo URL
+    when it is not there). What ``keras-hardneg evaluate NAME`` evaluates.
+
+    Raises:
+        ZooError: as :func:`load`.
+    """
+    return _entry(name, zoo)
 
 
 def load(name: str, trainable: bool = True, zoo: str | None = None) -> keras.Model:
