@@ -205,8 +205,8 @@ def export(name: str, directory: str, *, overwrite: bool = False,
     ``directory``.
 
     Raises:
-        ZooError: unknown or untrained entry; ``FileExistsError``: ``directory`` exists
-        (without ``overwrite``).
+        ZooError: unknown or untrained entry.
+        FileExistsError: ``directory`` exists (without ``overwrite``).
     """
     import shutil
 
@@ -290,8 +290,9 @@ def publish(name: str, directory: str, *, overwrite: bool = False,
     in it is refused and left untouched. Writing is atomic.
 
     Raises:
-        ZooError: unknown or untrained entry; ``FileExistsError``: ``directory`` holds
-        other files, or already this entry (without ``overwrite``).
+        ZooError: unknown or untrained entry.
+        FileExistsError: ``directory`` holds other files, or already this entry (without
+            ``overwrite``).
     """
     import shutil
     import tempfile

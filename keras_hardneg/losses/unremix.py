@@ -9,7 +9,7 @@ from keras_hardneg.losses import core
 from keras_hardneg.losses import hyperparameters as hp
 from keras_hardneg.losses.base import check_float
 from keras_hardneg.losses.debiased import DebiasedContrastiveLoss
-from keras_hardneg.losses.hard_negative import hard_negative_log_sum
+from keras_hardneg.losses.hard_negative import hard_negative_log_sum, hard_negative_weights
 from keras_hardneg.registry import LOSSES
 
 __all__ = ["UnReMixContrastiveLoss", "pseudo_label_gradients", "uncertainty_scores",
@@ -221,6 +221,22 @@ class UnReMixContrastiveLoss(DebiasedContrastiveLoss):
         if len(parts) == 1:
             return parts[0]
         return ops.logsumexp(ops.stack(parts, axis=0), axis=0)
+
+    def weights_of_negatives(self, pairs, neg_logits):
+        """``l_u u~ + l_s s~ + l_r r~`` (mean 1 over each anchor's negatives): the weights
+        :meth:`negative_log_sum` puts on ``e^{s_aj}``."""
+        mask = pairs.negative_mask
+        l_u, l_s, l_r = self.weights
+        indicator = self.negative_indicator(pairs, neg_logits)
+        total = ops.zeros_like(indicator)
+        if l_s > 0:
+            total = total + l_s * hard_negative_weights(neg_logits, mask, pairs.num_negatives,
+                                                        self.beta)
+        for lam, scorer in ((l_u, uncertainty_scores), (l_r, representativeness_scores)):
+            if lam > 0:
+                log_w = _normalized_log_weights(scorer(pairs), mask)
+                total = total + lam * ops.exp(log_w) * indicator
+        return total
 
     def get_config(self):
         config = super().get_config()
