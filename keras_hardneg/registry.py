@@ -35,6 +35,7 @@ __all__ = [
     "ConfigError", "Param", "Component", "Registry", "REQUIRED", "factory_parameters",
     "FRAMEWORKS", "LOSSES", "ENCODERS", "HEADS", "OPTIMIZERS", "SCHEDULES", "SAMPLERS",
     "DATASETS", "VIEW_MAKERS", "EVALUATIONS", "MODALITIES", "DISTRIBUTIONS",
+    "DEFAULT_MODALITY", "get_modality",
 ]
 
 
@@ -320,3 +321,21 @@ MODALITIES = Registry("modality")
 #: Ways a run spreads over devices and processes (one process, TensorFlow multi-worker, JAX
 #: multi-process): ``keras_hardneg/run/distribution.py``.
 DISTRIBUTIONS = Registry("distribution")
+
+#: The modality of an artifact that names none (an ``export_encoder`` call without
+#: ``input_signature``, a model card of format ``/1``, a preset's metadata before modalities).
+DEFAULT_MODALITY = "image"
+
+
+def get_modality(name: str) -> Any:
+    """The modality object registered in :data:`MODALITIES` as exactly ``name`` (what the
+    export and run layers ask instead of testing the name). ``import keras_hardneg``
+    registers the built-in ones (``keras_hardneg/run/modality.py``); another registers
+    when its module is imported.
+
+    Raises:
+        ConfigError: ``name`` is not registered (the message lists those that are).
+    """
+    if name not in MODALITIES.names():
+        raise ConfigError(f"unknown modality {name!r}; allowed: {', '.join(MODALITIES.names())}.")
+    return MODALITIES.get(name).factory()
