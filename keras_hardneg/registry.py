@@ -305,15 +305,28 @@ class Registry:
         return f"Registry({self.kind!r}: {', '.join(self.names())})"
 
 
+#: Training frameworks (``simclr``, ``moco_v2``, ``moco_v3``, ``graphcl``, ``infograph``):
+#: the recipe's ``framework`` section.
 FRAMEWORKS = Registry("framework")
+#: Contrastive losses (``nt_xent``, ``debiased``, ``hard``, ``ring``, ``unremix``): ``loss``.
 LOSSES = Registry("loss")
+#: Encoders (ResNets, the small ConvNet, GIN, Transformers, pretrained BERT): ``encoder``.
 ENCODERS = Registry("encoder")
+#: Projection heads: ``head``.
 HEADS = Registry("projection head")
+#: Optimizers (Keras's, ``lars``, ``sgd_l2``): ``optimizer``.
 OPTIMIZERS = Registry("optimizer")
+#: Learning-rate schedules: ``schedule``.
 SCHEDULES = Registry("schedule")
+#: Batch samplers (``uniform``, ``batchsampler``, ``knn``): ``sampler``.
 SAMPLERS = Registry("sampler")
+#: Datasets a recipe names (digits, image folders, TFDS, TU graphs, text files, synthetic):
+#: ``data``.
 DATASETS = Registry("dataset")
+#: View makers (image augmentations, dropout and adjacent sentence views, graph views):
+#: ``augmentation``.
 VIEW_MAKERS = Registry("view maker")
+#: Evaluations of a trained encoder (kNN, linear probe, SVM, STS, SentEval): ``evaluation``.
 EVALUATIONS = Registry("evaluation")
 #: Modalities (image, graph, text): how the run layer feeds, evaluates and exports each kind
 #: of data (``keras_hardneg/run/modality.py``).
