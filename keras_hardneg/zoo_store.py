@@ -216,6 +216,19 @@ def cache_root() -> str:
     return os.path.join(base, "keras_hardneg", "zoo")
 
 
+#: ``{(path, size, mtime_ns, ctime_ns, inode): sha256}`` of the files hashed in this process:
+#: a file unchanged since (any write moves its ctime) is not read again by ``zoo.list()``.
+_HASHES: dict[tuple, str] = {}
+
+
+def _sha256_once(path: str) -> str:
+    st = os.stat(path)
+    key = (os.path.realpath(path), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+    if key not in _HASHES:
+        _HASHES[key] = sha256_file(path)
+    return _HASHES[key]
+
+
 def verify_files(folder: str, files: dict[str, dict[str, Any]]) -> list[str]:
     """What in ``folder`` differs from ``files`` (``{relative path: {"size", "sha256"}}``):
     one line per missing, resized or changed file; ``[]`` when all match."""
@@ -226,7 +239,7 @@ def verify_files(folder: str, files: dict[str, dict[str, Any]]) -> list[str]:
             problems.append(f"{rel} is missing")
         elif os.path.getsize(path) != want["size"]:
             problems.append(f"{rel} has {os.path.getsize(path)} bytes, not {want['size']}")
-        elif "sha256" in want and sha256_file(path) != want["sha256"]:
+        elif "sha256" in want and _sha256_once(path) != want["sha256"]:
             problems.append(f"{rel}: SHA-256 differs")
     return problems
 

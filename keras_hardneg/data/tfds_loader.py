@@ -131,8 +131,13 @@ def tfds_dataset(
             an empty split, an invalid ``batch_size``/``image_size``.
 
     Example:
-        >>> ds = tfds_dataset("cifar10", split="test", data_dir="/data/tfds", batch_size=8)
-        >>> images, labels = next(iter(ds))   # [8, 32, 32, 3] float32, [8] int64
+        Needs CIFAR-10 prepared in ``data_dir`` (not run by the doctests):
+
+        >>> ds = tfds_dataset("cifar10", split="test", data_dir="/data/tfds",
+        ...                   batch_size=8)  # doctest: +SKIP
+        >>> images, labels = next(iter(ds))  # doctest: +SKIP
+        >>> images.shape, labels.shape  # doctest: +SKIP
+        (TensorShape([8, 32, 32, 3]), TensorShape([8]))
     """
     tf = require_tensorflow(f"tfds_dataset({name!r}) (TensorFlow Datasets)")
     import tensorflow_datasets as tfds
@@ -217,7 +222,7 @@ def tfds_random_access(name, split="train", data_dir=None, image_size=None, imag
         [H, W, 3], int64 label)``, the pixels :func:`tfds_dataset` gives before its float
         conversion) or ``None``.
 
-    Example:
+    Example (needs CIFAR-10 prepared in ``data_dir``; not run by the doctests):
         >>> train = tfds_random_access("cifar10", data_dir="/data/tfds")  # doctest: +SKIP
         >>> train[0][0].shape  # doctest: +SKIP
         (32, 32, 3)
