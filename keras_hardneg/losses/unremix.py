@@ -77,12 +77,16 @@ def uncertainty_scores(pairs):
     if pairs.in_batch:
         pool = pairs.negatives
         m = ops.shape(pool)[0]
-        e_n = pseudo_label_gradients(pool, pairs.negative_norms, pool,
-                                     _one_hot_mask(ops.arange(m, dtype="int32"), m))
+        # Pool rows that are no anchor's negative (InfoGraph's padding graphs) are no one's
+        # pseudo-label either.
+        outside = ops.logical_not(ops.any(pairs.negative_mask, axis=0))[None, :]
+        e_n = pseudo_label_gradients(pool, pairs.negative_norms, pool, ops.logical_or(
+            _one_hot_mask(ops.arange(m, dtype="int32"), m), outside))
         if pairs.anchor_index is not None:  # SimCLR: anchors are rows of the pool
             e_a = ops.take(e_n, pairs.anchor_index, axis=0)
-        else:  # MoCo v3: queries scored against the pool of keys
-            e_a = pseudo_label_gradients(a, pairs.anchor_norms, pool)
+        else:  # MoCo v3, InfoGraph: queries scored against the pool
+            e_a = pseudo_label_gradients(a, pairs.anchor_norms, pool, ops.logical_or(
+                outside, ops.zeros_like(pairs.negative_mask)))
     else:
         pool = ops.concatenate([a, pairs.positives], axis=0)
         b = ops.shape(a)[0]
@@ -101,15 +105,15 @@ def representativeness_scores(pairs):
     anchor's other negatives (Eq. 4), via one pool sum (``O(A M d)``)."""
     neg = pairs.negatives
     n = ops.cast(pairs.num_negatives, "float32")
-    dot_total = ops.matmul(neg, ops.sum(neg, axis=0)[:, None])[:, 0]  # [M]: sum_j' u_j.u_j'
     self_dot = ops.sum(neg * neg, axis=-1)  # 1 (0 for a zero row)
-    others = (dot_total - self_dot)[None, :] + ops.zeros_like(pairs.negative_cos)
     if pairs.in_batch:
-        # Remove the rows that are not the anchor's negatives: its positive, and
-        # (SimCLR) the anchor itself.
-        others -= ops.matmul(pairs.positives, ops.transpose(neg))
-        if pairs.anchor_index is not None:
-            others -= pairs.negative_cos
+        # sum over the anchor's negatives j' of u_j.u_j' = (mask @ neg) @ neg^T: O(A M d).
+        mask = ops.cast(pairs.negative_mask, "float32")
+        totals = ops.matmul(ops.matmul(mask, neg), ops.transpose(neg))  # [A, M]
+        others = totals - mask * self_dot[None, :]
+    else:  # a queue: every pool row is every anchor's negative
+        dot_total = ops.matmul(neg, ops.sum(neg, axis=0)[:, None])[:, 0]  # [M]
+        others = (dot_total - self_dot)[None, :] + ops.zeros_like(pairs.negative_cos)
     count = ops.maximum(n - 1.0, 1.0)
     return 1.0 - others / count
 
@@ -127,8 +131,19 @@ def _normalized_log_weights(scores, mask):
     return ops.where(has_mass[:, None], log_w, ops.zeros_like(log_w))
 
 
+def _check_weights(config):
+    weights = config["weights"]
+    if len(weights) != 3:
+        return ("'weights' must be 3 numbers >= 0 (uncertainty, similarity, "
+                f"representativeness); got {len(weights)}: {weights}")
+    if sum(weights) <= 0:
+        return f"'weights' must not all be zero; got {weights}"
+    return None
+
+
 @LOSSES.register("unremix", params={"temperature": hp.TEMPERATURE, "tau_plus": hp.TAU_PLUS,
-                                    "beta": hp.BETA, "weights": hp.WEIGHTS})
+                                    "beta": hp.BETA, "weights": hp.WEIGHTS},
+                 check=_check_weights)
 @keras.saving.register_keras_serializable(package="keras_hardneg")
 class UnReMixContrastiveLoss(DebiasedContrastiveLoss):
     """UnReMix of Tabassum et al., "Hard Negative Sampling Strategies for

@@ -36,6 +36,10 @@ class MomentumContrast(ContrastiveModel):
     :meth:`ContrastiveModel.forward`); the momentum update is :meth:`prepare_step`, run
     before every training step's forward pass on every backend.
 
+    Shapes: a batch of ``B`` inputs gives ``B`` queries ``[B, p]`` (the online branch,
+    ``p = projection_dims[-1]``) and ``B`` keys ``[B, p]`` (the momentum branch); the
+    subclasses say what the negatives are (a queue ``[K, p]``, or the other keys).
+
     Attributes:
         key_encoder: momentum copy of ``encoder`` (same weights, same order).
         key_projector: momentum copy of ``projector``.

@@ -285,6 +285,7 @@ def train(recipe: Any, output_dir: str, *, resume: bool = True, verbose: Any = "
             print(f"{output_dir}: the run is complete ({recipe['epochs']} epochs); nothing to "
                   "train (rerun with --no-resume to start over).", flush=True)
         return finished
+    caller_policy = keras.config.dtype_policy()  # put back when the run ends, however
     keras.config.set_dtype_policy(recipe["precision"])
     private = None  # a worker's own backup directory (not the chief's)
     try:
@@ -373,8 +374,7 @@ def train(recipe: Any, output_dir: str, *, resume: bool = True, verbose: Any = "
                         "worker": place.index, "output_dir": output_dir}
             model = build_model(recipe, x_train=x_train)
             model.set_weights(weights)
-        with open(os.path.join(output_dir, "history.json"), "w") as f:
-            json.dump(hist, f, indent=1)
+        atomic_write_json(os.path.join(output_dir, "history.json"), hist, indent=1)
         plot_history(hist, os.path.join(output_dir, HISTORY_PLOT), baseline)
 
         if _unlabeled(modality, test_split):
@@ -424,6 +424,6 @@ def train(recipe: Any, output_dir: str, *, resume: bool = True, verbose: Any = "
             remove_new_files(output_dir, before)
         raise
     finally:
-        keras.config.set_dtype_policy("float32")
+        keras.config.set_dtype_policy(caller_policy)
         if private is not None:
             shutil.rmtree(private, ignore_errors=True)
