@@ -50,7 +50,8 @@ from keras_hardneg.losses import core, effective_negatives
 
 __all__ = ["PROBE_FILE", "PROBE_SIZE", "COSINE_BINS", "TOP_FRACTION", "SCATTER_POINTS",
            "SAMPLER_BATCHES", "ProbeBatch", "make_probe_batch", "score_pairs",
-           "sampler_statistics", "NegativesProbe", "read_probe"]
+           "sampler_statistics", "NegativesProbe", "read_probe", "store", "scatter_sample",
+           "pair_arrays", "compiled_probe"]
 
 #: File of the per-epoch records in a run directory.
 PROBE_FILE = "probe.json"
@@ -238,6 +239,18 @@ def compiled_probe(model: Any, loss: Any):
     return arrays
 
 
+def store(path: str, **fields: Any) -> None:
+    """Adds ``fields`` to the ``probe.json`` at ``path`` (replaced whole)."""
+    stored = read_probe(path)
+    if stored is None:
+        return
+    stored.update(fields)
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "w") as f:
+        f.write(json.dumps(stored, default=float))
+    os.replace(tmp, path)
+
+
 def read_probe(path: str) -> dict[str, Any] | None:
     """The records of a ``probe.json`` (``{"records": [...], ...}``), or None."""
     try:
@@ -308,8 +321,11 @@ class NegativesProbe(keras.callbacks.Callback):
             if k not in ("name", "reduction", "dtype")}}
         bank = getattr(self.model, "embedding_bank", None)
         if self.sampler is not None and bank is not None:
-            record["batches"] = sampler_statistics(
-                self.sampler, _numpy(bank), self.sampler_labels, self.seed + int(epoch))
+            bank = _numpy(bank)
+            # Before the first epoch the bank is empty (zeros): nothing to measure yet.
+            if np.mean(~bank.any(axis=1)) < 0.01:
+                record["batches"] = sampler_statistics(
+                    self.sampler, bank, self.sampler_labels, self.seed + int(epoch))
         if self.records and self.records[-1] is not self.records[0]:
             self.records[-1].pop("scatter", None)
         kept = [r for r in self.records if r["epoch"] < epoch]
