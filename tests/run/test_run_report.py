@@ -188,6 +188,19 @@ def test_a_user_file_named_report_html_is_not_replaced(tmp_path):
     assert path.read_text() == "<html>my own page</html>"
 
 
+def test_a_moco_run_probes_its_query_projections(tmp_path):
+    recipe = {"epochs": 1, "batch_size": 64,
+              "framework": {"name": "moco_v2", "queue_size": 256},
+              "loss": {"name": "ring", "lower_percentile": 5, "upper_percentile": 50}}
+    result = run.train(recipe, str(tmp_path / "moco"), verbose=0, export=False)
+    page = _check_page(result["report"], IMAGE_SECTIONS)
+    assert "Ring keeps the negatives" in page
+    record = json.load(open(tmp_path / "moco" / "probe.json"))["records"][-1]
+    # Ring's weights: 1 inside its band of floor(0.5 N) - floor(0.05 N) negatives
+    n = record["num_negatives"]
+    assert record["effective_negatives"] == pytest.approx(n // 2 - int(0.05 * n))
+
+
 # ---------------------------------------------------------------------- graphs
 def test_a_graph_run_writes_its_report(tmp_path):
     from tests.run.test_modality import write_tu
