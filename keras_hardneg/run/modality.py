@@ -37,7 +37,9 @@ import keras
 import numpy as np
 
 from keras_hardneg.data.random_access import is_random_access
-from keras_hardneg.registry import DATASETS, MODALITIES, ConfigError as RecipeError
+from keras_hardneg.registry import (DATASETS, DEFAULT_MODALITY, MODALITIES,
+                                    ConfigError as RecipeError, get_modality)
+from keras_hardneg.run.recipe import DEFAULT_RECIPE, GRAPH_RECIPE, TEXT_RECIPE
 
 __all__ = ["Modality", "ImageModality", "GraphModality", "TextModality", "TrainFeed",
            "modality_of", "INITIAL_EMBEDDING_DIM", "INITIAL_GRAPH_NEIGHBORS",
@@ -66,8 +68,8 @@ class TrainFeed(tuple):
 
 def modality_of(recipe: dict[str, Any]) -> "Modality":
     """The :class:`Modality` of a recipe's ``data`` section."""
-    name = DATASETS.get(recipe["data"]["name"]).tags.get("modality", "image")
-    return MODALITIES.get(name).factory()
+    return get_modality(DATASETS.get(recipe["data"]["name"]).tags.get("modality",
+                                                                    DEFAULT_MODALITY))
 
 
 def _random_projection(flat: np.ndarray, seed: int) -> np.ndarray:
@@ -91,6 +93,10 @@ class Modality:
     """
 
     name = "any"
+    #: The recipe a run of this modality's data starts from (``load_recipe``'s base; the
+    #: data's own keys and the caller's override it): its framework, encoder, view maker,
+    #: loss and optimizer. ``None``: the image default (:data:`run.recipe.DEFAULT_RECIPE`).
+    default_recipe: dict[str, Any] | None = None
     views_in_feed = False
     result_keys: tuple[str, ...] = ()
     uniform_drops_remainder = True
@@ -206,7 +212,8 @@ class Modality:
     reads_tokens = False
     #: The model card's name for the output's batch axis (``[batch, F]``).
     batch_axis = "batch"
-    #: The model card's names of each input's axes: ``{input: ("batch", "L")}``.
+    #: The model card's names of each input's unknown axes: ``{input: ("batch", "L")}``
+    #: (default: the batch axis of a one-tensor input; ``?`` where none is named).
     axis_names: dict[str, Any] = {}
     #: What the final evaluation reads instead of the recipe's data: ``None`` (the recipe's
     #: splits, :meth:`evaluate`), or benchmark sets in a folder (text: "STS/SentEval sets",
@@ -320,8 +327,9 @@ class Modality:
         if card.input_signature is None:
             return ["- input signature: not recorded"]
         lines = ["| input | shape | dtype |", "| --- | --- | --- |"]
+        single = len(card.input_signature) == 1  # its first axis is the batch
         for name, spec in card.input_signature.items():
-            axes = self.axis_names.get(name, ())
+            axes = self.axis_names.get(name, ("batch",) if single else ())
             dims = [(axes[i] if i < len(axes) else "?") if d is None else str(d)
                     for i, d in enumerate(spec["shape"])]
             lines.append(f"| `{name}` | `[{', '.join(dims)}]` | {spec['dtype']} |")
@@ -420,6 +428,7 @@ class ImageModality(Modality):
     """
 
     name = "image"
+    default_recipe = DEFAULT_RECIPE
     result_keys = ("knn_accuracy", "linear_probe_accuracy")
 
     def input_shape(self, x):
@@ -740,6 +749,7 @@ class GraphModality(Modality):
     drawn on the host (GraphCL), 10-fold SVM accuracy on frozen graph embeddings."""
 
     name = "graph"
+    default_recipe = GRAPH_RECIPE
     views_in_feed = True
     result_keys = ("svm_accuracy", "svm_accuracy_std")
     uniform_drops_remainder = False
@@ -907,6 +917,7 @@ class TextModality(Modality):
     quick-thought views in the step, STS and SentEval on frozen sentence embeddings."""
 
     name = "text"
+    default_recipe = TEXT_RECIPE
     result_keys = ("sts", "senteval")
 
     def input_shape(self, x):
