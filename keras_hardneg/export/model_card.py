@@ -308,7 +308,7 @@ class ModelCard:
         ]
         for label, value in (("kNN accuracy", self.knn_accuracy),
                              ("linear-probe accuracy", self.linear_probe_accuracy)):
-            if modality.accuracy_card_fields or value is not None:
+            if modality.knn_evaluation or value is not None:
                 lines.append(f"- {label}: {pct(value)}")
         nested = []
         for k, v in self.metrics.items():
@@ -316,7 +316,7 @@ class ModelCard:
                 nested.append((k, v))
             else:
                 lines.append(f"- {k}: {v:.6g}")
-        if not self.metrics and not modality.accuracy_card_fields:
+        if not self.metrics and not modality.knn_evaluation:
             lines.append("- metrics: not measured")
         for k, v in nested:
             lines += ([""] if lines[-1] else []) + [f"| {k} | value |", "| --- | --- |"]

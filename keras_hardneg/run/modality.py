@@ -1,8 +1,11 @@
-"""Modalities: what the run layer does differently for images, graphs and sentences.
+"""Modalities: everything that differs between images, graphs and sentences, in one object.
 
-The frameworks, losses and samplers do not care what an example is; the run layer does, in
-six places, and a :class:`Modality` holds exactly those:
+The frameworks, losses and samplers do not care what an example is; the run layer and the
+artifacts do, and a :class:`Modality` holds exactly what differs, so that no other module
+tests a modality's name:
 
+* the run's starting point (:attr:`Modality.default_recipe`: ``load_recipe``'s base for
+  the modality's data);
 * the encoder's input shape and build context (:meth:`Modality.input_shape`,
   :meth:`Modality.encoder_context`; a text encoder needs the tokenizer's vocabulary);
 * the training feed (:meth:`Modality.feed`): images as arrays (``tf.data`` on TensorFlow,
@@ -15,11 +18,26 @@ six places, and a :class:`Modality` holds exactly those:
 * the monitors during training (:meth:`Modality.monitors`: the kNN monitor for images);
 * the final evaluation (:meth:`Modality.evaluate`): weighted kNN and linear probe for images;
   10-fold SVM accuracy for graphs (the protocol of InfoGraph and GraphCL); STS Spearman and
-  SentEval for sentences (SimCSE's protocol; only where a benchmark folder is given);
-* the export (:meth:`Modality.export_spec`): the SavedModel's input signature and assets.
+  SentEval for sentences (SimCSE's protocol, on a benchmark folder:
+  :attr:`Modality.benchmark_sets`, :meth:`Modality.evaluate_benchmark`);
+* the files a run keeps besides weights (:meth:`Modality.save_run_files`,
+  :attr:`Modality.asset_names`: a text run's tokenizer);
+* the artifacts, which ``keras_hardneg.export`` (a layer below this one) reads through
+  :func:`keras_hardneg.registry.get_modality`: the SavedModel's input signature
+  (:meth:`Modality.input_signature`, :meth:`Modality.resolve_signature`,
+  :meth:`Modality.build_encoder`, :meth:`Modality.export_arguments`), the model card's
+  defaults, checks and wording (:meth:`Modality.card_defaults`,
+  :meth:`Modality.fill_card`, :meth:`Modality.card_problems`,
+  :meth:`Modality.card_input_lines`, :meth:`Modality.card_usage`), how a loaded export
+  takes its inputs (:meth:`Modality.prepare_export_input`), and what a preset records
+  (:meth:`Modality.preset_spec`, :meth:`Modality.example_input`,
+  :meth:`Modality.rebuild_spec`).
 
 One class per modality, registered in :data:`keras_hardneg.registry.MODALITIES` under the
-``modality`` tag of its datasets (``DATASETS.get(name).tags["modality"]``).
+``modality`` tag of its datasets (``DATASETS.get(name).tags["modality"]``); ``import
+keras_hardneg`` registers these three. A fourth is one module: a :class:`Modality`
+subclass registered in ``MODALITIES``, with its dataset, encoder and view maker registered
+under its tag (``tests/run/test_toy_modality.py`` does it for numeric rows).
 
 Example:
 >>> from keras_hardneg.run.modality import modality_of
@@ -86,6 +104,13 @@ class Modality:
         views_in_feed: whether the training feed draws the two views (the framework then
             gets ``augmentation=None`` and the feed gets the recipe's view maker).
         result_keys: the figures :meth:`evaluate` puts in ``results.json``.
+        knn_evaluation: whether :meth:`evaluate` is weighted kNN (``knn_accuracy``; and a
+            linear probe) fit on the labelled train split and scored on the test split:
+            a run then measures the random encoder's kNN accuracy first (epoch 0), a run
+            whose training data has no labels evaluates on a labelled test folder split
+            in two (or not at all), and the model card's ``knn_accuracy`` /
+            ``linear_probe_accuracy`` lines are shown even when not measured (otherwise
+            the figures are the card's ``metrics``, "not measured" when empty).
         uniform_drops_remainder: whether the single-process uniform feed drops the last
             partial batch (``N // B`` steps, epoch order
             :func:`~keras_hardneg.data.batches.epoch_permutation` off TensorFlow) or completes
@@ -99,6 +124,7 @@ class Modality:
     default_recipe: dict[str, Any] | None = None
     views_in_feed = False
     result_keys: tuple[str, ...] = ()
+    knn_evaluation = False
     uniform_drops_remainder = True
 
     # ----------------------------------------------------------------- building
@@ -203,10 +229,6 @@ class Modality:
     input_description = "its input signature"
     #: How ``input_signature`` is written for this modality (``export_encoder``'s error).
     signature_form = ""
-    #: Whether the model card's ``knn_accuracy`` / ``linear_probe_accuracy`` fields are
-    #: this modality's figures (shown even when not measured); otherwise its figures are
-    #: the card's ``metrics`` ("not measured" when empty).
-    accuracy_card_fields = False
     #: Whether the export reads token ids that its tokenizer makes from strings
     #: (``SavedModelEncoder.tokenizer`` / ``embed_sentences``).
     reads_tokens = False
@@ -430,6 +452,7 @@ class ImageModality(Modality):
     name = "image"
     default_recipe = DEFAULT_RECIPE
     result_keys = ("knn_accuracy", "linear_probe_accuracy")
+    knn_evaluation = True
 
     def input_shape(self, x):
         if is_random_access(x):
@@ -510,7 +533,6 @@ class ImageModality(Modality):
     # ------------------------------------------------------------- artifacts
     input_description = "images (input_shape)"
     signature_form = "images ((H, W, 3), 'float32')"
-    accuracy_card_fields = True
 
     def card_defaults(self):
         return {}  # a ModelCard's defaults are an image card's
