@@ -103,8 +103,9 @@ def export_trained_encoder(model: Any, recipe: dict[str, Any], results: dict[str
     """Exports ``model.encoder`` as a SavedModel with a model card made from ``recipe``
     and ``results`` (the modality's figures, ``epochs_run``), its Keras preset in
     ``export_dir/preset/`` (:func:`write_preset`); returns ``export_dir`` (replaced if
-    present). ``x_train`` (the training data) and ``run_dir`` give the modality what its
-    export needs (a graph encoder's feature width, a text run's tokenizer)."""
+    present). ``x_train`` (the training data: images ``[n, H, W, C]``, token ids
+    ``[n, L]`` or a graph set) and ``run_dir`` give the modality what its export needs
+    (a graph encoder's feature width, a text run's tokenizer)."""
     from keras_hardneg import export
 
     modality = modality_of(recipe)

@@ -173,6 +173,30 @@ class Modality:
         (``{"name": obj}`` with ``get_state``/``set_state``)."""
         raise NotImplementedError
 
+    # ---------------------------------------------------------------- report
+    def probe_batch(self, x: Any, indices: np.ndarray) -> Any:
+        """The raw examples ``indices`` of ``x``, as the view maker takes them."""
+        return np.asarray(x)[indices]
+
+    def labels_of(self, x: Any, y: Any, indices: np.ndarray) -> np.ndarray | None:
+        """The labels of examples ``indices`` (None without labels)."""
+        return None if y is None else np.asarray(y).reshape(-1)[indices]
+
+    def probe_views(self, x: Any, y: Any, indices: np.ndarray, views: Any,
+                    seed: int) -> tuple[Any, Any, np.ndarray | None]:
+        """``(view1, view2, labels)`` of the run report's fixed probe batch (the examples
+        ``indices``), drawn once by ``views`` (a view maker of the recipe's own, seeded
+        apart from the model's) as the model's step takes them."""
+        view1, view2 = views(self.probe_batch(x, indices), training=True)
+        return (keras.ops.convert_to_numpy(view1), keras.ops.convert_to_numpy(view2),
+                self.labels_of(x, y, indices))
+
+    def report_sections(self, encoder: Any, recipe: dict[str, Any], train: tuple,
+                        test: tuple | None) -> list:
+        """The run report's sections of this modality (``[(title, html)]``: see
+        :mod:`keras_hardneg.run.report_page`), from the trained ``encoder``."""
+        return []
+
     # ------------------------------------------------------------ evaluation
     def monitors(self, recipe: dict[str, Any], train: tuple, test: tuple) -> list:
         """Callbacks that measure the encoder during training."""
@@ -469,6 +493,22 @@ class ImageModality(Modality):
             return random_graph(len(x), min(INITIAL_GRAPH_NEIGHBORS, len(x) - 1), seed)
         return super().initial_embeddings(x, seed)
 
+    def probe_batch(self, x, indices):
+        if is_random_access(x):
+            return x.images(indices)  # uint8: the view maker scales it
+        return np.asarray(x[indices], "float32")
+
+    def labels_of(self, x, y, indices):
+        if is_random_access(x):
+            return x.labels_of(indices)
+        return super().labels_of(x, y, indices)
+
+    def report_sections(self, encoder, recipe, train, test):
+        from keras_hardneg.run import report_page
+
+        return report_page.image_sections(encoder, train, test, recipe["seed"],
+                                          _image_arrays)
+
     def feed(self, recipe, x, y, sampler, views):
         from keras_hardneg import sampling
         from keras_hardneg.data import ShuffledBatches
@@ -732,6 +772,15 @@ EVALUATION_TEST_LIMIT = 10000
 INITIAL_GRAPH_NEIGHBORS = 16
 
 
+def _image_arrays(x, y, indices):
+    """``(images float32 [n, H, W, C] in [0, 1], labels [n] or None)`` of ``indices`` of
+    arrays or of a random-access source."""
+    if is_random_access(x):
+        return x.arrays(indices)
+    images = np.asarray(x[indices], "float32")
+    return images, None if y is None else np.asarray(y).reshape(-1)[indices]
+
+
 def _subset_indices(n, limit, seed):
     if n <= limit:
         return np.arange(n)
@@ -790,6 +839,24 @@ class GraphModality(Modality):
                             [np.log1p(x.num_nodes[i]), np.log1p(x.num_edges[i])]])
             for i in range(len(x))]).astype("float32")
         return _random_projection(feats, seed)
+
+    def probe_views(self, x, y, indices, views, seed):
+        from keras_hardneg.data.graphs import pad_graphs
+
+        graphs = [x.graph(int(i)) for i in indices]
+        view1, view2 = views.make_views(graphs, np.random.default_rng(seed))
+        budgets, b = x.budgets(len(indices)), len(indices)
+        return (pad_graphs(view1, budgets, b, x.feature_dim),
+                pad_graphs(view2, budgets, b, x.feature_dim), self.labels_of(x, y, indices))
+
+    def report_sections(self, encoder, recipe, train, test):
+        from keras_hardneg.evaluation.svm import embed_graphs
+        from keras_hardneg.run import report_page
+
+        graphs, labels = train
+        features = embed_graphs(encoder, graphs)
+        return [report_page.embedding_map_section(features, labels, recipe["seed"],
+                                                  what="graphs")]
 
     def feed(self, recipe, x, y, sampler, views):
         from keras_hardneg.data._tf import tensorflow_backend
@@ -968,6 +1035,23 @@ class TextModality(Modality):
         table[0] = 0.0
         counts = np.maximum((ids != 0).sum(axis=1, keepdims=True), 1)
         return table[ids].sum(axis=1) / counts
+
+    def probe_batch(self, x, indices):
+        return np.asarray(x.ids if hasattr(x, "ids") else x, dtype="int32")[indices]
+
+    def report_sections(self, encoder, recipe, train, test):
+        from keras_hardneg.run import report_page
+
+        x = train[0]
+        ids = np.asarray(x.ids if hasattr(x, "ids") else x, dtype="int32")
+        if ids.ndim == 3:  # adjacent pairs: each sentence once
+            ids = ids[:, 0]
+        sentences = list(getattr(x, "sentences", []))[:len(ids)]
+        if not sentences:
+            return []
+        return [report_page.nearest_sentences_section(
+            lambda rows: _encode_ids(encoder, ids[rows], 256, trim=_any_length(encoder)),
+            sentences, recipe["seed"])]
 
     def feed(self, recipe, x, y, sampler, views):
         from keras_hardneg import sampling
