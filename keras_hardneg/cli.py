@@ -308,11 +308,12 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def _image_size_note(recipe: dict[str, Any]) -> str:
-    """``" (images resized to 32x32)"`` for an image run; "" for graphs and text."""
+    """``" (images resized to 32x32)"`` for data that takes ``image_size`` (images); ""
+    for graphs and text."""
     from keras_hardneg.registry import DATASETS
 
     data = recipe["data"]
-    if DATASETS.get(data["name"]).tags.get("modality", "image") != "image":
+    if "image_size" not in DATASETS.get(data["name"]).params:
         return ""
     size = data.get("image_size")
     if size:

@@ -49,9 +49,9 @@ from typing import Any
 import keras
 
 from keras_hardneg import zoo_store
-from keras_hardneg.export.preset import (PRESET_DIR, TOKENIZER_ASSET, PresetError,
-                                         find_preset, is_preset, load_preset,
-                                         read_preset_metadata)
+from keras_hardneg.export.preset import (PRESET_DIR, PresetError, find_preset, is_preset,
+                                         load_preset, read_preset_metadata)
+from keras_hardneg.registry import get_modality
 from keras_hardneg.zoo_store import ZooError
 
 __all__ = ["ZOO_ENV", "ZooError", "zoo_source", "zoo_dir", "list", "entries", "catalog",
@@ -220,16 +220,9 @@ def export(name: str, directory: str, *, overwrite: bool = False,
     card_path = os.path.join(preset, "model_card.json")
     card = exporting.ModelCard.from_dict(_read_json(card_path)) if os.path.isfile(
         card_path) else None
-    spec = meta.get("input", {})
-    if meta["modality"] == "graph":
-        kwargs = {"input_signature": exporting.graph_input_signature(int(spec["feature_dim"]))}
-    elif meta["modality"] == "text":
-        kwargs = {"input_signature": exporting.text_input_signature(int(spec["max_length"]))}
-        tokenizer = os.path.join(preset, "assets", TOKENIZER_ASSET)
-        if os.path.isfile(tokenizer):
-            kwargs["assets"] = {TOKENIZER_ASSET: tokenizer}
-    else:
-        kwargs = {"input_shape": tuple(spec["input_shape"])}
+    modality = get_modality(meta["modality"])
+    kwargs = modality.export_arguments(meta.get("input", {}),
+                                       modality.run_assets(os.path.join(preset, "assets")))
     directory = os.path.abspath(directory)
     exporting.export_encoder(model, directory, model_card=card, overwrite=overwrite, **kwargs)
     shutil.copytree(preset, os.path.join(directory, PRESET_DIR))

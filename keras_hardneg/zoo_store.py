@@ -44,6 +44,7 @@ import urllib.parse
 from typing import Any
 
 from keras_hardneg._io import sha256_file
+from keras_hardneg.registry import DATASETS, DEFAULT_MODALITY
 
 __all__ = ["INDEX_FORMAT", "INDEX_PATH", "RECORD_FILE", "ZooError", "read_index",
            "write_index", "build_index", "entry_record", "entry_files", "figures_text",
@@ -107,8 +108,11 @@ def figures_text(results: dict[str, Any] | None) -> str:
 
 
 def _modality(recipe: dict[str, Any]) -> str:
+    """The modality of the data ``recipe`` names: its dataset's registered ``modality`` tag."""
     data = (recipe or {}).get("data", {}).get("name")
-    return {"tu": "graph", "text_file": "text"}.get(data, "image")
+    if data not in DATASETS:
+        return DEFAULT_MODALITY
+    return DATASETS.get(data).tags.get("modality", DEFAULT_MODALITY)
 
 
 #: tfds datasets that tfds cannot fetch itself (their licence asks for a manual download).
@@ -149,7 +153,7 @@ def entry_record(folder: str, *, hashes: bool = True) -> dict[str, Any]:
     preset = os.path.join(folder, PRESET_DIR)
     if is_preset(preset):
         meta = _read_json(os.path.join(preset, "metadata.json"))
-        record = {"status": "weights", "modality": meta.get("modality", "image"),
+        record = {"status": "weights", "modality": meta.get("modality", DEFAULT_MODALITY),
                   "input": meta.get("input", {}), "output_dim": meta.get("output_dim"),
                   "parameter_count": meta.get("parameter_count"),
                   "weights_dtype": meta.get("weights_dtype"),

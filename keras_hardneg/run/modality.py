@@ -228,9 +228,11 @@ class Modality:
         """Writes what a run directory needs besides weights to embed new data (a text
         run's tokenizer: the files of :attr:`asset_names`)."""
 
-    def restore_run_files(self, recipe: dict[str, Any], run_dir: str) -> None:
+    def restore_run_files(self, recipe: dict[str, Any], run_dir: str) -> bool:
         """Points ``recipe`` at the files :meth:`save_run_files` wrote in ``run_dir`` (a
-        text run is rebuilt with its own tokenizer), where they are."""
+        text run is rebuilt with its own tokenizer; a preset's ``assets/`` holds the same
+        files); returns whether ``run_dir`` had them."""
+        return False
 
     def run_assets(self, folder: str | None) -> dict[str, str] | None:
         """``{name: path}`` of the :attr:`asset_names` files present in ``folder`` (a run
@@ -1096,6 +1098,8 @@ class TextModality(Modality):
         tokenizer = os.path.join(run_dir, TOKENIZER_FILE)
         if os.path.isfile(tokenizer):
             recipe["data"]["tokenizer"] = tokenizer
+            return True
+        return False
 
     # ------------------------------------------------------------- artifacts
     asset_names = (TOKENIZER_FILE,)

@@ -133,7 +133,7 @@ def _evaluation_splits(modality, recipe, train_split, test_split):
     the training images are unlabeled and a labelled folder is given as ``test``, that
     folder split by ``data.test_fraction`` (seeded)."""
     x, y = train_split
-    if modality.name != "image" or y is not None or test_split is None or \
+    if not modality.knn_evaluation or y is not None or test_split is None or \
             is_random_access(x) or is_random_access(test_split[0]) or test_split[1] is None:
         return train_split, test_split
     xt, yt = test_split
@@ -145,7 +145,7 @@ def _evaluation_splits(modality, recipe, train_split, test_split):
 def _unlabeled(modality, test_split) -> bool:
     """An image run without labels (a folder of unlabeled images): no monitor, no
     evaluation."""
-    return modality.name == "image" and not _labelled(test_split)
+    return modality.knn_evaluation and not _labelled(test_split)
 
 
 def _labelled(split) -> bool:
@@ -167,7 +167,7 @@ def _baseline(modality, model, recipe, train_split, test_split, output_dir, star
                 return json.load(f)
         except (OSError, ValueError):
             return None
-    if modality.name != "image" or not recipe["evaluation"].get("monitor_every") \
+    if not modality.knn_evaluation or not recipe["evaluation"].get("monitor_every") \
             or not _labelled(test_split):
         return None
     quick = {**recipe, "evaluation": {**recipe["evaluation"], "linear_probe": False}}

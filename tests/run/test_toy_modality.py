@@ -87,6 +87,7 @@ class RowsModality(Modality):
         "projection_dims": [16, 8],
     }
     result_keys = ("knn_accuracy",)
+    knn_evaluation = True  # evaluate() is kNN on labelled splits, as for images
     input_description = "numeric rows"
     signature_form = "rows ((D,), 'float32')"
 
@@ -180,6 +181,7 @@ def test_a_fourth_modality_trains_exports_and_loads(toy_modality, tmp_path):
     assert card.knn_accuracy == pytest.approx(results["knn_accuracy"]) and card.metrics == {}
     markdown = (run_dir / "encoder" / "model_card.md").read_text()
     assert f"| `{INPUT}` | `[batch, {FEATURES}]` | float32 |" in markdown
+    assert "- linear-probe accuracy: not measured" in markdown  # knn_evaluation's card lines
     saved = export.load_encoder(results["export_dir"])
     (_, _), (x_test, _), _ = toy_rows(0)
     from_saved = keras.ops.convert_to_numpy(saved(x_test))
