@@ -60,6 +60,7 @@ TOKENIZER_ASSET = "tokenizer.json"
 #: and this preprocessing line. A card of another modality whose fields keep these
 #: defaults gets the modality's (``Modality.card_defaults``).
 DEFAULT_INPUT_RANGE = (0.0, 1.0)
+#: A card's default preprocessing line (an image card's).
 DEFAULT_PREPROCESSING = (
     "None required: pass RGB images as float32 in [0, 1]; any normalization "
     "is done inside the encoder."

@@ -20,6 +20,9 @@ tests a modality's name:
   10-fold SVM accuracy for graphs (the protocol of InfoGraph and GraphCL); STS Spearman and
   SentEval for sentences (SimCSE's protocol, on a benchmark folder:
   :attr:`Modality.benchmark_sets`, :meth:`Modality.evaluate_benchmark`);
+* the run report's probe batch and sections (:meth:`Modality.probe_views`,
+  :meth:`Modality.report_sections`: an image neighbour grid, a graph map, nearest
+  sentences);
 * the files a run keeps besides weights (:meth:`Modality.save_run_files`,
   :attr:`Modality.asset_names`: a text run's tokenizer);
 * the artifacts, which ``keras_hardneg.export`` (a layer below this one) reads through
