@@ -6,10 +6,12 @@ next to ``saved_model.pb``::
     model_card.json   # machine-readable: ModelCard.to_json()
     model_card.md     # human-readable:   ModelCard.to_markdown()
 
-Three modalities (``modality``): ``"image"`` (the default; ``input_shape``, float32 in
-[0, 1], kNN / linear-probe accuracies), ``"graph"`` and ``"text"`` (``input_signature``:
-the exported tensors by name; text also ``max_length`` and the ``assets`` holding its
-tokenizer). ``metrics`` holds modality-specific figures as a (possibly nested) dict of
+``modality`` is one registered in :data:`keras_hardneg.registry.MODALITIES`; what the card
+holds for its inputs, its defaults and its wording are the modality object's
+(``Modality.card_defaults``, ``card_problems``, ``card_input_lines``, ``card_usage``).
+The built-in ones: ``"image"`` (the default; ``input_shape``, float32 in [0, 1], kNN /
+linear-probe accuracies), ``"graph"`` and ``"text"`` (``input_signature``: the exported
+tensors by name; text also ``max_length`` and the ``assets`` holding its tokenizer). ``metrics`` holds modality-specific figures as a (possibly nested) dict of
 finite numbers, e.g. ``{"svm_accuracy": 0.89, "svm_accuracy_std": 0.02}`` for graphs or
 ``{"sts": {"STS12": 0.61, "avg": 0.7}}`` for text.
 
