@@ -9,6 +9,9 @@ The registrations live for this module's tests only (a fixture removes them), so
 registry walks of other test files never see them.
 """
 
+import os
+import re
+
 import numpy as np
 import pytest
 
@@ -199,3 +202,26 @@ def test_a_fourth_modality_trains_exports_and_loads(toy_modality, tmp_path):
     figures, info = run.evaluate_directory(str(run_dir))
     assert info["modality"] == NAME
     assert figures["knn_accuracy"] == pytest.approx(results["knn_accuracy"])
+
+
+#: A test of a modality's name: ``modality == "image"``, ``card.modality in ("graph",
+#: "text")``, ``meta["modality"] != ...``, ``.tags.get("modality", "image") != "image"``.
+NAME_TEST = re.compile(
+    r"""modality(?:\.name)?\s*(?:==|!=|\bin\b|\bnot in\b)\s*[("'\[{]"""
+    r"""|\[["']modality["']\]\s*(?:==|!=)"""
+    r"""|get\(["']modality["'][^)]*\)\s*(?:==|!=)\s*["']""")
+
+
+def test_no_module_but_the_modality_module_tests_a_modality_name():
+    package = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))), "keras_hardneg")
+    found = []
+    for folder, _, files in os.walk(package):
+        for name in files:
+            path = os.path.join(folder, name)
+            if not name.endswith(".py") or path.endswith(os.path.join("run", "modality.py")):
+                continue
+            with open(path) as f:
+                found += [f"{os.path.relpath(path, package)}:{i}: {line.strip()}"
+                          for i, line in enumerate(f, 1) if NAME_TEST.search(line)]
+    assert found == [], "what differs between modalities belongs to run/modality.py"
