@@ -153,7 +153,7 @@ def entry_record(folder: str, *, hashes: bool = True) -> dict[str, Any]:
     preset = os.path.join(folder, PRESET_DIR)
     if is_preset(preset):
         meta = _read_json(os.path.join(preset, "metadata.json"))
-        record = {"status": "weights", "modality": meta.get("modality", DEFAULT_MODALITY),
+        record = {"status": "weights", "modality": meta.get("modality", "image"),
                   "input": meta.get("input", {}), "output_dim": meta.get("output_dim"),
                   "parameter_count": meta.get("parameter_count"),
                   "weights_dtype": meta.get("weights_dtype"),
