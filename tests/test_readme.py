@@ -28,9 +28,14 @@ def test_quick_start_runs_as_written_and_again(tmp_path, monkeypatch):
     assert stamps[1] > stamps[0]  # exported again, not kept from the first run
 
 
-def test_ci_runs_the_readme_test_command():
-    ci = open(os.path.join(ROOT, ".ci", "run")).read().strip().splitlines()[-1]
-    assert ci in open(os.path.join(ROOT, "README.md")).read()
+def test_ci_runs_the_readme_test_commands():
+    """Every pytest line of .ci/run is in the README, the heavy tier after the default."""
+    lines = [line for line in open(os.path.join(ROOT, ".ci", "run")).read().splitlines()
+             if "pytest" in line and not line.lstrip().startswith("#")]
+    readme = open(os.path.join(ROOT, "README.md")).read()
+    assert len(lines) == 2 and "-m heavy" in lines[1] and "KHN_HEAVY_TESTS=1" in lines[1]
+    for line in lines:
+        assert line in readme, line
 
 
 def test_zoo_block_runs():

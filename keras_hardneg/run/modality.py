@@ -210,6 +210,12 @@ class Modality:
         """The final evaluation's figures (keys of :attr:`result_keys`)."""
         raise NotImplementedError
 
+    def baseline(self, encoder: Any, recipe: dict[str, Any], train: tuple,
+                 test: tuple) -> dict[str, float] | None:
+        """The untrained encoder's headline figure ("epoch 0": what pre-training bought),
+        ``{result key: value}``, or ``None`` where the modality has none cheap enough."""
+        return None
+
     def describe_evaluation(self, recipe: dict[str, Any]) -> str:
         return ""
 
@@ -569,6 +575,17 @@ class ImageModality(Modality):
             out["evaluation_examples"] = counts
         return out
 
+    def baseline(self, encoder, recipe, train, test):
+        """The random encoder's kNN accuracy (the final protocol without the probe), when
+        the run monitors kNN and its test split has labels."""
+        labelled = test is not None and test[0] is not None and (
+            test[1] is not None or is_random_access(test[0]))
+        if not recipe["evaluation"].get("monitor_every") or not labelled:
+            return None
+        quick = {**recipe, "evaluation": {**recipe["evaluation"], "linear_probe": False}}
+        return {"knn_accuracy": float(self.evaluate(encoder, quick, train, test)
+                                      ["knn_accuracy"])}
+
     def describe_evaluation(self, recipe):
         ev = recipe["evaluation"]
         return (f"weighted kNN (k={ev['knn_k']}, t={ev['knn_temperature']})"
@@ -881,6 +898,10 @@ class GraphModality(Modality):
         out = svm_cross_validation(features, np.asarray(labels), seed=recipe["seed"])
         return {"svm_accuracy": float(out["svm_accuracy"]),
                 "svm_accuracy_std": float(out["svm_accuracy_std"])}
+
+    def baseline(self, encoder, recipe, train, test):
+        """The random encoder's 10-fold SVM accuracy (the papers' protocol)."""
+        return {"svm_accuracy": self.evaluate(encoder, recipe, train, test)["svm_accuracy"]}
 
     def describe_evaluation(self, recipe):
         return ("SVM (RBF, C by inner cross-validation) on frozen graph embeddings, "
@@ -1384,7 +1405,8 @@ def _encode_ids(encoder: Any, ids: np.ndarray, batch_size: int, trim: bool) -> n
 def evaluate_sentences(embed_fn, benchmark_dir: str, senteval: bool = False,
                        seed: int = 0) -> dict[str, Any]:
     """``{"sts": {...}, "senteval": {...}}`` of ``embed_fn`` on the sets under
-    ``benchmark_dir`` (the layout of ``shared/data/text``); ``senteval`` only when asked."""
+    ``benchmark_dir`` (SentEval's layout: ``STS/``, ``SICK/``, ...); ``senteval`` only when
+    asked."""
     from keras_hardneg.evaluation.sts import sts_scores
 
     out = {"sts": sts_scores(embed_fn, benchmark_dir)}

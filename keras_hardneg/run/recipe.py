@@ -95,8 +95,8 @@ EVALUATION_PARAMS: dict[str, Param] = {
                            help="kNN monitor every N epochs (0: off)"),
     "linear_probe": Param(bool, default=True, help="also fit a linear probe at the end"),
     "benchmark_dir": Param("path", default=None,
-                           help="text: folder of STS/SentEval sets (the layout of "
-                                "shared/data/text) to evaluate on at the end"),
+                           help="text: folder of STS/SentEval sets (SentEval's layout: STS/, "
+                                "SICK/, ...) to evaluate on at the end"),
     "senteval": Param(bool, default=None,
                       help="text: also run the SentEval classification tasks (default off)"),
 }
