@@ -225,12 +225,12 @@ class ContrastiveModel(keras.Model):
     # ------------------------------------------------------------------ inputs
     @staticmethod
     def unpack(data: Any) -> tuple:
-        """``(x, labels or None)`` from a dataset element."""
-        if isinstance(data, (tuple, list)):
-            if len(data) == 1:
-                return data[0], None
-            return data[0], data[1]
-        return data, None
+        """``(x, labels or None, sample_weight or None)`` from a dataset element: ``x``,
+        ``(x,)``, ``(x, labels)`` or ``(x, labels, sample_weight)``, as Keras unpacks
+        ``(x, y, sample_weight)``."""
+        if isinstance(data, list):
+            data = tuple(data)
+        return keras.utils.unpack_x_y_sample_weight(data)
 
     def make_views(self, x: Any, training: bool | None) -> tuple:
         """``(view1, view2, index or None)`` from ``x`` (see the class docstring)."""
@@ -320,13 +320,15 @@ class ContrastiveModel(keras.Model):
 
     # ------------------------------------------------- the step, for every backend
     def step_inputs(self, data: Any, training: bool) -> dict:
-        """``{"view1", "view2", "index", "labels"}`` of a dataset element (views drawn by
-        :attr:`view_maker` for raw input; ``index`` and ``labels`` may be None)."""
-        x, labels = self.unpack(data)
+        """``{"view1", "view2", "index", "labels", "sample_weight"}`` of a dataset element
+        (views drawn by :attr:`view_maker` for raw input; ``index``, ``labels`` and
+        ``sample_weight`` -- one weight per example, ``[B]`` -- may be None)."""
+        x, labels, sample_weight = self.unpack(data)
         view1, view2, index = self.make_views(x, training=training)
         if labels is not None:
             labels = ops.reshape(labels, (-1,))
-        return {"view1": view1, "view2": view2, "index": index, "labels": labels}
+        return {"view1": view1, "view2": view2, "index": index, "labels": labels,
+                "sample_weight": sample_weight}
 
     def prepare_step(self) -> None:
         """Writes before a training step's forward pass (none here; MoCo's momentum
@@ -339,14 +341,30 @@ class ContrastiveModel(keras.Model):
         ``false_negatives`` (``(rate, count)`` or None), ``views``, ``index``, and what
         the subclass's :meth:`after_update` needs."""
         step = self.contrastive_forward(inputs["view1"], inputs["view2"], inputs["labels"],
-                                        training)
+                                        training, sample_weight=inputs.get("sample_weight"))
         step.update(views=(inputs["view1"], inputs["view2"]), index=inputs["index"])
         return step
 
-    def contrastive_forward(self, view1: Any, view2: Any, labels: Any,
-                            training: bool) -> dict:
-        """The framework's forward pass proper (see :meth:`forward`)."""
+    def contrastive_forward(self, view1: Any, view2: Any, labels: Any, training: bool,
+                            sample_weight: Any = None) -> dict:
+        """The framework's forward pass proper (see :meth:`forward`); ``sample_weight`` is
+        ``[B]``, one weight per example, or None."""
         raise NotImplementedError(f"{type(self).__name__} must implement contrastive_forward.")
+
+    def reduce_loss(self, per_anchor: Any, sample_weight: Any = None, mask: Any = None,
+                    anchors_per_example: int = 1) -> Any:
+        """The step's loss: the per-anchor losses ``[A]`` reduced by the compiled loss's
+        one reduction (:meth:`~keras_hardneg.losses.ContrastiveLoss.reduce`: its
+        ``reduction``, ``sample_weight`` ``[B]`` spread over the ``anchors_per_example``
+        blocks of ``B`` anchors, a ``mask`` of the anchors kept), not yet scaled for the
+        replicas (:meth:`objective` does that): the value ``fit`` shows. Before
+        ``compile`` (InfoGraph's JSD estimator needs no loss), Keras's default reduction."""
+        if self.contrastive_loss is None:
+            return losses_lib.base.reduce_anchor_losses(
+                per_anchor, sample_weight, mask, anchors_per_example=anchors_per_example)
+        return self.contrastive_loss.reduce(per_anchor, sample_weight, mask,
+                                            anchors_per_example=anchors_per_example,
+                                            for_replica=False)
 
     def after_update(self, step: dict, finite: Any) -> None:
         """Writes after a training step's update: the health record and the embedding
@@ -356,13 +374,12 @@ class ContrastiveModel(keras.Model):
         self.update_bank(step["index"], step["bank"])
 
     def objective(self, loss_value: Any) -> Any:
-        """What is differentiated: the loss divided by the number of ``tf.distribute``
-        replicas (their gradients are summed) and, under ``mixed_float16``, multiplied by
-        the loss scale."""
-        replicas = distribute.num_replicas()
-        scaled = loss_value if replicas == 1 else loss_value / ops.cast(replicas,
-                                                                        loss_value.dtype)
-        return self.optimizer.scale_loss(scaled)
+        """What is differentiated: the step's loss scaled for the ``tf.distribute``
+        replicas as the loss's reduction says (the mean reductions are divided by the
+        number of replicas, whose gradients are summed; ``"sum"`` is not: Keras's rule,
+        :meth:`~keras_hardneg.losses.ContrastiveLoss.scale_for_replicas`) and, under
+        ``mixed_float16``, multiplied by the loss scale."""
+        return self.optimizer.scale_loss(self.contrastive_loss.scale_for_replicas(loss_value))
 
     def apply_update(self, tape: Any, objective: Any, loss_value: Any) -> Any:
         """TensorFlow only: gradient step on :meth:`objective` recorded by ``tape``;

@@ -151,14 +151,14 @@ class MoCoV2(MomentumContrast):
         self.queue_pointer.assign(ops.where(
             ok, (pointer + ops.cast(n, pointer.dtype)) % self.queue_size, pointer))
 
-    def contrastive_forward(self, view1: Any, view2: Any, labels: Any,
-                            training: bool) -> dict:
+    def contrastive_forward(self, view1: Any, view2: Any, labels: Any, training: bool,
+                            sample_weight: Any = None) -> dict:
         k = self.keys(view2)
         negatives = ops.stop_gradient(self.queue.value)
         q = self.query(view1, training)
         pairs = core.queue_pairs(q, k, negatives)
         terms = self.contrastive_loss.compute_terms(pairs)
-        loss_value = ops.mean(terms["loss"])
+        per_anchor, per_example = terms["loss"], 1
         queue_labels = self.queue_labels.value
         if labels is not None:
             labels = ops.cast(labels, queue_labels.dtype)
@@ -167,12 +167,16 @@ class MoCoV2(MomentumContrast):
             k1 = self.keys(view1)
             q2 = self.query(view2, training)
             terms_b = self.contrastive_loss.compute_terms(core.queue_pairs(q2, k1, negatives))
-            loss_value = 0.5 * (loss_value + ops.mean(terms_b["loss"]))
+            # Both orders' B anchors, reduced together (the mean: the mean of the two terms).
+            per_anchor = ops.concatenate([terms["loss"], terms_b["loss"]], axis=0)
+            per_example = 2
             terms = {key: 0.5 * (terms[key] + terms_b[key]) for key in terms if key != "loss"}
             # Enqueued one order after the other (each gathered across replicas), so that
             # under a strategy the queue's slots hold what one device would write.
             keys, key_labels = (k, k1), (labels, labels)
             projections = (q, k, q2, k1)
+        loss_value = self.reduce_loss(per_anchor, sample_weight,
+                                      anchors_per_example=per_example)
         return {"loss": loss_value, "terms": terms, "projections": projections,
                 "bank": q["embeddings"] if isinstance(q, dict) else q,
                 "false_negatives": self.false_negatives(pairs, labels, queue_labels),
@@ -253,8 +257,8 @@ class MoCoV3(MomentumContrast):
     def query_head(self, z: Any, feats: Any, training: bool) -> tuple:
         return self.predictor(z, training=training, return_features=True)
 
-    def contrastive_forward(self, view1: Any, view2: Any, labels: Any,
-                            training: bool) -> dict:
+    def contrastive_forward(self, view1: Any, view2: Any, labels: Any, training: bool,
+                            sample_weight: Any = None) -> dict:
         k1, k2 = ops.split(self.keys(ops.concatenate([view1, view2], 0)), 2, axis=0)
         q = self.query(ops.concatenate([view1, view2], 0), training)
         if isinstance(q, dict):
@@ -268,7 +272,9 @@ class MoCoV3(MomentumContrast):
         pairs_b = core.cross_view_pairs(q2, k1, pool=(self.gathered(k1), offset))
         terms_a = self.contrastive_loss.compute_terms(pairs_a)
         terms_b = self.contrastive_loss.compute_terms(pairs_b)
-        loss_value = 0.5 * (ops.mean(terms_a["loss"]) + ops.mean(terms_b["loss"]))
+        # ctr(q1, k2) and ctr(q2, k1): 2B anchors reduced together (the mean: their mean).
+        loss_value = self.reduce_loss(ops.concatenate([terms_a["loss"], terms_b["loss"]], 0),
+                                      sample_weight, anchors_per_example=2)
         terms = {key: 0.5 * (terms_a[key] + terms_b[key]) for key in terms_a if key != "loss"}
         false_negatives = None
         if labels is not None:
