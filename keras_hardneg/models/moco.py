@@ -8,8 +8,8 @@ Two algorithms on one momentum encoder (:class:`~keras_hardneg.models.momentum.M
   the negatives are a first-in first-out queue of past keys (``model.queue``).
 * :class:`MoCoV3` -- symmetric, no queue: a predictor on the query branch, and each
   query's negatives are the other examples' keys of the (global) batch.
-* :class:`MoCo` -- ``MoCo(..., version="v2" | "v3")`` builds the one or the other
-  (the public constructor, and what configs saved before the split deserialize through).
+* :func:`MoCo` -- ``MoCo(..., version="v2" | "v3")`` builds the one or the other (a
+  function; configs saved before the split, under the name ``MoCo``, still load).
 """
 
 from __future__ import annotations
@@ -292,18 +292,21 @@ class MoCoV3(MomentumContrast):
 _CLASSES = {"v2": MoCoV2, "v3": MoCoV3}
 
 
-class _MoCoFamily(type):
-    # isinstance(model, MoCo) / issubclass(MoCoV2, MoCo) hold, as before the split.
-    def __instancecheck__(cls, obj):
-        return isinstance(obj, tuple(_CLASSES.values()))
-
-    def __subclasscheck__(cls, sub):
-        return isinstance(sub, type) and issubclass(sub, tuple(_CLASSES.values()))
+def _check_version(version: Any) -> None:
+    if version not in _CLASSES:
+        raise ValueError(f"`version` must be 'v2' (queue) or 'v3' (in-batch); got {version!r}.")
 
 
-class MoCo(metaclass=_MoCoFamily):
-    """Momentum contrast: ``MoCo(..., version="v2")`` is a :class:`MoCoV2` (queue of
+def MoCo(encoder: keras.Model, projection_dims: Sequence[int] = (2048, 128),  # noqa: N802
+         queue_size: int = 65536, momentum: float = 0.999, version: str = "v2",
+         predictor_dims: Sequence[int] | None = None, augmentation: Any = None,
+         head_version: str | None = None, seed: int = 0, **kwargs: Any) -> MomentumContrast:
+    """Momentum contrast: ``MoCo(..., version="v2")`` returns a :class:`MoCoV2` (queue of
     past keys), ``version="v3"`` a :class:`MoCoV3` (predictor, in-batch negatives).
+
+    A function, not a class: the models are :class:`MoCoV2` / :class:`MoCoV3`, whose common
+    base is :class:`~keras_hardneg.models.momentum.MomentumContrast` (use those for
+    ``isinstance``, ``issubclass`` and subclassing).
 
     A query encoder trained by gradient, a key encoder that is its exponential moving
     average: before each step the key encoder and head take
@@ -320,16 +323,16 @@ class MoCo(metaclass=_MoCoFamily):
         encoder: keras.Model, images ``[B, H, W, 3]`` in ``[0, 1]`` -> ``[B, F]``.
         projection_dims: ``(hidden..., output)``, e.g. ``(2048, 128)``.
         queue_size: ``K`` (v2), default 65536 (checked, and unused, for v3).
-        seed: seed of the v2 initial queue (unused for v3).
         momentum: EMA coefficient in ``[0, 1]``, default 0.999.
         version: ``"v2"`` or ``"v3"``.
         predictor_dims: ``(hidden, output)`` of the v3 predictor (default
             ``(4 * d, d)`` with ``d = projection_dims[-1]``).
-        augmentation, gather_across_replicas, memory_bank_size, sync_batchnorm:
-            as in :class:`SimCLR`.
+        augmentation, head_version, gather_across_replicas, memory_bank_size,
+            sync_batchnorm: as in :class:`SimCLR`.
+        seed: seed of the v2 initial queue (unused for v3).
 
     Returns:
-        a :class:`MoCoV2` or :class:`MoCoV3` (both count as instances of ``MoCo``).
+        a :class:`MoCoV2` or :class:`MoCoV3`.
 
     Example:
     >>> import numpy as np, keras_hardneg as khn
@@ -338,34 +341,30 @@ class MoCo(metaclass=_MoCoFamily):
     >>> model.compile(optimizer="sgd", loss=khn.losses.NTXentLoss(temperature=0.2))
     >>> x = np.random.default_rng(0).uniform(size=(8, 8, 8, 3)).astype("float32")
     >>> h = model.fit({"view1": x, "view2": x[:, ::-1]}, batch_size=8, epochs=1, verbose=0)
-    >>> type(model).__name__, isinstance(model, MoCo)
+    >>> type(model).__name__, isinstance(model, MomentumContrast)
     ('MoCoV2', True)
     """
+    _check_version(version)
+    check_momentum(momentum)
+    _check_queue_size(queue_size)
+    common = dict(projection_dims=projection_dims, momentum=momentum,
+                  augmentation=augmentation, head_version=head_version, **kwargs)
+    if version == "v2":
+        return MoCoV2(encoder, queue_size=queue_size, seed=seed, **common)
+    # v3 has no queue: its size and seed (of the initial queue) do not apply.
+    return MoCoV3(encoder, predictor_dims=predictor_dims, **common)
 
-    def __new__(cls, encoder: keras.Model, projection_dims: Sequence[int] = (2048, 128),
-                queue_size: int = 65536, momentum: float = 0.999, version: str = "v2",
-                predictor_dims: Sequence[int] | None = None, augmentation: Any = None,
-                head_version: str | None = None, seed: int = 0,
-                **kwargs: Any) -> MomentumContrast:
-        if version not in _CLASSES:
-            raise ValueError(f"`version` must be 'v2' (queue) or 'v3' (in-batch); got {version!r}.")
-        check_momentum(momentum)
-        _check_queue_size(queue_size)
-        common = dict(projection_dims=projection_dims, momentum=momentum,
-                      augmentation=augmentation, head_version=head_version, **kwargs)
-        if version == "v2":
-            return MoCoV2(encoder, queue_size=queue_size, seed=seed, **common)
-        # v3 has no queue: its size and seed (of the initial queue) do not apply.
-        return MoCoV3(encoder, predictor_dims=predictor_dims, **common)
+
+class _SavedMoCo:
+    """Loads configs saved under the name ``"keras_hardneg>MoCo"`` (before the split into
+    :class:`MoCoV2` / :class:`MoCoV3`, when ``MoCo`` was a class holding ``version``): never
+    instantiated, only its :meth:`from_config` is called, by Keras's deserialization."""
 
     @classmethod
     def from_config(cls, config: dict) -> MomentumContrast:
-        """A model from a config of either class, or of ``MoCo`` before the split
-        (which holds ``version``)."""
         config = dict(config)
         version = config.pop("version", "v2")
-        if version not in _CLASSES:
-            raise ValueError(f"`version` must be 'v2' (queue) or 'v3' (in-batch); got {version!r}.")
+        _check_version(version)
         if version == "v2":
             config.pop("predictor_dims", None)
         else:
@@ -374,6 +373,4 @@ class MoCo(metaclass=_MoCoFamily):
         return _CLASSES[version].from_config(config)
 
 
-# Configs saved before the split name "keras_hardneg>MoCo": they deserialize through
-# MoCo.from_config (MoCo itself is never serialized: it builds MoCoV2 / MoCoV3).
-keras.saving.get_custom_objects()["keras_hardneg>MoCo"] = MoCo
+keras.saving.get_custom_objects()["keras_hardneg>MoCo"] = _SavedMoCo
