@@ -95,6 +95,7 @@ def get(identifier, **kwargs):
                               f"allowed: {', '.join(allowed)}.")
         # The constructor checks the values: the same error as calling the class.
         return component.factory(**kwargs)
-    raise ValueError(f"cannot interpret {identifier!r} as a loss; allowed: a loss name "
+    raise ValueError(f"cannot interpret {identifier!r} as a contrastive loss of keras_hardneg; "
+                     f"allowed: a loss name "
                      f"({', '.join(LOSSES.names())}), a class name, a serialized config, a "
                      "class or an instance.")
