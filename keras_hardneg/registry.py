@@ -35,6 +35,7 @@ __all__ = [
     "ConfigError", "Param", "Component", "Registry", "REQUIRED", "factory_parameters",
     "FRAMEWORKS", "LOSSES", "ENCODERS", "HEADS", "OPTIMIZERS", "SCHEDULES", "SAMPLERS",
     "DATASETS", "VIEW_MAKERS", "EVALUATIONS", "MODALITIES", "DISTRIBUTIONS",
+    "DEFAULT_MODALITY", "get_modality",
 ]
 
 
@@ -304,15 +305,28 @@ class Registry:
         return f"Registry({self.kind!r}: {', '.join(self.names())})"
 
 
+#: Training frameworks (``simclr``, ``moco_v2``, ``moco_v3``, ``graphcl``, ``infograph``):
+#: the recipe's ``framework`` section.
 FRAMEWORKS = Registry("framework")
+#: Contrastive losses (``nt_xent``, ``debiased``, ``hard``, ``ring``, ``unremix``): ``loss``.
 LOSSES = Registry("loss")
+#: Encoders (ResNets, the small ConvNet, GIN, Transformers, pretrained BERT): ``encoder``.
 ENCODERS = Registry("encoder")
+#: Projection heads: ``head``.
 HEADS = Registry("projection head")
+#: Optimizers (Keras's, ``lars``, ``sgd_l2``): ``optimizer``.
 OPTIMIZERS = Registry("optimizer")
+#: Learning-rate schedules: ``schedule``.
 SCHEDULES = Registry("schedule")
+#: Batch samplers (``uniform``, ``batchsampler``, ``knn``): ``sampler``.
 SAMPLERS = Registry("sampler")
+#: Datasets a recipe names (digits, image folders, TFDS, TU graphs, text files, synthetic):
+#: ``data``.
 DATASETS = Registry("dataset")
+#: View makers (image augmentations, dropout and adjacent sentence views, graph views):
+#: ``augmentation``.
 VIEW_MAKERS = Registry("view maker")
+#: Evaluations of a trained encoder (kNN, linear probe, SVM, STS, SentEval): ``evaluation``.
 EVALUATIONS = Registry("evaluation")
 #: Modalities (image, graph, text): how the run layer feeds, evaluates and exports each kind
 #: of data (``keras_hardneg/run/modality.py``).
@@ -320,3 +334,21 @@ MODALITIES = Registry("modality")
 #: Ways a run spreads over devices and processes (one process, TensorFlow multi-worker, JAX
 #: multi-process): ``keras_hardneg/run/distribution.py``.
 DISTRIBUTIONS = Registry("distribution")
+
+#: The modality of an artifact that names none (an ``export_encoder`` call without
+#: ``input_signature``, a model card of format ``/1``, a preset's metadata before modalities).
+DEFAULT_MODALITY = "image"
+
+
+def get_modality(name: str) -> Any:
+    """The modality object registered in :data:`MODALITIES` as exactly ``name`` (what the
+    export and run layers ask instead of testing the name). ``import keras_hardneg``
+    registers the built-in ones (``keras_hardneg/run/modality.py``); another registers
+    when its module is imported.
+
+    Raises:
+        ConfigError: ``name`` is not registered (the message lists those that are).
+    """
+    if name not in MODALITIES.names():
+        raise ConfigError(f"unknown modality {name!r}; allowed: {', '.join(MODALITIES.names())}.")
+    return MODALITIES.get(name).factory()

@@ -57,6 +57,8 @@ from keras_hardneg.zoo_store import ZooError
 __all__ = ["ZOO_ENV", "ZooError", "zoo_source", "zoo_dir", "list", "entries", "catalog",
            "show", "load", "export", "publish"]
 
+#: The environment variable naming where the zoo is hosted (a URL or a folder); ``zoo=``
+#: arguments take precedence.
 ZOO_ENV = "KERAS_HARDNEG_ZOO"
 
 

@@ -111,23 +111,23 @@ def _modality(recipe: dict[str, Any]) -> str:
     return {"tu": "graph", "text_file": "text"}.get(data, "image")
 
 
-#: tfds datasets whose images this project's machines hold (as the CIFAR-10 JPEG folder).
-SHIPPED_TFDS = ("cifar10",)
+#: tfds datasets that tfds cannot fetch itself (their licence asks for a manual download).
+MANUAL_TFDS = ("imagenet2012",)
 
 
 def why_no_weights(recipe: dict[str, Any]) -> str:
     """Why a recipe-only entry has no weights, from its recipe: ``"needs a GPU"`` (a
-    ResNet-50, or a width-64 ResNet for 100 epochs or more), ``"data not shipped"`` (a tfds
-    dataset other than CIFAR-10, which tfds downloads where it can), both, or
-    ``"not trained yet"`` (sized for a CPU; its data is in the project's shared data)."""
+    ResNet-50, or a width-64 ResNet for 100 epochs or more), ``"data: a manual download"``
+    (a tfds dataset tfds cannot fetch itself, e.g. ImageNet), both, or ``"not trained yet"``
+    (sized for a CPU; its data is fetched by name)."""
     enc, data = recipe.get("encoder", {}), recipe.get("data", {})
     name = str(enc.get("name", ""))
     reasons = []
     if name == "resnet50" or (name.startswith("resnet") and int(enc.get("width") or 64) >= 64
                               and int(recipe.get("epochs") or 0) >= 100):
         reasons.append("needs a GPU")
-    if data.get("name") == "tfds" and data.get("dataset") not in SHIPPED_TFDS:
-        reasons.append(f"data not shipped (tfds {data.get('dataset')})")
+    if data.get("name") == "tfds" and data.get("dataset") in MANUAL_TFDS:
+        reasons.append(f"data: a manual download (tfds {data.get('dataset')})")
     return "; ".join(reasons) or "not trained yet (CPU-sized)"
 
 

@@ -270,6 +270,43 @@ def api_index(root: str = ROOT) -> str:
     return "\n".join(out) + "\n"
 
 
+# --------------------------------------------------------------------------- CLI
+
+
+def _subparsers(parser):
+    import argparse
+
+    for action in parser._actions:  # noqa: SLF001 -- argparse keeps its subcommands here
+        if isinstance(action, argparse._SubParsersAction):  # noqa: SLF001
+            yield from action.choices.items()
+
+
+def cli_page() -> str:
+    """``keras-hardneg --help`` and every (sub)command's, as argparse prints them
+    (imports the package, and with it Keras)."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    os.environ["COLUMNS"] = "96"
+    from keras_hardneg.cli import build_parser
+
+    parser = build_parser()
+    parser.prog = "keras-hardneg"
+    out = ["# Command-line reference", "",
+           "Generated at build time from the parser of `keras-hardneg` "
+           "(`keras_hardneg/cli.py`): what `keras-hardneg COMMAND --help` prints. How the "
+           "commands fit together: [Recipes and the CLI](guides/recipes_cli.md).", "",
+           "```text", parser.format_help().rstrip(), "```", ""]
+
+    def add(prefix, sub, level):
+        for name, child in _subparsers(sub):
+            child.prog = f"{prefix} {name}"
+            out.extend([f"{'#' * level} `{prefix} {name}`", "", "```text",
+                        child.format_help().rstrip(), "```", ""])
+            add(f"{prefix} {name}", child, level + 1)
+
+    add("keras-hardneg", parser, 2)
+    return "\n".join(out)
+
+
 # --------------------------------------------------------------------------- the hook
 
 
@@ -284,6 +321,7 @@ def generated_pages(root: str = ROOT, docs_dir: str | None = None) -> dict[str, 
                 os.path.join(examples, name), os.path.join(docs_dir, "img"))
     pages["zoo.md"] = zoo_page(os.path.join(root, PACKAGE, "zoo_index.json"),
                                os.path.join(root, "models"))
+    pages["cli.md"] = cli_page()
     pages["api/index.md"] = api_index(root)
     for module in API_MODULES:
         pages[f"api/{module}.md"] = api_page(module, root)

@@ -69,6 +69,10 @@ class HardNegativeContrastiveLoss(DebiasedContrastiveLoss):
     ``beta = 0`` is the debiased loss; ``beta = 0, tau_plus = 0`` is NT-Xent.
     The paper reports ``beta`` in ``0.5-2`` "tends to work well".
 
+    Shapes as every loss of the package: ``loss(z1, z2)`` with two ``[B, d]`` views
+    (in-batch, ``N = 2B - 2``) or ``loss.call_with_negatives(anchors [B, d], positives
+    [B, d], negatives [K, d])`` (queue, ``N = K``); a scalar, the mean over anchors.
+
     Args:
         temperature: ``t > 0``.
         tau_plus: class prior in ``[0, 1)``.

@@ -149,6 +149,10 @@ class RingContrastiveLoss(ContrastiveLoss):
     ``t=0.07`` with band 5-50. The paper anneals ``upper`` linearly from 100 to
     10 (see :class:`keras_hardneg.callbacks.RingAnnealing`).
 
+    Shapes as every loss of the package: ``loss(z1, z2)`` with two ``[B, d]`` views
+    (in-batch, ``N = 2B - 2``) or ``loss.call_with_negatives(anchors [B, d], positives
+    [B, d], negatives [K, d])`` (queue, ``N = K``); a scalar, the mean over anchors.
+
     Args:
         temperature: ``t > 0``.
         lower_percentile, upper_percentile: ``0 <= lower < upper <= 100``.

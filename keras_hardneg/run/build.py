@@ -156,7 +156,9 @@ def make_train_feed(recipe: Any, x_train: Any, y_train: Any, *,
     """The training batches of the recipe's ``sampler``, in the input format of the running
     Keras backend: ``tf.data`` on TensorFlow, a ``keras.utils.PyDataset`` (NumPy, no
     TensorFlow) on every other backend; what a batch holds is the data's modality's
-    (:meth:`~keras_hardneg.run.modality.Modality.feed`).
+    (:meth:`~keras_hardneg.run.modality.Modality.feed`). ``x_train`` holds the ``n``
+    training rows (images ``[n, H, W, C]``, token ids ``[n, L]`` or a graph set),
+    ``y_train`` their labels ``[n]`` (or ``None``), which reach the monitors, never the loss.
 
     ``uniform``: shuffled batches, a new order every epoch (seeded), the last partial batch
     dropped (graphs: completed; ``Modality.uniform_drops_remainder``). Graph samplers
