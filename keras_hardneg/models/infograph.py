@@ -62,6 +62,7 @@ from keras import ops
 
 from keras_hardneg import losses as losses_lib
 from keras_hardneg.losses import core
+from keras_hardneg.losses.base import reduce_anchor_losses
 from keras_hardneg.models.base import ContrastiveModel
 from keras_hardneg.registry import FRAMEWORKS, Param
 
@@ -234,22 +235,10 @@ def jsd_local_global_loss(local: Any, global_: Any, node_graph: Any, node_mask: 
     >>> round(float(jsd_local_global_loss(z, z, np.array([0, 1]), np.ones(2, "float32"))), 5)
     0.0
     """
-    local = ops.cast(local, "float32")
-    global_ = ops.cast(global_, "float32")
-    num_graphs = _static(global_, 0)
-    scores = ops.matmul(local, ops.transpose(global_))                    # [N, B]
-    own = _own_graph(node_graph, num_graphs)
-    positive = ops.equal(own[:, None], ops.arange(num_graphs, dtype="int32")[None, :])
-    weight = ops.cast(node_mask, "float32")[:, None]
-    neg_weight = weight * ops.cast(ops.logical_not(positive), "float32")
-    pos_weight = weight * ops.cast(positive, "float32")
-    if graph_mask is not None:
-        neg_weight = neg_weight * ops.cast(graph_mask, "float32")[None, :]
-    e_pos = _LOG2 - ops.softplus(-scores)
-    e_neg = ops.softplus(-scores) + scores - _LOG2
-    mean_pos = ops.sum(e_pos * pos_weight) / ops.maximum(ops.sum(pos_weight), 1.0)
-    mean_neg = ops.sum(e_neg * neg_weight) / ops.maximum(ops.sum(neg_weight), 1.0)
-    return mean_neg - mean_pos
+    # Every real node has the same number of negative graphs, so the mean over (node,
+    # negative) pairs is the mean over real nodes of each node's mean: jsd_node_terms.
+    return reduce_anchor_losses(jsd_node_terms(local, global_, node_graph, graph_mask),
+                                mask=ops.greater(ops.cast(node_mask, "float32"), 0.0))
 
 
 def _weighted_mean(values: Any, weights: Any) -> Any:
