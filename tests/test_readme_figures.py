@@ -1,4 +1,4 @@
-"""The README's graph figures are today's results: they equal docs/benchmarks.md's GraphCL
+"""The README's graph figures are today's results: they equal docs/benchmarks/graphs.md's GraphCL
 table (NT-Xent, uniform batches), so a re-measured table cannot leave the README behind."""
 
 import os
@@ -13,7 +13,7 @@ def _read(name):
 
 
 def _graphcl_nt_xent_means():
-    text = _read("docs/benchmarks.md")
+    text = _read("docs/benchmarks/graphs.md")
     table = text[text.index("### GraphCL: losses x batches"):]
     lines = [line for line in table.splitlines() if line.startswith("|")]
     header = [c.strip() for c in lines[0].strip("|").split("|")]
