@@ -42,13 +42,24 @@ def to_rgb_float(image):
     return image
 
 
+def _data_dir_text(data_dir):
+    """The data_dir tfds reads, said with where it comes from."""
+    if data_dir:
+        return repr(os.fspath(data_dir))
+    if os.environ.get("TFDS_DATA_DIR"):
+        return f"{os.environ['TFDS_DATA_DIR']!r} ($TFDS_DATA_DIR)"
+    from tensorflow_datasets.core import constants
+
+    return f"{constants.DATA_DIR!r} (tfds's default; set $TFDS_DATA_DIR or data_dir)"
+
+
 def _prepare_help(name, data_dir):
-    where = data_dir or "~/tensorflow_datasets (the default data_dir)"
     return (
-        f"Dataset {name!r} is not prepared in data_dir {where!r}. Prepare it on a machine "
-        f"with internet access with `tfds build {name} --data_dir=<dir>` (or "
-        f"`tfds.builder({name!r}, data_dir=<dir>).download_and_prepare()`) and copy <dir> "
-        "here, or call tfds_dataset(..., download=True) where downloading is possible."
+        f"Dataset {name!r} is not prepared in data_dir {_data_dir_text(data_dir)}. With "
+        f"network, let it be fetched and prepared there (download=True; the recipe key "
+        f"data.download, on by default for `keras-hardneg train`); without, prepare it "
+        f"elsewhere with `tfds build {name} --data_dir=DIR`, copy DIR here and pass it "
+        "(--data-dir DIR, recipe key data.data_dir)."
     )
 
 
@@ -64,7 +75,15 @@ def _prepared_builder(tfds, name, data_dir, download):
     if not builder.is_prepared():
         if not download:
             raise ValueError(_prepare_help(name, data_dir))
-        builder.download_and_prepare()
+        try:
+            builder.download_and_prepare()
+        except Exception as err:  # noqa: BLE001 -- offline, manual download, ...: one line
+            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            raise ValueError(
+                f"tfds {name!r} could not be fetched and prepared in data_dir "
+                f"{_data_dir_text(data_dir)} ({type(err).__name__}: {first[:300]}). Without "
+                f"network, prepare it elsewhere with `tfds build {name} --data_dir=DIR`, copy "
+                "DIR here and pass it (--data-dir DIR, recipe key data.data_dir).") from None
 
     return builder
 

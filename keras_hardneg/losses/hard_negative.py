@@ -11,7 +11,7 @@ from keras_hardneg.losses.base import check_float
 from keras_hardneg.losses.debiased import DebiasedContrastiveLoss
 from keras_hardneg.registry import LOSSES
 
-__all__ = ["HardNegativeContrastiveLoss", "hard_negative_log_sum"]
+__all__ = ["HardNegativeContrastiveLoss", "hard_negative_log_sum", "hard_negative_weights"]
 
 
 def hard_negative_log_sum(neg_logits, mask, num_negatives, beta):
@@ -37,6 +37,14 @@ def hard_negative_log_sum(neg_logits, mask, num_negatives, beta):
         - core.masked_logsumexp(beta * neg_logits, mask)
         + log_n
     )
+
+
+def hard_negative_weights(neg_logits, mask, num_negatives, beta):
+    """``[A, M]`` importance weights ``imp_aj / mean_j imp_aj = N softmax_j(beta s_aj)`` of
+    Robinson et al. over each anchor's negatives (0 elsewhere): the ``w_aj`` of
+    :func:`hard_negative_log_sum`'s ``R_a = sum_j w_aj e^{s_aj}``."""
+    n = ops.cast(num_negatives, "float32")
+    return n * ops.softmax(core.mask_logits(beta * neg_logits, mask), axis=-1)
 
 
 @LOSSES.register("hard", aliases=("hard_negative",),
@@ -95,6 +103,10 @@ class HardNegativeContrastiveLoss(DebiasedContrastiveLoss):
         return hard_negative_log_sum(
             neg_logits, pairs.negative_mask, pairs.num_negatives, self.beta
         )
+
+    def weights_of_negatives(self, pairs, neg_logits):
+        return hard_negative_weights(neg_logits, pairs.negative_mask, pairs.num_negatives,
+                                     self.beta)
 
     def get_config(self):
         config = super().get_config()

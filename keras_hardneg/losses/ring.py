@@ -225,6 +225,17 @@ class RingContrastiveLoss(ContrastiveLoss):
         top, _ = ops.top_k(masked, k=hi, sorted=True)
         return ops.logsumexp(top[:, lo:], axis=1)
 
+    def weights_of_negatives(self, pairs, neg_logits):
+        """1 for the negatives of rank ``[lo, hi)`` (most similar first), 0 elsewhere: the
+        negatives :meth:`band_logsumexp` sums (ties at a threshold split by position, which
+        leaves the band's sum unchanged)."""
+        lo, hi = ring_band(pairs.num_negatives, self._lower, self._upper)
+        masked = core.mask_logits(neg_logits, pairs.negative_mask)
+        order = ops.argsort(-masked, axis=-1)
+        rank = ops.argsort(order, axis=-1)  # rank of each pool row, non-negatives last
+        inside = ops.logical_and(rank >= lo, rank < hi)
+        return ops.cast(inside, "float32") * self.negative_indicator(pairs, neg_logits)
+
     def anchor_terms(self, pairs):
         pos, neg = self.logits(pairs)
         band = self.band_logsumexp(pairs, neg)

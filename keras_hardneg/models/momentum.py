@@ -117,6 +117,10 @@ class MomentumContrast(ContrastiveModel):
             return {"embeddings": z, "features": feats}
         return z
 
+    def probe_projections(self, view1: Any, view2: Any) -> tuple:
+        """The query branch's projections of both views, in inference mode."""
+        return self.query(view1, training=False), self.query(view2, training=False)
+
     # -------------------------------------------------------------------- steps
     def prepare_step(self) -> None:
         """The key branch takes its momentum update before the step's forward pass."""
