@@ -292,37 +292,52 @@ def api_index(root: str = ROOT) -> str:
 # --------------------------------------------------------------------------- CLI
 
 
-def _subparsers(parser):
-    import argparse
+_CLI_HELP = """
+import argparse, json, sys
+from keras_hardneg.cli import build_parser
 
-    for action in parser._actions:  # noqa: SLF001 -- argparse keeps its subcommands here
-        if isinstance(action, argparse._SubParsersAction):  # noqa: SLF001
+def subparsers(parser):
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
             yield from action.choices.items()
 
+def walk(prefix, parser, level, out):
+    for name, child in subparsers(parser):
+        child.prog = f"{prefix} {name}"
+        out.append([f"{prefix} {name}", level, child.format_help().rstrip()])
+        walk(f"{prefix} {name}", child, level + 1, out)
 
-def cli_page() -> str:
-    """``keras-hardneg --help`` and every (sub)command's, as argparse prints them
-    (imports the package, and with it Keras)."""
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    os.environ["COLUMNS"] = "96"
-    from keras_hardneg.cli import build_parser
+parser = build_parser()
+parser.prog = "keras-hardneg"
+out = [["keras-hardneg", 1, parser.format_help().rstrip()]]
+walk("keras-hardneg", parser, 2, out)
+json.dump(out, sys.stdout)
+"""
 
-    parser = build_parser()
-    parser.prog = "keras-hardneg"
+
+def cli_page(root: str = ROOT) -> str:
+    """``keras-hardneg --help`` and every (sub)command's, as argparse prints them, from the
+    tree's own ``keras_hardneg.cli`` in a child process (it imports Keras; ``mkdocs serve``
+    sees every change)."""
+    import subprocess
+    import sys
+
+    env = dict(os.environ, COLUMNS="96", TF_CPP_MIN_LOG_LEVEL="3",
+               PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH"))
+                                          if p))
+    result = subprocess.run([sys.executable, "-c", _CLI_HELP], cwd=root, env=env,
+                            capture_output=True, text=True, timeout=300)
+    if result.returncode != 0:
+        raise RuntimeError(f"keras-hardneg's parser failed to print its help:\n"
+                           f"{result.stderr[-2000:]}")
     out = ["# Command-line reference", "",
            "Generated at build time from the parser of `keras-hardneg` "
            "(`keras_hardneg/cli.py`): what `keras-hardneg COMMAND --help` prints. How the "
-           "commands fit together: [Recipes and the CLI](guides/recipes_cli.md).", "",
-           "```text", parser.format_help().rstrip(), "```", ""]
-
-    def add(prefix, sub, level):
-        for name, child in _subparsers(sub):
-            child.prog = f"{prefix} {name}"
-            out.extend([f"{'#' * level} `{prefix} {name}`", "", "```text",
-                        child.format_help().rstrip(), "```", ""])
-            add(f"{prefix} {name}", child, level + 1)
-
-    add("keras-hardneg", parser, 2)
+           "commands fit together: [Recipes and the CLI](guides/recipes_cli.md).", ""]
+    for prog, level, text in json.loads(result.stdout):
+        if level > 1:
+            out += [f"{'#' * level} `{prog}`", ""]
+        out += ["```text", text, "```", ""]
     return "\n".join(out)
 
 
