@@ -143,7 +143,7 @@ GRAPH_RECIPE: dict[str, Any] = {
 #: through a small Transformer with dropout, NT-Xent at temperature 0.05. The encoder starts
 #: as the bag-of-tokens average (ReZero gates at 0): from scratch on 12k sentences the
 #: plain Transformer ended below that baseline (STS avg 35.7 vs 48.9, SentEval 65.2 vs
-#: 67.1; docs/benchmarks.md), the gated one at 48.7 / 68.0.
+#: 67.1; docs/benchmarks/sentences.md), the gated one at 48.7 / 68.0.
 TEXT_RECIPE: dict[str, Any] = {
     "framework": {"name": "simclr"},
     "encoder": {"name": "transformer", "rezero": True},
