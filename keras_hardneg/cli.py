@@ -1,4 +1,5 @@
-"""The ``keras-hardneg`` command line: ``train``, ``evaluate``, ``export``, ``tune``, ``zoo``.
+"""The ``keras-hardneg`` command line: ``train``, ``evaluate``, ``report``, ``export``,
+``tune``, ``zoo``.
 
 Every subcommand has ``--help``; the choices and help of the component flags come from
 the registries. Errors in the user's input (a missing file, a bad recipe key, an
@@ -296,7 +297,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         verbose = args.verbose if args.verbose is not None else (  # no \r in log files
             1 if sys.stdout.isatty() else 2)
         result = run.train(recipe, output, resume=not args.no_resume, verbose=verbose,
-                           export=not args.no_export, distribution=args.distribution)
+                           export=not args.no_export, distribution=args.distribution,
+                           report=not args.no_report)
     except (BackupError, run.RecipeError) as e:  # the API's words -> the flags
         raise CliError(str(e).replace("resume=False", "--no-resume")
                        .replace("choose another output folder", "another --output")
@@ -325,8 +327,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     rows += [(label, os.path.join(output, name)) for label, name in (
         ("run directory", ""), ("recipe", "recipe.json"), ("history", "history.json"),
         ("history plot", "history.png"), ("results", "results.json"),
-        ("resume state", "backup")) if name != "history.png" or os.path.isfile(
-            os.path.join(output, name))]
+        ("run report", "report.html"),
+        ("resume state", "backup")) if name not in ("history.png", "report.html")
+        or os.path.isfile(os.path.join(output, name))]
     if result.get("export_dir"):
         rows += [("exported encoder", result["export_dir"]),
                  ("model card", os.path.join(result["export_dir"], "model_card.md"))]
@@ -495,6 +498,33 @@ def _evaluate_preset(args: argparse.Namespace) -> int:
     _print_summary("evaluation", rows)
     if args.json:
         print(json.dumps(result), flush=True)
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from keras_hardneg import run
+    from keras_hardneg.run.run_report import report_target
+
+    if args.recipe and not os.path.isfile(args.recipe):
+        raise CliError(f"--recipe {args.recipe!r}: file not found.")
+    overrides = _data_overrides(args)
+    if args.recipe:
+        with open(args.recipe) as f:
+            given = json.load(f)
+        overrides = {**({"data": given["data"]} if "data" in given else {}), **overrides}
+    output = os.path.abspath(args.output) if args.output else None
+    if output is not None:
+        _output_folder(os.path.dirname(output), "--output's folder")
+    start = time.perf_counter()
+    try:
+        out = report_target(args.target, overrides=overrides or None, output=output)
+    except (run.RunDirectoryError, FileExistsError) as e:
+        raise CliError(str(e)) from None
+    _print_summary("report", [
+        (out["kind"], args.target), ("report", out["path"]),
+        ("size", f"{out['bytes'] / 1024:.0f} KB (one self-contained file: open it in a "
+                 "browser)"),
+        ("time", f"{time.perf_counter() - start:.1f} s")])
     return 0
 
 
@@ -695,6 +725,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-resume", action="store_true",
                    help="start over even if OUTPUT has a backup")
     p.add_argument("--no-export", action="store_true", help="do not write the SavedModel")
+    p.add_argument("--no-report", action="store_true",
+                   help="do not score the negatives probe each epoch nor write report.html "
+                        "(`keras-hardneg report OUTPUT` writes a page later, without the "
+                        "per-epoch probe)")
     p.add_argument("--verbose", type=int, choices=[0, 1, 2], default=None,
                    help="1: a progress bar per epoch, 2: one line per epoch, 0: silent "
                         "(default: 1 on a terminal, 2 when the output goes to a file or "
@@ -757,6 +791,31 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seed of the data split and the probe (default: the run's, else 0)")
     p.add_argument("--json", action="store_true", help="also print the result as JSON")
     p.set_defaults(func=cmd_evaluate)
+
+    p = sub.add_parser("report", help="write report.html: what a run's negatives did, as a "
+                                      "page to open in a browser",
+                       description="Write the run report of a run directory (RUN/report.html; "
+                                   "`train` writes it too) or of a zoo entry (a folder or an "
+                                   "entry name, with the data given: --dataset; written to "
+                                   "ENTRY-report.html here unless --output). One "
+                                   "self-contained HTML file: the recipe, the figures beside "
+                                   "the starting encoder's, the curves per epoch, what the "
+                                   "negatives did (similarity histograms, the loss's weight "
+                                   "of each negative, effective number of negatives, "
+                                   "same-class negatives) and the modality's own views "
+                                   "(nearest neighbours, 2-D map, nearest sentences).")
+    p.add_argument("target", help="a run directory, a zoo entry folder or a zoo entry name")
+    p.add_argument("--dataset", help="the data: 'digits', 'tfds:NAME', an image folder, a TU "
+                                     "graph folder or a text file (default: the run's; a zoo "
+                                     "entry's recipe names data of its own machine)")
+    p.add_argument("--recipe", help="take the data section from this recipe")
+    p.add_argument("--image-size", type=_number(int, "--image-size"),
+                   help="resize the images to this side (default: the recipe's)")
+    p.add_argument("--limit-per-class", type=_number(int, "--limit-per-class"),
+                   help="image folders: at most this many images per class")
+    p.add_argument("--output", help="the page to write (default: RUN/report.html, or "
+                                    "./ENTRY-report.html for a zoo entry)")
+    p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("export", help="export the encoder of a training run as a SavedModel",
                        description="Rebuild a run from RUN_DIR/recipe.json and its last "

@@ -192,7 +192,8 @@ def _write_report(recipe, model, train_split, test_split, history, results, base
     try:
         write_run_report(path, recipe=recipe, encoder=model.encoder, train=train_split,
                          test=test_split, history=history, results=results,
-                         baseline=baseline, probe=probe, where=output_dir)
+                         baseline=baseline, probe=probe, where=output_dir,
+                         probe_path=probe_cb.path if probe is not None else None)
     except Exception as e:  # noqa: BLE001 -- the run is complete; the page can be redone
         warnings.warn(f"report.html was not written ({type(e).__name__}: {e}); write it with "
                       f"`keras-hardneg report {output_dir}`.", stacklevel=3)
