@@ -56,6 +56,15 @@ def _register_serializable() -> None:
         importlib.import_module("keras_hardneg.export.load")
 
 
+def _register_modalities() -> None:
+    """Imports the built-in modalities (image, graph, text: ``run/modality.py``), so that
+    the export layer finds them in ``registry.MODALITIES`` in a process that imported only
+    the package: an export, preset or model card of any modality loads. The export layer
+    sits below the run layer and only looks modalities up; a new modality registers when
+    its own module is imported. Loads no TensorFlow."""
+    import keras_hardneg.run.modality  # noqa: F401
+
+
 def _quiet_tensorflow_for_the_command_line() -> None:
     """When this process is the ``keras-hardneg`` command (the console script or ``python -m
     keras_hardneg.cli``) on a machine without an NVIDIA device, TensorFlow's C++ runtime logs
@@ -77,3 +86,4 @@ def _quiet_tensorflow_for_the_command_line() -> None:
 
 _quiet_tensorflow_for_the_command_line()
 _register_serializable()
+_register_modalities()

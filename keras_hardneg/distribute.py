@@ -77,7 +77,8 @@ def replica_info() -> tuple:
 
 def gather(x: Any, axis: int = 0) -> Any:
     """Concatenates ``x`` (a tensor or a dict of tensors) from all replicas along ``axis``
-    (the identity on JAX, where the step already holds the global batch)."""
+    (the identity on JAX, where the step already holds the global batch): a per-replica
+    ``[B, d]`` gives ``[R * B, d]`` over ``R`` replicas, replica 0's rows first."""
     if not uses_tf_distribute():
         return x
     import tensorflow as tf

@@ -32,9 +32,10 @@ from typing import Any, Callable, Iterable
 from keras_hardneg._validation import describe_interval, outside_interval
 
 __all__ = [
-    "ConfigError", "Param", "Component", "Registry", "REQUIRED",
+    "ConfigError", "Param", "Component", "Registry", "REQUIRED", "factory_parameters",
     "FRAMEWORKS", "LOSSES", "ENCODERS", "HEADS", "OPTIMIZERS", "SCHEDULES", "SAMPLERS",
     "DATASETS", "VIEW_MAKERS", "EVALUATIONS", "MODALITIES", "DISTRIBUTIONS",
+    "DEFAULT_MODALITY", "get_modality",
 ]
 
 
@@ -137,18 +138,31 @@ class Component:
 
     def accepts(self, argument: str) -> bool:
         """Whether the factory takes ``argument`` (e.g. a ``seed`` the caller supplies)."""
-        return argument in _signature_defaults(self.factory)
+        return argument in factory_parameters(self.factory)
 
 
-def _signature_defaults(factory: Callable[..., Any]) -> dict[str, Any]:
-    target = factory.__init__ if inspect.isclass(factory) else factory
-    try:
-        sig = inspect.signature(target)
-    except (TypeError, ValueError):
-        return {}
-    return {name: (REQUIRED if p.default is inspect.Parameter.empty else p.default)
-            for name, p in sig.parameters.items()
-            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+def factory_parameters(factory: Callable[..., Any]) -> dict[str, Any]:
+    """``{argument: default or REQUIRED}`` of the keyword arguments ``factory`` takes.
+
+    For a class, its ``__init__``'s, and, while an ``__init__`` passes ``**kwargs`` on,
+    those of its bases' (``super().__init__(**kwargs)``), so that a loss's ``name`` or a
+    base class's key counts as taken. A factory whose signature cannot be read gives ``{}``.
+    """
+    targets = ([c.__init__ for c in factory.__mro__ if "__init__" in vars(c)]
+               if inspect.isclass(factory) else [factory])
+    out: dict[str, Any] = {}
+    for target in targets:
+        try:
+            sig = inspect.signature(target)
+        except (TypeError, ValueError):
+            break
+        for name, p in sig.parameters.items():
+            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and name != "self":
+                out.setdefault(name, REQUIRED if p.default is inspect.Parameter.empty
+                               else p.default)
+        if not any(p.kind == p.VAR_KEYWORD for p in sig.parameters.values()):
+            break
+    return out
 
 
 def _plain(value: Any) -> Any:
@@ -187,14 +201,21 @@ class Registry:
                 raise ValueError(f"{self.kind} {name!r}: the config key 'name' is reserved (a "
                                  "recipe section's 'name' names the component); call it "
                                  "something else, e.g. 'prefix'.")
-            sig = _signature_defaults(fn)
+            sig = factory_parameters(fn)
             resolved = {}
             for key, param in (params or {}).items():
+                # Every key is passed to the factory by build(): it must take it.
+                if key not in sig:
+                    raise ValueError(f"{self.kind} {name!r}: key {key!r} is not a parameter "
+                                     f"of {fn.__name__}, which build() would call with it.")
+                own = sig[key] if sig[key] is REQUIRED else _plain(sig[key])
                 if param.default is _FROM_SIGNATURE:
-                    if key not in sig:
-                        raise ValueError(f"{self.kind} {name!r}: key {key!r} has no default and "
-                                         f"is not a parameter of {fn.__name__}.")
-                    param = dataclasses.replace(param, default=_plain(sig[key]))
+                    param = dataclasses.replace(param, default=own)
+                elif own is not REQUIRED and param.default is not REQUIRED \
+                        and param.default != own:
+                    raise ValueError(f"{self.kind} {name!r}: key {key!r} states default "
+                                     f"{param.default!r}, but {fn.__name__}'s own default is "
+                                     f"{own!r}; state it in one place (the signature).")
                 resolved[key] = param
             doc = help or (inspect.getdoc(fn) or "").split("\n")[0]
             self._components[name] = Component(name, fn, resolved, doc, dict(tags), check)
@@ -274,24 +295,38 @@ class Registry:
         return self.make(name, config, *args)
 
     def make(self, name: str, config: dict[str, Any] | None, *args: Any, **context: Any) -> Any:
-        """Calls ``name``'s factory with ``*args``, ``context`` (arguments the caller
-        supplies, e.g. an encoder's ``input_shape``; not config keys) and the checked
-        ``config``."""
-        return self.get(name).factory(*args, **context, **self.check(name, config))
+        """Calls ``name``'s factory with ``*args``, the checked ``config`` and ``context``
+        (arguments the caller supplies, e.g. an encoder's ``input_shape``). A ``context``
+        argument that is also a config key replaces the checked value (e.g. a learning-rate
+        schedule made from the checked ``learning_rate``)."""
+        return self.get(name).factory(*args, **{**self.check(name, config), **context})
 
     def __repr__(self) -> str:
         return f"Registry({self.kind!r}: {', '.join(self.names())})"
 
 
+#: Training frameworks (``simclr``, ``moco_v2``, ``moco_v3``, ``graphcl``, ``infograph``):
+#: the recipe's ``framework`` section.
 FRAMEWORKS = Registry("framework")
+#: Contrastive losses (``nt_xent``, ``debiased``, ``hard``, ``ring``, ``unremix``): ``loss``.
 LOSSES = Registry("loss")
+#: Encoders (ResNets, the small ConvNet, GIN, Transformers, pretrained BERT): ``encoder``.
 ENCODERS = Registry("encoder")
+#: Projection heads: ``head``.
 HEADS = Registry("projection head")
+#: Optimizers (Keras's, ``lars``, ``sgd_l2``): ``optimizer``.
 OPTIMIZERS = Registry("optimizer")
+#: Learning-rate schedules: ``schedule``.
 SCHEDULES = Registry("schedule")
+#: Batch samplers (``uniform``, ``batchsampler``, ``knn``): ``sampler``.
 SAMPLERS = Registry("sampler")
+#: Datasets a recipe names (digits, image folders, TFDS, TU graphs, text files, synthetic):
+#: ``data``.
 DATASETS = Registry("dataset")
+#: View makers (image augmentations, dropout and adjacent sentence views, graph views):
+#: ``augmentation``.
 VIEW_MAKERS = Registry("view maker")
+#: Evaluations of a trained encoder (kNN, linear probe, SVM, STS, SentEval): ``evaluation``.
 EVALUATIONS = Registry("evaluation")
 #: Modalities (image, graph, text): how the run layer feeds, evaluates and exports each kind
 #: of data (``keras_hardneg/run/modality.py``).
@@ -299,3 +334,21 @@ MODALITIES = Registry("modality")
 #: Ways a run spreads over devices and processes (one process, TensorFlow multi-worker, JAX
 #: multi-process): ``keras_hardneg/run/distribution.py``.
 DISTRIBUTIONS = Registry("distribution")
+
+#: The modality of an artifact that names none (an ``export_encoder`` call without
+#: ``input_signature``, a model card of format ``/1``, a preset's metadata before modalities).
+DEFAULT_MODALITY = "image"
+
+
+def get_modality(name: str) -> Any:
+    """The modality object registered in :data:`MODALITIES` as exactly ``name`` (what the
+    export and run layers ask instead of testing the name). ``import keras_hardneg``
+    registers the built-in ones (``keras_hardneg/run/modality.py``); another registers
+    when its module is imported.
+
+    Raises:
+        ConfigError: ``name`` is not registered (the message lists those that are).
+    """
+    if name not in MODALITIES.names():
+        raise ConfigError(f"unknown modality {name!r}; allowed: {', '.join(MODALITIES.names())}.")
+    return MODALITIES.get(name).factory()

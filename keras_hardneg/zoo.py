@@ -58,6 +58,8 @@ from keras_hardneg.zoo_store import ZooError
 __all__ = ["ZOO_ENV", "ZooError", "zoo_source", "zoo_dir", "list", "entries", "catalog",
            "show", "load", "export", "publish", "compare"]
 
+#: The environment variable naming where the zoo is hosted (a URL or a folder); ``zoo=``
+#: arguments take precedence.
 ZOO_ENV = "KERAS_HARDNEG_ZOO"
 
 
@@ -206,8 +208,8 @@ def export(name: str, directory: str, *, overwrite: bool = False,
     ``directory``.
 
     Raises:
-        ZooError: unknown or untrained entry; ``FileExistsError``: ``directory`` exists
-        (without ``overwrite``).
+        ZooError: unknown or untrained entry.
+        FileExistsError: ``directory`` exists (without ``overwrite``).
     """
     import shutil
 
@@ -324,8 +326,9 @@ def publish(name: str, directory: str, *, overwrite: bool = False,
     in it is refused and left untouched. Writing is atomic.
 
     Raises:
-        ZooError: unknown or untrained entry; ``FileExistsError``: ``directory`` holds
-        other files, or already this entry (without ``overwrite``).
+        ZooError: unknown or untrained entry.
+        FileExistsError: ``directory`` holds other files, or already this entry (without
+            ``overwrite``).
     """
     import shutil
     import tempfile

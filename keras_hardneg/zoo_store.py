@@ -114,23 +114,23 @@ def _modality(recipe: dict[str, Any]) -> str:
     return {"tu": "graph", "text_file": "text"}.get(data, "image")
 
 
-#: tfds datasets whose images this project's machines hold (as the CIFAR-10 JPEG folder).
-SHIPPED_TFDS = ("cifar10",)
+#: tfds datasets that tfds cannot fetch itself (their licence asks for a manual download).
+MANUAL_TFDS = ("imagenet2012",)
 
 
 def why_no_weights(recipe: dict[str, Any]) -> str:
     """Why a recipe-only entry has no weights, from its recipe: ``"needs a GPU"`` (a
-    ResNet-50, or a width-64 ResNet for 100 epochs or more), ``"data not shipped"`` (a tfds
-    dataset other than CIFAR-10, which tfds downloads where it can), both, or
-    ``"not trained yet"`` (sized for a CPU; its data is in the project's shared data)."""
+    ResNet-50, or a width-64 ResNet for 100 epochs or more), ``"data: a manual download"``
+    (a tfds dataset tfds cannot fetch itself, e.g. ImageNet), both, or ``"not trained yet"``
+    (sized for a CPU; its data is fetched by name)."""
     enc, data = recipe.get("encoder", {}), recipe.get("data", {})
     name = str(enc.get("name", ""))
     reasons = []
     if name == "resnet50" or (name.startswith("resnet") and int(enc.get("width") or 64) >= 64
                               and int(recipe.get("epochs") or 0) >= 100):
         reasons.append("needs a GPU")
-    if data.get("name") == "tfds" and data.get("dataset") not in SHIPPED_TFDS:
-        reasons.append(f"data not shipped (tfds {data.get('dataset')})")
+    if data.get("name") == "tfds" and data.get("dataset") in MANUAL_TFDS:
+        reasons.append(f"data: a manual download (tfds {data.get('dataset')})")
     return "; ".join(reasons) or "not trained yet (CPU-sized)"
 
 
@@ -215,6 +215,19 @@ def cache_root() -> str:
     return os.path.join(base, "keras_hardneg", "zoo")
 
 
+#: ``{(path, size, mtime_ns, ctime_ns, inode): sha256}`` of the files hashed in this process:
+#: a file unchanged since (any write moves its ctime) is not read again by ``zoo.list()``.
+_HASHES: dict[tuple, str] = {}
+
+
+def _sha256_once(path: str) -> str:
+    st = os.stat(path)
+    key = (os.path.realpath(path), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+    if key not in _HASHES:
+        _HASHES[key] = sha256_file(path)
+    return _HASHES[key]
+
+
 def verify_files(folder: str, files: dict[str, dict[str, Any]]) -> list[str]:
     """What in ``folder`` differs from ``files`` (``{relative path: {"size", "sha256"}}``):
     one line per missing, resized or changed file; ``[]`` when all match."""
@@ -225,7 +238,7 @@ def verify_files(folder: str, files: dict[str, dict[str, Any]]) -> list[str]:
             problems.append(f"{rel} is missing")
         elif os.path.getsize(path) != want["size"]:
             problems.append(f"{rel} has {os.path.getsize(path)} bytes, not {want['size']}")
-        elif "sha256" in want and sha256_file(path) != want["sha256"]:
+        elif "sha256" in want and _sha256_once(path) != want["sha256"]:
             problems.append(f"{rel}: SHA-256 differs")
     return problems
 

@@ -51,11 +51,17 @@ def describe(recipe):
     enc = recipe["encoder"]
     data = recipe["data"]
     if data["name"] == "tu":
-        where = "TU " + os.path.basename(data["folder"])
+        where = "TU " + (data.get("dataset") or os.path.basename(data["folder"]))
     elif data["name"] == "text_file":
-        where = os.path.basename(data["path"])
+        where = (os.path.basename(data["path"]) if data.get("path") else
+                 f"{data['corpus']}" + (f" (first {data['limit']:,})" if data.get("limit")
+                                        else ""))
+    elif data["name"] == "image_folder":
+        where = "CIFAR-10 JPEG"  # the folder the CPU entries were trained on
+    elif data["name"] in ("cifar10", "cifar100"):
+        where = {"cifar10": "CIFAR-10", "cifar100": "CIFAR-100"}[data["name"]]
     else:
-        where = data.get("dataset") or "CIFAR-10 JPEG"
+        where = data.get("dataset") or data["name"]
     if data.get("limit_per_class"):
         where += f" ({data['limit_per_class']}/class)"
     encoder = (f"{enc['name']} ({os.path.basename(os.path.dirname(enc['preset']))})"
@@ -243,16 +249,17 @@ def main():
                         + how + "\n")
         if not trained:
             card = [f"# {name}", "",
-                    "Status: **recipe only** -- not trained on this project's CPU machines; no "
-                    "accuracy is claimed.", "",
+                    "Status: **recipe only** -- not trained yet; no accuracy is claimed.", "",
                     f"- Framework: {fw}", f"- Loss: {loss}", f"- Encoder: {enc}",
                     f"- Sampler: {sampler}", f"- Data: {data}", f"- Epochs: {epochs}",
                     f"- Optimizer: {recipe['optimizer']}", f"- Batch size: {recipe['batch_size']}",
                     "", "Settings follow the papers (see models/make_recipes.py for the sources).",
-                    "Train it where the data exists:", "",
+                    "Train it (its data is named, fetched once into ~/.keras/datasets):", "",
                     f"    keras-hardneg train --recipe models/{name}/recipe.json --output models/{name}",
                     "", "That writes the exported encoder and its measured model card into "
-                    f"models/{name}/encoder/."]
+                    f"models/{name}/encoder/. Without network, point it at a local copy: "
+                    "`--dataset PATH` (an image folder, a TU folder or a sentence file), or "
+                    "`--data-dir DIR` (a cache or tfds data folder holding it)."]
             if recipe["data"]["name"] == "tfds" and recipe["data"].get("dataset") == "imagenet2012":
                 card += ["", "Note: `keras_hardneg.run.load_data` materialises tfds data as arrays; that "
                          "fits CIFAR/STL-sized data but not ImageNet, whose streaming input path "
@@ -303,10 +310,12 @@ def main():
     recipes = [
         "", "## Recipes without weights", "",
         "Each trains with `keras-hardneg train --recipe models/ENTRY/recipe.json --output",
-        "models/ENTRY`. Why no weights: \"needs a GPU\" (a width-64 ResNet-18 for 100+ epochs",
-        "or a ResNet-50), \"data not shipped\" (a tfds dataset this project's machines do not",
-        "hold; tfds downloads it where it can), \"not trained yet\" (sized for a CPU, its data in",
-        "the project's shared data).", "",
+        "models/ENTRY` on any machine: recipes name their data (CIFAR-10/100 as",
+        "`keras.datasets` gets them, TU sets from the TU host, SimCSE's Wikipedia sentences,",
+        "tfds datasets through tfds), fetched once into `~/.keras/datasets`; without network",
+        "`--dataset PATH` points one at a local copy. Why no weights: \"needs a GPU\" (a",
+        "width-64 ResNet-18 for 100+ epochs or a ResNet-50), \"data: a manual download\"",
+        "(ImageNet, which tfds cannot fetch itself), \"not trained yet\" (sized for a CPU).", "",
         "| entry | framework | loss | encoder | sampler | data | epochs | why no weights |",
         "|---|---|---|---|---|---|---|---|",
     ]

@@ -2,7 +2,13 @@
 
 Run from the repository root: ``python models/make_recipes.py``. Each entry is then
 trained with ``keras-hardneg train --recipe models/<entry>/recipe.json --output models/<entry>``
-wherever its data exists; the entries marked "trained here" in models/README.md were.
+on any machine; the entries marked "trained here" in models/README.md were.
+
+Recipes name their data portably (docs/notes/recipe_data.md): a dataset by name, fetched
+once into the cache (``cifar10``, ``cifar100``: Keras's copies; ``tu`` with ``dataset``:
+the TU host; ``text_file`` with ``corpus``: SimCSE's Wikipedia sentences; ``tfds``: tfds
+fetches and prepares), never a path of one machine. Local copies are the user's override
+(``--dataset PATH``, or ``data.data_dir`` for the cache).
 
 Each entry states only what the papers set; :func:`keras_hardneg.run.load_recipe` checks it
 against the registries and completes it with the components' defaults, so every written
@@ -14,7 +20,6 @@ import os
 from keras_hardneg.run import load_recipe, save_recipe
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-CIFAR10 = "../../../shared/data/cifar10-jpg"  # relative to models/<entry>/
 
 # Robinson et al. (HCL) App. D.1: Adam 1e-3, weight decay 1e-6, t = 0.5, batch 256.
 HCL_OPT = {"name": "adam", "learning_rate": 1e-3, "weight_decay": 1e-6}
@@ -57,9 +62,8 @@ LIGHTLY_SIMCLR_CIFAR10 = {
 }
 
 DATASETS = {
-    "cifar10": ({"name": "image_folder", "train": f"{CIFAR10}/train", "test": f"{CIFAR10}/test",
-                 "image_size": 32}, 32),
-    "cifar100": ({"name": "tfds", "dataset": "cifar100"}, 32),
+    "cifar10": ({"name": "cifar10", "image_size": 32}, 32),
+    "cifar100": ({"name": "cifar100", "image_size": 32}, 32),
     "stl10": ({"name": "tfds", "dataset": "stl10", "train_split": "train", "test_split": "test"}, 96),
 }
 
@@ -136,8 +140,10 @@ def entries():
         r["optimizer"] = {"name": "sgd", "learning_rate": 0.03, "momentum": 0.9,
                           "weight_decay": 1e-4}
         out[name] = r
-    # Trained here on CIFAR-10 JPEG with a CPU budget (see models/README.md), in wave 1,
-    # when Adam's weight_decay was silently ignored: their recipes say what was trained.
+    # Trained here with a CPU budget (see models/README.md), when Adam's weight_decay was
+    # silently ignored: their recipes say what was trained. They read a JPEG copy of
+    # CIFAR-10 (trained_recipe.json); the recipe names CIFAR-10 itself (the same images,
+    # without the JPEG round trip; the first 1,000 of each class in the archive's order).
     for key in ("ntxent", "hard"):
         name = f"simclr-{key}-cifar10-r18w8-cpu"
         r = full_recipe(name, "simclr", LOSSES[key], "cifar10")
@@ -150,8 +156,6 @@ def entries():
     return out
 
 
-TUDATASET = "../../../shared/data/tudataset"  # relative to models/<entry>/
-TEXT = "../../../shared/data/text"
 TU_SETS = {"MUTAG": "mutag", "PTC_MR": "ptc_mr", "PROTEINS": "proteins", "ENZYMES": "enzymes",
            "NCI1": "nci1", "IMDB-BINARY": "imdb_binary", "IMDB-MULTI": "imdb_multi"}
 
@@ -167,7 +171,7 @@ def graph_entries():
                                     "beta": 1.0})):
             name = f"graphcl-{key}-{short}"
             out[name] = {"name": name, "loss": loss,
-                         "data": {"name": "tu", "folder": f"{TUDATASET}/{folder}"}}
+                         "data": {"name": "tu", "dataset": folder}}
     # A third entry per set (issue 51): the grid's best cell among debiased and BatchSampler
     # batches where it is ahead of both entries above (docs/benchmarks.md, "GraphCL: losses x
     # batches", 5 seeds; on ENZYMES and IMDB-MULTI none is), with the grid's settings.
@@ -199,6 +203,12 @@ GRAPH_EXTRAS = {"MUTAG": ("ntxent", _graph_batchsampler(1)),
                 "IMDB-BINARY": ("ntxent", _graph_batchsampler(7))}
 
 
+#: The first 11,914 sentences of SimCSE's wiki1m_for_simcse.txt (the corpus the text
+#: entries were trained on), fetched once by name; STS/SentEval sets are the user's folder
+#: (``--benchmark-dir``, SentEval's layout: SimCSE's senteval.tar holds it).
+WIKI_PREFIX = {"name": "text_file", "corpus": "wiki1m", "limit": 11914}
+
+
 def text_entries():
     """Unsupervised SimCSE (Gao et al. 2021) on the 11,914-sentence Wikipedia prefix: the
     default text recipe (a 2-block Transformer of width 128 from scratch, dropout views,
@@ -213,18 +223,16 @@ def text_entries():
                       ("hard", {"name": "hard", "temperature": 0.05, "tau_plus": 0.0,
                                 "beta": 1.0})):
         name = f"simcse-{key}-wiki"
-        out[name] = {"name": name, "loss": loss, "epochs": 1,
-                     "data": {"name": "text_file", "path": f"{TEXT}/corpus/wiki1m_prefix.txt"},
-                     "evaluation": {"benchmark_dir": TEXT, "senteval": True}}
+        out[name] = {"name": name, "loss": loss, "epochs": 1, "data": dict(WIKI_PREFIX),
+                     "evaluation": {"senteval": True}}
     # Quick-thought views (Logeswaran & Lee 2018; HCL's and UnReMix's sentence setting):
     # sentence i and i + 1 of the corpus as the positive pair; the best sentence run of
     # docs/benchmarks.md (the ReZero encoder, NT-Xent, uniform batches).
     name = "quickthought-ntxent-wiki"
     out[name] = {"name": name, "loss": {"name": "nt_xent", "temperature": 0.05}, "epochs": 1,
                  "augmentation": {"name": "quick_thought"},
-                 "data": {"name": "text_file", "pairs": "adjacent",
-                          "path": f"{TEXT}/corpus/wiki1m_prefix.txt"},
-                 "evaluation": {"benchmark_dir": TEXT, "senteval": True}}
+                 "data": {**WIKI_PREFIX, "pairs": "adjacent"},
+                 "evaluation": {"senteval": True}}
     return out
 
 
@@ -235,13 +243,30 @@ def complete_entries():
 
 
 def _load_relative(recipe):
-    """Checks and completes an entry; paths stay relative to ``models/<entry>/``."""
+    """Checks and completes an entry (it names no path: nothing to resolve)."""
     return load_recipe(recipe)
+
+
+def keep_trained_recipe(folder, recipe):
+    """An entry with weights keeps the recipe it was trained with: before its recipe.json
+    changes, the old one is kept as trained_recipe.json (unless there is one already)."""
+    import json
+
+    path, trained = (os.path.join(folder, "recipe.json"),
+                     os.path.join(folder, "trained_recipe.json"))
+    if not os.path.isdir(os.path.join(folder, "preset")) or os.path.isfile(trained) \
+            or not os.path.isfile(path):
+        return
+    with open(path) as f:
+        old = json.load(f)
+    if old != json.loads(json.dumps(recipe)):
+        os.replace(path, trained)
 
 
 if __name__ == "__main__":
     recipes = complete_entries()
     for name, recipe in recipes.items():
         os.makedirs(os.path.join(HERE, name), exist_ok=True)
+        keep_trained_recipe(os.path.join(HERE, name), recipe)
         save_recipe(recipe, os.path.join(HERE, name, "recipe.json"))
     print(f"wrote {len(recipes)} recipes")

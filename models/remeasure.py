@@ -20,7 +20,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 def remeasure(entry_dir, reason, tag):
     encoder_dir = os.path.join(entry_dir, "encoder")
-    recipe = run.load_recipe(os.path.join(entry_dir, "recipe.json"))
+    trained = os.path.join(entry_dir, "trained_recipe.json")  # the data it was scored on
+    recipe = run.load_recipe(trained if os.path.isfile(trained) else
+                             os.path.join(entry_dir, "recipe.json"))
     train, test, _ = run.load_data(recipe)
     ev = recipe["evaluation"]
     new = run.evaluate_encoder(export.load_encoder(encoder_dir), train, test, k=ev["knn_k"],

@@ -171,3 +171,72 @@ def test_registry_basics():
         reg.register("box", box)
     with pytest.raises(ValueError, match="not a parameter"):
         reg.register("bag", lambda: None, params={"size": Param(int)})
+
+
+# ----------------------------------------------- every key is a parameter of its factory
+def _registries():
+    from keras_hardneg import registry
+
+    return [getattr(registry, n) for n in registry.__all__
+            if isinstance(getattr(registry, n), Registry)]
+
+
+_COMPONENTS = [(reg, name) for reg in _registries() for name in reg.names()]
+
+
+@pytest.mark.parametrize("registry,name", _COMPONENTS,
+                         ids=[f"{r.kind}:{n}" for r, n in _COMPONENTS])
+def test_every_registered_key_is_a_parameter_of_its_factory(registry, name):
+    """Walks every registration: each config key is an argument its factory takes (so
+    ``Registry.build`` can pass it), and a default stated in the registration is the
+    factory's own (one home for every default)."""
+    from keras_hardneg.registry import REQUIRED, factory_parameters
+
+    comp = registry.get(name)
+    accepted = factory_parameters(comp.factory)
+    for key, param in comp.params.items():
+        assert key in accepted, (registry.kind, name, key)
+        own = accepted[key]
+        if own is not REQUIRED and param.default is not REQUIRED:
+            own = list(own) if isinstance(own, tuple) else own
+            assert param.default == own, (registry.kind, name, key, param.default, own)
+
+
+def test_a_key_its_factory_does_not_take_is_refused_at_registration():
+    reg = Registry("widget")
+    with pytest.raises(ValueError, match=r"widget 'box': key 'colour' .*not a parameter of box"):
+        @reg.register("box", params={"colour": Param(str, default="red")})
+        def box(size=3):
+            return size
+    with pytest.raises(ValueError, match=r"widget 'bag': key 'size' states default 4, but "
+                                         r"bag's own default is 3"):
+        @reg.register("bag", params={"size": Param(int, default=4)})
+        def bag(size=3):
+            return size
+
+    class Base:
+        def __init__(self, size=3):
+            self.size = size
+
+    class Child(Base):
+        def __init__(self, colour="red", **kwargs):
+            super().__init__(**kwargs)
+
+    # A key that a class passes on to its base through **kwargs is accepted.
+    reg.register("child", Child, params={"size": Param(int), "colour": Param(str)})
+    assert reg.build("child", size=5).size == 5
+
+
+def test_graph_samplers_build_from_their_registration():
+    """``SAMPLERS.build`` takes every key of the sampler's recipe section, the graph refresh
+    keys included (they were popped off by the run layer before the factory was called)."""
+    import numpy as np
+
+    from keras_hardneg.registry import SAMPLERS
+
+    embeddings = np.random.default_rng(0).normal(size=(200, 8)).astype("float32")
+    sampler = SAMPLERS.build("batchsampler", embeddings, 64)
+    assert sampler.refresh_every == 100 and sampler.initial_graph == "inputs"
+    assert next(iter(sampler)).shape == (64,)
+    knn = SAMPLERS.build("knn", embeddings, 16, refresh_every=7)
+    assert knn.refresh_every == 7

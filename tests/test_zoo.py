@@ -40,13 +40,16 @@ def test_evaluate_an_entry_folder_scores_its_keras_preset(capsys):
     from keras_hardneg import export, run
     from keras_hardneg.evaluation import extract_features, weighted_knn_accuracy
 
+    from keras_hardneg.data import dataset_spec
+
     entry = os.path.dirname(IMAGE[0])
-    assert cli.main(["evaluate", entry, "--no-linear-probe", "--limit-per-class", "40",
-                     "--json"]) == 0
+    # the data the entry was trained on, given explicitly (its recipe names CIFAR-10 by name)
+    assert cli.main(["evaluate", entry, "--dataset", DATA, "--no-linear-probe",
+                     "--limit-per-class", "40", "--json"]) == 0
     out = capsys.readouterr().out.strip().splitlines()
     assert any(os.path.join(entry, "preset") in line for line in out)
     recipe = run.load_recipe(os.path.join(entry, "recipe.json"),
-                             {"data": {"limit_per_class": 40}})
+                             {"data": dataset_spec(DATA, limit_per_class=40)})
     (x, y), (x_test, y_test), _ = run.load_data(recipe)
     assert len(x) == len(x_test) == 400
     k, t = recipe["evaluation"]["knn_k"], recipe["evaluation"]["knn_temperature"]
@@ -105,7 +108,8 @@ def test_every_shipped_text_encoder_embeds_sentences(encoder):
 def test_evaluate_reproduces_the_svm_accuracy_of_the_mutag_entry(capsys):
     entry = os.path.join(ROOT, "models", "graphcl-ntxent-mutag")
     results = json.load(open(os.path.join(entry, "results.json")))
-    assert cli.main(["evaluate", os.path.join(entry, "encoder"), "--json"]) == 0
+    assert cli.main(["evaluate", os.path.join(entry, "encoder"), "--dataset",
+                     os.path.join(TU, "MUTAG"), "--json"]) == 0
     measured = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert measured["svm_accuracy"] == pytest.approx(results["svm_accuracy"], abs=1e-9)
 

@@ -28,7 +28,9 @@ def test_the_shipped_index_agrees_with_models():
         assert {"preset/config.json", "preset/metadata.json", "preset/model.weights.h5",
                 "results.json"} <= set(files), name
         assert not any(f.startswith("encoder/") for f in files), name  # rebuilt by export
-    assert shipped["moco_v2-ntxent-stl10"]["why_no_weights"].startswith("needs a GPU; data not")
+    assert shipped["moco_v2-ntxent-stl10"]["why_no_weights"] == "needs a GPU"
+    assert shipped["moco_v2-ntxent-imagenet"]["why_no_weights"] == (
+        "needs a GPU; data: a manual download (tfds imagenet2012)")
 
 
 def test_the_index_is_package_data():
@@ -198,7 +200,7 @@ def test_zoo_list_all_puts_the_recipes_in_a_second_table(capsys):
     assert f"{GRAPH} " in weights and "here" in weights.splitlines()[1]
     assert "moco_v2-ntxent-stl10" not in weights
     line = next(x for x in recipes.splitlines() if x.startswith("moco_v2-ntxent-stl10 "))
-    assert line.endswith("needs a GPU; data not shipped (tfds stl10)")
+    assert line.endswith("needs a GPU")
 
 
 def test_a_zoo_that_is_neither_a_folder_nor_a_url_is_refused_in_one_line(tmp_path):
@@ -208,3 +210,38 @@ def test_a_zoo_that_is_neither_a_folder_nor_a_url_is_refused_in_one_line(tmp_pat
         khn.zoo.load(GRAPH, zoo=str(tmp_path / "absent"))
     assert zoo_store.is_url("https://example.org/models") and zoo_store.is_url("file:///m")
     assert not zoo_store.is_url("models") and not zoo_store.is_url("ftp://h/m")
+
+
+def test_listing_the_cache_hashes_each_file_once_until_it_changes(tmp_path, monkeypatch):
+    """``zoo.list()`` (and ``load``) check a cached entry by SHA-256; a file already hashed
+    at the same path, size, mtime, ctime and inode is not read again, so listing the zoo
+    does not re-hash every cached file on each call. A changed file (same size) is hashed
+    again and the entry is no longer intact."""
+    from keras_hardneg import zoo
+
+    name = GRAPH
+    record = zoo_store.read_index()[name]
+    monkeypatch.setenv("KERAS_HOME", str(tmp_path / "home"))
+    root = zoo_store.cache_root()
+    _copy_entry(name, root)
+    with open(os.path.join(root, name, zoo_store.RECORD_FILE), "w") as f:
+        json.dump({"format": 1, "name": name, "source": "test", "record": record}, f)
+    hashed = []
+    real = zoo_store.sha256_file
+    monkeypatch.setattr(zoo_store, "sha256_file", lambda p: hashed.append(p) or real(p))
+    monkeypatch.setattr(zoo, "zoo_source", lambda z=None: ("cache", None))
+
+    assert name in zoo.list()
+    first = len(hashed)
+    assert first == len(record["files"])
+    assert name in zoo.list() and zoo_store.cached_entry(name, record)
+    assert len(hashed) == first  # nothing read again
+
+    weights = os.path.join(root, name, "preset", "model.weights.h5")
+    data = bytearray(open(weights, "rb").read())
+    data[-100] ^= 0xFF  # same size: only the hash tells
+    with open(weights, "wb") as f:
+        f.write(bytes(data))
+    assert zoo_store.cached_entry(name, record) is None
+    assert name not in zoo.list()
+    assert hashed[first:] and all(p == weights for p in hashed[first:])

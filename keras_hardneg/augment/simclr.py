@@ -70,6 +70,8 @@ from keras import ops
 __all__ = ["SimCLRAugmentation", "RandomApply", "simclr_augmentation", "two_views",
            "VERSIONS", "CONTRAST_MEANS", "CROP_BOXES"]
 
+#: The recipe versions ``SimCLRAugmentation(version=...)`` takes: ``"v1"`` (additive
+#: brightness), ``"v2"`` (multiplicative brightness), ``"v3"`` (v2 plus solarization).
 VERSIONS = ("v1", "v2", "v3")
 _JITTER = (0.4, 0.4, 0.4, 0.1)          # brightness, contrast, saturation, hue at strength 1
 _GRAY = (0.2989, 0.5870, 0.1140)

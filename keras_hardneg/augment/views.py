@@ -42,6 +42,11 @@ __all__ = ["ViewMaker", "ImageViews", "as_view_maker", "simclr_views"]
 class ViewMaker(keras.layers.Layer):
     """Base of the view makers: ``call(x, training) -> (view1, view2)``.
 
+    Each view keeps the layout and the batch size ``B`` of ``x``, row ``i`` of both views
+    made from row ``i`` of ``x``: images ``[B, H, W, C]`` give two ``[B, H', W', C]`` views
+    (``H', W'``: the crop size), token ids ``[B, L]`` two ``[B, L]`` views, a graph batch
+    of ``B`` graphs two graph batches of the same ``B`` graphs.
+
     Subclasses implement :meth:`make_views` and, when their input has a required
     form, :meth:`check_input` (raising a ``ValueError`` that says what was expected).
 

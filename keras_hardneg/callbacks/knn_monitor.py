@@ -57,10 +57,16 @@ class KNNMonitor(keras.callbacks.Callback):
     ``n_test x n_train`` similarity (about 1 s per 10^9 products on a CPU core).
 
     Example:
-        >>> (x, y), (xt, yt) = keras_hardneg.data.load_digits()
-        >>> monitor = KNNMonitor((x, y), (xt, yt), k=20)
-        >>> model.fit(views, epochs=2, callbacks=[monitor])   # model with an `encoder`
-        >>> monitor.history          # [(0, 0.87), (1, 0.90)]
+        >>> (x, y), (xt, yt) = keras_hardneg.data.load_digits()   # [n, 8, 8, 3] in [0, 1]
+        >>> encoder = keras_hardneg.encoders.small_convnet((8, 8, 3), width=8)
+        >>> model = keras_hardneg.models.SimCLR(
+        ...     encoder, projection_dims=(16, 8),
+        ...     augmentation=keras_hardneg.augment.simclr_augmentation(image_size=8))
+        >>> model.compile(optimizer="adam", loss=keras_hardneg.losses.NTXentLoss())
+        >>> monitor = KNNMonitor((x[:300], y[:300]), (xt[:100], yt[:100]), k=20)
+        >>> _ = model.fit(x[:256], batch_size=64, epochs=2, callbacks=[monitor], verbose=0)
+        >>> [epoch for epoch, accuracy in monitor.history]   # one (epoch, accuracy) per epoch
+        [0, 1]
     """
 
     def __init__(self, train_data, test_data, k=200, temperature=0.1, every_n_epochs=1,

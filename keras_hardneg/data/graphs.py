@@ -584,15 +584,20 @@ def load_tu(folder: Any, name: str | None = None, *, node_features: str = "auto"
 
 # ------------------------------------------------------------------------ registration
 def _check_tu(config: dict[str, Any]) -> str | None:
-    if not config.get("folder"):
-        return "'folder' (a TU-format folder) is required"
+    if not config.get("folder") and not config.get("dataset"):
+        return ("'dataset' (a TU set by name, e.g. 'MUTAG', fetched once) or 'folder' (a "
+                "TU-format folder) is required")
     return None
 
 
 @DATASETS.register(
     "tu", modality="graph", check=_check_tu,
-    params={"folder": Param("path", help="a TU-format folder, e.g. .../tudataset/MUTAG "
-                                         "(required)"),
+    params={"dataset": Param(str, help="a TU set by name ('MUTAG', 'PROTEINS', ...), "
+                                       "fetched once from the TU host into the cache"),
+            "folder": Param("path", help="a TU-format folder, e.g. .../MUTAG (wins over "
+                                         "'dataset')"),
+            "data_dir": Param("path", help="cache folder of fetched sets (default "
+                                           "~/.keras/datasets)"),
             "prefix": Param(str, help="file prefix D of D_A.txt (default: read from the "
                                       "folder)"),
             "node_features": Param(str, choices=("auto", "labels", "degree"),
@@ -603,13 +608,21 @@ def _check_tu(config: dict[str, Any]) -> str | None:
                                                  "largest degree)")})
 def tu(seed: int, folder: str | None = None, prefix: str | None = None,
        node_features: str = "auto", node_attributes: bool = True,
-       max_degree: int | None = None) -> tuple[tuple[GraphSet, np.ndarray], tuple[None, None],
-                                                str]:
-    """A TU graph-classification folder: all graphs, no test split (the papers' protocol is
-    10-fold cross-validation of an SVM over all graphs; ``seed`` is unused). ``prefix`` is
-    :func:`load_tu`'s ``name`` (a recipe section's ``name`` names the component)."""
+       max_degree: int | None = None, dataset: str | None = None,
+       data_dir: str | None = None) -> tuple[tuple[GraphSet, np.ndarray], tuple[None, None],
+                                             str]:
+    """A TU graph-classification set: ``folder``, else the set named ``dataset`` fetched
+    once into the cache (:func:`keras_hardneg.data.public.tu_folder`). All graphs, no test
+    split (the papers' protocol is 10-fold cross-validation of an SVM over all graphs;
+    ``seed`` is unused). ``prefix`` is :func:`load_tu`'s ``name`` (a recipe section's
+    ``name`` names the component)."""
+    if not folder and not dataset:
+        raise ValueError("`dataset` (a TU set by name) or `folder` (a TU-format folder) is "
+                         "required.")
     if not folder:
-        raise ValueError("`folder` (a TU-format folder) is required.")
+        from keras_hardneg.data.public import tu_folder
+
+        folder = tu_folder(dataset, data_dir)
     graphs = load_tu(folder, prefix, node_features=node_features,
                      node_attributes=node_attributes, max_degree=max_degree)
     desc = (f"TU {graphs.name} ({len(graphs)} graphs, {graphs.num_classes} classes, "

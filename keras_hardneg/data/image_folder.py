@@ -67,6 +67,7 @@ __all__ = [
 
 logger = logging.getLogger("keras_hardneg.data")
 
+#: File extensions read as images (lower-cased before the test); other files are ignored.
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".gif")
 ON_ERROR_CHOICES = ("skip", "raise")
 VALIDATE_CHOICES = ("decode", "header", "none")
@@ -82,7 +83,8 @@ class ImageFolderReport:
         directory: the folder read.
         class_names: sorted class sub-folder names; label ``i`` is ``class_names[i]``.
         file_paths: the image files used, in label-then-name order (before shuffling).
-        labels: int64 ``[len(file_paths)]`` label of each used file (-1 if ``labels=False``).
+        labels: int64 ``[n]`` (``n = len(file_paths)``) label of each used file (-1 if
+            ``labels=False``).
         skipped: ``[(path, reason)]`` for every undecodable file that was skipped.
         ignored: paths of files without an image extension (not read).
         validate: the pre-pass used (``"decode"``, ``"header"`` or ``"none"``).

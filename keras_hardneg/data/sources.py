@@ -30,7 +30,7 @@ import numpy as np
 
 from keras_hardneg.registry import DATASETS, ConfigError, Param
 
-__all__ = ["dataset_spec", "digits", "image_folder", "tfds", "synthetic",
+__all__ = ["dataset_spec", "digits", "cifar10", "cifar100", "image_folder", "tfds", "synthetic",
            "ARRAY_BUDGET_BYTES"]
 
 Splits = tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray], str]
@@ -66,6 +66,42 @@ def digits(seed: int, image_size: int | None = None, test_fraction: float = 0.2)
     desc = ("scikit-learn digits (embedded), 8x8 grayscale as RGB" if not image_size else
             f"scikit-learn digits (embedded), resized to {image_size}x{image_size}")
     return train, test, desc
+
+
+_DATA_DIR = Param("path", help="cache folder of fetched data (default ~/.keras/datasets, "
+                                "Keras's)")
+
+
+def _cifar(name: str):
+    title = "CIFAR-10" if name == "cifar10" else "CIFAR-100"
+
+    @DATASETS.register(
+        name, modality="image",
+        help=f"{title} as keras.datasets gets it (fetched once into ~/.keras/datasets)",
+        params={"image_size": _IMAGE_SIZE, "limit_per_class": _LIMIT,
+                "test_limit_per_class": _LIMIT, "data_dir": _DATA_DIR})
+    def source(seed: int, image_size: int | None = None, limit_per_class: int | None = None,
+               test_limit_per_class: int | None = None, data_dir: str | None = None) -> Splits:
+        from keras_hardneg.data.public import load_cifar
+
+        train, test = load_cifar(name, data_dir, limit_per_class=limit_per_class,
+                                 test_limit_per_class=test_limit_per_class,
+                                 image_size=image_size, dtype="float32")
+        side = image_size or 32
+        desc = (f"{title} ({len(train[0])} train / {len(test[0])} test images"
+                f"{', limited' if limit_per_class else ''}, {side}x{side}; fetched once into "
+                f"the Keras cache)")
+        return train, test, desc
+
+    source.__name__ = source.__qualname__ = name
+    source.__doc__ = (f"{title} the way ``keras.datasets.{name}`` gets it (fetched once into "
+                      "``~/.keras/datasets``; :func:`keras_hardneg.data.public.load_cifar`), "
+                      "float32 in ``[0, 1]``; ``seed`` is unused (the papers' split).")
+    return source
+
+
+cifar10 = _cifar("cifar10")
+cifar100 = _cifar("cifar100")
 
 
 @DATASETS.register(
@@ -124,7 +160,10 @@ def image_folder(seed: int, train: str | None = None, test: str | None = None,
 @DATASETS.register(
     "tfds", modality="image",
     params={"dataset": Param(str, help="a TensorFlow Datasets name (required)"),
-            "data_dir": Param("path", help="tfds data directory"),
+            "data_dir": Param("path", help="tfds data directory (default: $TFDS_DATA_DIR, "
+                                            "else ~/tensorflow_datasets)"),
+            "download": Param(bool, help="fetch and prepare the dataset when it is not "
+                                         "prepared in data_dir, as tfds.load does"),
             "image_size": _IMAGE_SIZE,
             "train_split": Param(str, help="split used for training"),
             "test_split": Param(str, help="split used for evaluation"),
@@ -132,7 +171,7 @@ def image_folder(seed: int, train: str | None = None, test: str | None = None,
     check=lambda c: None if c["dataset"] else "'dataset' (a tfds name) is required")
 def tfds(seed: int, dataset: str | None = None, data_dir: str | None = None,
          image_size: int | None = None, train_split: str = "train",
-         test_split: str = "test", access: str = "auto") -> Splits:
+         test_split: str = "test", access: str = "auto", download: bool = True) -> Splits:
     """A prepared TensorFlow Datasets dataset: read by index (``tfds.data_source``) when it
     was prepared as ``array_record`` and ``access`` asks for it, else materialised as arrays
     (CIFAR/STL sized; from TFRecord files through ``tf.data``, from array_record files
@@ -140,7 +179,8 @@ def tfds(seed: int, dataset: str | None = None, data_dir: str | None = None,
     from keras_hardneg.data.tfds_loader import tfds_dataset, tfds_random_access
 
     size = None if image_size is None else (image_size, image_size)
-    train = tfds_random_access(dataset, train_split, data_dir, size)  # None: TFRecord files
+    train = tfds_random_access(dataset, train_split, data_dir, size,  # None: TFRecord files
+                               download=download)
     if train is not None:
         test = tfds_random_access(dataset, test_split, data_dir, size)
         if _random(access, len(train), train.image_shape[0]):
@@ -272,11 +312,17 @@ def _incomplete_tu_folder(path: str) -> str:
             f"{', '.join(name + p for p in parts)}).")
 
 
+_ALLOWED = ("'digits', 'cifar10', 'cifar100', 'tfds:NAME', 'tu:NAME' (e.g. tu:MUTAG), "
+            "'text:wiki1m', an image folder, a TU graph folder or a .txt file of sentences")
+
+
 def dataset_spec(text: str, **overrides: Any) -> dict[str, Any]:
     """A recipe ``data`` section from a ``--dataset`` string.
 
-    ``"digits"``, ``"tfds:NAME"``, ``"synthetic"`` or ``"synthetic:N"`` (``N`` synthetic
-    JPEGs read by index), a ``.txt`` file of sentences (one per line: the
+    ``"digits"``, ``"cifar10"`` / ``"cifar100"`` (fetched once, as ``keras.datasets``),
+    ``"tfds:NAME"``, ``"tu:NAME"`` (a TU graph set fetched once, e.g. ``"tu:MUTAG"``),
+    ``"text:wiki1m"`` (SimCSE's Wikipedia sentences, fetched once), ``"synthetic"`` or
+    ``"synthetic:N"`` (``N`` synthetic JPEGs read by index), a ``.txt`` file of sentences (one per line: the
     ``text_file`` dataset), a folder in the TU graph format (recognised by its
     ``*_A.txt`` / ``*_graph_indicator.txt`` files: the ``tu`` dataset), or an image folder:
     with ``train/`` (and ``test/``) inside, or itself holding the class subfolders. ``overrides`` (e.g.
@@ -286,8 +332,7 @@ def dataset_spec(text: str, **overrides: Any) -> dict[str, Any]:
         ConfigError: the string is none of these, naming what is allowed.
     """
     if not isinstance(text, (str, os.PathLike)) or not os.fspath(text):
-        raise ConfigError(f"dataset must be 'digits', 'tfds:NAME', an image folder, a TU graph "
-                          f"folder or a .txt file of sentences; got {text!r}.")
+        raise ConfigError(f"dataset must be {_ALLOWED}; got {text!r}.")
     text = os.fspath(text)
     if text in DATASETS and text != "image_folder" and text != "tfds":
         spec = {"name": DATASETS.canonical(text)}
@@ -297,6 +342,12 @@ def dataset_spec(text: str, **overrides: Any) -> dict[str, Any]:
             raise ConfigError(f"dataset {text!r}: 'synthetic:N' needs an image count N >= 2, "
                               "e.g. 'synthetic:1281167'.")
         spec = {"name": "synthetic", "num_images": int(count)}
+    elif text.startswith("tu:"):
+        if not text[len("tu:"):]:
+            raise ConfigError("dataset 'tu:' needs a TU set name, e.g. 'tu:MUTAG'.")
+        spec = {"name": "tu", "dataset": text[len("tu:"):]}
+    elif text.startswith("text:"):
+        spec = {"name": "text_file", "corpus": text[len("text:"):]}
     elif text.startswith("tfds:"):
         if not text[len("tfds:"):]:
             raise ConfigError("dataset 'tfds:' needs a dataset name, e.g. 'tfds:cifar10'.")
@@ -317,8 +368,7 @@ def dataset_spec(text: str, **overrides: Any) -> dict[str, Any]:
         else:
             spec = {"name": "image_folder", "train": path}
     else:
-        raise ConfigError(f"dataset {text!r} is not 'digits', 'tfds:NAME', an existing folder "
-                          "(images, or a TU graph dataset) or a .txt file of sentences.")
+        raise ConfigError(f"dataset {text!r} is not {_ALLOWED} (no such file or folder).")
     spec.update({k: v for k, v in overrides.items() if v is not None})
     DATASETS.check(spec["name"], spec, where="recipe key", prefix="data.")
     return spec

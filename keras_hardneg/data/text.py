@@ -201,7 +201,13 @@ def _tokenizer_for(choice: str, sentences: Sequence[str], vocab_size: int,
 @DATASETS.register(
     "text_file", modality="text",
     params={
-        "path": Param("path", help="a UTF-8 text file, one sentence per line (required)"),
+        "path": Param("path", help="a UTF-8 text file, one sentence per line (wins over "
+                                   "'corpus')"),
+        "corpus": Param(str, choices=("wiki1m",),
+                        help="a public corpus by name, fetched once into the cache: wiki1m "
+                             "(SimCSE's 10^6 Wikipedia sentences)"),
+        "data_dir": Param("path", help="cache folder of a fetched corpus (default "
+                                       "~/.keras/datasets)"),
         "max_length": Param(int, low=2, help="token ids per sentence, [CLS] included (>= 2)"),
         "vocab_size": Param(int, low=258, help="vocabulary of a trained tokenizer (>= 258)"),
         "tokenizer": Param(str, help="'train' (byte-level BPE on the file), 'wordllama' "
@@ -213,22 +219,32 @@ def _tokenizer_for(choice: str, sentences: Sequence[str], vocab_size: int,
                             "i + 1) rows (quick-thought)"),
         "limit": Param(int, low=1, help="use only the first N sentences of the file"),
     },
-    check=lambda c: None if c["path"] else "'path' (a sentence file) is required")
+    check=lambda c: None if c["path"] or c["corpus"] else (
+        "'path' (a sentence file, one per line) or 'corpus' (a public corpus by name: "
+        "wiki1m) is required"))
 def text_file(seed: int, path: str | None = None, max_length: int = 32, vocab_size: int = 8192,
-              tokenizer: str = "train", pairs: str = "none", limit: int | None = None):
+              tokenizer: str = "train", pairs: str = "none", limit: int | None = None,
+              corpus: str | None = None, data_dir: str | None = None):
     """Sentences of a text file as token ids (unlabelled; no test split).
 
     Args:
         seed: the recipe's seed (a trained tokenizer is deterministic and uses all the
             sentences, so the result does not depend on it).
         path: the file, one sentence per line (:func:`read_sentences`).
+        corpus, data_dir: a public corpus by name, fetched once into the cache
+            (:func:`keras_hardneg.data.public.sentence_corpus`) when there is no ``path``.
         max_length, vocab_size, tokenizer, pairs, limit: see the registered keys.
 
     Returns:
         ``((TokenizedSentences, None), (None, None), description)``.
     """
+    if not path and not corpus:
+        raise ValueError("`path` (a text file, one sentence per line) or `corpus` is "
+                         "required.")
     if not path:
-        raise ValueError("`path` (a text file, one sentence per line) is required.")
+        from keras_hardneg.data.public import sentence_corpus
+
+        path = sentence_corpus(corpus, data_dir)
     if pairs not in PAIRS:
         raise ValueError(f"`pairs` must be one of {', '.join(PAIRS)}; got {pairs!r}.")
     sentences = read_sentences(path, limit=limit)

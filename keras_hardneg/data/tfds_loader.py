@@ -42,13 +42,24 @@ def to_rgb_float(image):
     return image
 
 
+def _data_dir_text(data_dir):
+    """The data_dir tfds reads, said with where it comes from."""
+    if data_dir:
+        return repr(os.fspath(data_dir))
+    if os.environ.get("TFDS_DATA_DIR"):
+        return f"{os.environ['TFDS_DATA_DIR']!r} ($TFDS_DATA_DIR)"
+    from tensorflow_datasets.core import constants
+
+    return f"{constants.DATA_DIR!r} (tfds's default; set $TFDS_DATA_DIR or data_dir)"
+
+
 def _prepare_help(name, data_dir):
-    where = data_dir or "~/tensorflow_datasets (the default data_dir)"
     return (
-        f"Dataset {name!r} is not prepared in data_dir {where!r}. Prepare it on a machine "
-        f"with internet access with `tfds build {name} --data_dir=<dir>` (or "
-        f"`tfds.builder({name!r}, data_dir=<dir>).download_and_prepare()`) and copy <dir> "
-        "here, or call tfds_dataset(..., download=True) where downloading is possible."
+        f"Dataset {name!r} is not prepared in data_dir {_data_dir_text(data_dir)}. With "
+        f"network, let it be fetched and prepared there (download=True; the recipe key "
+        f"data.download, on by default for `keras-hardneg train`); without, prepare it "
+        f"elsewhere with `tfds build {name} --data_dir=DIR`, copy DIR here and pass it "
+        "(--data-dir DIR, recipe key data.data_dir)."
     )
 
 
@@ -64,7 +75,15 @@ def _prepared_builder(tfds, name, data_dir, download):
     if not builder.is_prepared():
         if not download:
             raise ValueError(_prepare_help(name, data_dir))
-        builder.download_and_prepare()
+        try:
+            builder.download_and_prepare()
+        except Exception as err:  # noqa: BLE001 -- offline, manual download, ...: one line
+            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            raise ValueError(
+                f"tfds {name!r} could not be fetched and prepared in data_dir "
+                f"{_data_dir_text(data_dir)} ({type(err).__name__}: {first[:300]}). Without "
+                f"network, prepare it elsewhere with `tfds build {name} --data_dir=DIR`, copy "
+                "DIR here and pass it (--data-dir DIR, recipe key data.data_dir).") from None
 
     return builder
 
@@ -112,8 +131,13 @@ def tfds_dataset(
             an empty split, an invalid ``batch_size``/``image_size``.
 
     Example:
-        >>> ds = tfds_dataset("cifar10", split="test", data_dir="/data/tfds", batch_size=8)
-        >>> images, labels = next(iter(ds))   # [8, 32, 32, 3] float32, [8] int64
+        Needs CIFAR-10 prepared in ``data_dir`` (not run by the doctests):
+
+        >>> ds = tfds_dataset("cifar10", split="test", data_dir="/data/tfds",
+        ...                   batch_size=8)  # doctest: +SKIP
+        >>> images, labels = next(iter(ds))  # doctest: +SKIP
+        >>> images.shape, labels.shape  # doctest: +SKIP
+        (TensorShape([8, 32, 32, 3]), TensorShape([8]))
     """
     tf = require_tensorflow(f"tfds_dataset({name!r}) (TensorFlow Datasets)")
     import tensorflow_datasets as tfds
@@ -198,7 +222,7 @@ def tfds_random_access(name, split="train", data_dir=None, image_size=None, imag
         [H, W, 3], int64 label)``, the pixels :func:`tfds_dataset` gives before its float
         conversion) or ``None``.
 
-    Example:
+    Example (needs CIFAR-10 prepared in ``data_dir``; not run by the doctests):
         >>> train = tfds_random_access("cifar10", data_dir="/data/tfds")  # doctest: +SKIP
         >>> train[0][0].shape  # doctest: +SKIP
         (32, 32, 3)

@@ -55,6 +55,9 @@ _VERSIONS = {
     "moco_v3": (2, True, "plain"),
     "prediction": (1, True, None),
 }
+#: The projection heads ``projection_head(version=...)`` builds, after the papers whose
+#: names they carry (``"simclr_v1"``, ``"simclr_v1_bn"``, ``"simclr_v2"``, ``"moco_v2"``,
+#: ``"moco_v3"``).
 HEAD_VERSIONS = tuple(v for v in _VERSIONS if v != "prediction")
 #: ``dense_init``: how the head's Dense kernels are drawn.
 DENSE_INITS = {

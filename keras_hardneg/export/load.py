@@ -16,7 +16,7 @@ import tensorflow as tf  # noqa: E402  (after the backend check)
 
 from keras_hardneg.export.inspection import parse_saved_model_pb
 from keras_hardneg.export.model_card import TOKENIZER_ASSET, ModelCard, load_model_card
-from keras_hardneg.export.signatures import GRAPH_INPUTS
+from keras_hardneg.registry import get_modality
 
 __all__ = ["SavedModelEncoder", "load_encoder", "load_model_card"]
 
@@ -122,6 +122,7 @@ class SavedModelEncoder(keras.layers.Layer):
         self.export_dir = os.fspath(export_dir)
         self.model_card = card
         self.modality = card.modality
+        self._modality = get_modality(card.modality)
         self.output_dim = card.output_dim
         self.max_length = card.max_length
         self._tokenizer = None
@@ -146,39 +147,8 @@ class SavedModelEncoder(keras.layers.Layer):
             first_trainable.regularizer = _RestoredRegularization(obj.regularization_losses)
         self.built = True
 
-    def _prepare(self, inputs):
-        if self.modality == "image":
-            inputs = tf.cast(inputs, tf.float32)
-            self._check_image_shape(inputs.shape)
-            return inputs
-        if self.modality == "text":
-            return tf.cast(inputs, tf.int32)
-        if not isinstance(inputs, dict) or not set(GRAPH_INPUTS) <= set(inputs):
-            got = sorted(inputs) if isinstance(inputs, dict) else type(inputs).__name__
-            raise ValueError(f"{self.export_dir}: this graph encoder takes a dict with the "
-                             f"keys {list(GRAPH_INPUTS)} (a padded graph batch); got {got}")
-        return {name: tf.cast(inputs[name], dtype)
-                for name, (_, dtype) in GRAPH_INPUTS.items()}
-
-    def _check_image_shape(self, shape):
-        """One line instead of TensorFlow's page on unmatched concrete functions: the
-        images must have the card's ``input_shape`` (a ``None`` side takes any size)."""
-        expected = tuple(self.model_card.input_shape or ())
-        got = tuple(shape)[1:] if shape.rank is not None else None
-        if not expected or got is None:
-            return
-        if len(got) != len(expected) or any(
-                e is not None and g is not None and int(e) != int(g)
-                for e, g in zip(expected, got)):
-            want = "x".join("any" if e is None else str(e) for e in expected[:2])
-            raise ValueError(
-                f"{self.export_dir}: this encoder takes images [B, {', '.join(map(str, expected))}]"
-                f" (its model card's input_shape); got [B, {', '.join(map(str, got))}]. "
-                f"Resize the images to {want} first (the CLI: --image-size "
-                f"{expected[0]}).")
-
     def call(self, inputs, training=None):
-        inputs = self._prepare(inputs)
+        inputs = self._modality.prepare_export_input(inputs, self.model_card, self.export_dir)
         if not self.trainable or training is None:
             training = False
         if tf.is_tensor(training):
@@ -188,12 +158,7 @@ class SavedModelEncoder(keras.layers.Layer):
         return self._restored(inputs, training=bool(training))
 
     def compute_output_shape(self, input_shape):
-        if self.modality == "graph":
-            batch = None
-            if isinstance(input_shape, dict) and "graph_mask" in input_shape:
-                batch = tuple(input_shape["graph_mask"])[0]
-            return (batch, self.output_dim)
-        return (input_shape[0], self.output_dim)
+        return (self._modality.output_batch(input_shape), self.output_dim)
 
     # ------------------------------------------------------------------ text
     @property
@@ -201,9 +166,9 @@ class SavedModelEncoder(keras.layers.Layer):
         """The export's :class:`keras_hardneg.data.SentenceTokenizer` (text exports with
         ``assets/tokenizer.json``; loaded on first use, needs the ``tokenizers`` package)."""
         if self._tokenizer is None:
-            if self.modality != "text":
+            if not self._modality.reads_tokens:
                 raise ValueError(f"{self.export_dir}: a {self.modality} encoder has no "
-                                 "tokenizer (only text exports do)")
+                                 "tokenizer (only exports that read token ids do)")
             path = os.path.join(self.export_dir, "assets", TOKENIZER_ASSET)
             if not os.path.isfile(path):
                 raise ValueError(f"{self.export_dir}: this text export ships no tokenizer "

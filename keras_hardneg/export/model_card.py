@@ -40,15 +40,11 @@ import math
 import os
 from typing import Any
 
-from keras_hardneg.export.signatures import (
-    MODALITIES,
-    TEXT_INPUT,
-    normalize_input_signature,
-    signature_from_json,
-)
+from keras_hardneg.registry import DEFAULT_MODALITY, MODALITIES, get_modality
 
 __all__ = ["ModelCard", "MODEL_CARD_JSON", "MODEL_CARD_MD", "CARD_FORMAT", "CARD_FORMATS",
-           "TOKENIZER_ASSET", "load_model_card"]
+           "TOKENIZER_ASSET", "DEFAULT_INPUT_RANGE", "DEFAULT_PREPROCESSING", "load_model_card",
+           "preset_usage"]
 
 #: File names inside an export directory.
 MODEL_CARD_JSON = "model_card.json"
@@ -60,24 +56,16 @@ CARD_FORMATS = ("keras_hardneg.model_card/1", CARD_FORMAT)
 #: Asset file name of a text export's tokenizer (a ``tokenizers`` JSON file).
 TOKENIZER_ASSET = "tokenizer.json"
 
-_INPUT_RANGE = (0.0, 1.0)
-_IMAGE_PREPROCESSING = (
+#: A card's defaults are an image card's (the default modality): pixel values in [0, 1]
+#: and this preprocessing line. A card of another modality whose fields keep these
+#: defaults gets the modality's (``Modality.card_defaults``).
+DEFAULT_INPUT_RANGE = (0.0, 1.0)
+DEFAULT_PREPROCESSING = (
     "None required: pass RGB images as float32 in [0, 1]; any normalization "
     "is done inside the encoder."
 )
-_PREPROCESSING = {
-    "image": _IMAGE_PREPROCESSING,
-    "graph": ("None: pass a padded batch of graphs (the tensors of the input signature; "
-              "padding nodes and edges have mask 0, padding nodes belong to graph B)."),
-    "text": (f"Token ids from the tokenizer in assets/{TOKENIZER_ASSET} (its special tokens "
-             "added), truncated to max_length and right-padded with 0; "
-             "load_encoder(dir).embed_sentences(sentences) does this."),
-}
-#: Text preprocessing when the export ships no tokenizer.
-TEXT_PREPROCESSING_NO_TOKENIZER = (
-    "Token ids (0 = padding, right-padded to max_length) from the tokenizer the encoder "
-    "was trained with; it is not shipped with this export."
-)
+_FIELD_DEFAULTS = {"input_dtype": "float32", "input_range": DEFAULT_INPUT_RANGE,
+                   "preprocessing": DEFAULT_PREPROCESSING}
 
 
 @dataclasses.dataclass
@@ -126,7 +114,7 @@ class ModelCard:
 
     name: str = "encoder"
     description: str = ""
-    modality: str = "image"
+    modality: str = DEFAULT_MODALITY
     framework: str | None = None
     loss: str | None = None
     hyperparameters: dict[str, Any] = dataclasses.field(default_factory=dict)
@@ -140,8 +128,8 @@ class ModelCard:
     input_signature: dict[str, Any] | None = None
     max_length: int | None = None
     input_dtype: str | None = "float32"
-    input_range: tuple | None = _INPUT_RANGE
-    preprocessing: str = _IMAGE_PREPROCESSING
+    input_range: tuple | None = DEFAULT_INPUT_RANGE
+    preprocessing: str = DEFAULT_PREPROCESSING
     assets: list[str] = dataclasses.field(default_factory=list)
     output_dim: int | None = None
     library_version: str | None = None
@@ -159,14 +147,14 @@ class ModelCard:
             self.input_range = tuple(self.input_range)
         if isinstance(self.assets, tuple):
             self.assets = list(self.assets)
-        if self.modality in ("graph", "text"):
-            # The image defaults do not apply; the dtypes are in input_signature.
-            if self.input_dtype == "float32":
-                self.input_dtype = None
-            if self.input_range is not None and tuple(self.input_range) == _INPUT_RANGE:
-                self.input_range = None
-            if self.preprocessing == _IMAGE_PREPROCESSING:
-                self.preprocessing = _PREPROCESSING[self.modality]
+        modality = _modality(self.modality)  # None: not registered (validate says so)
+        if modality is not None:
+            # Fields left at the (image) defaults take the modality's own.
+            for field, value in modality.card_defaults().items():
+                current = getattr(self, field)
+                if current is not None and (tuple(current) if field == "input_range"
+                                            else current) == _FIELD_DEFAULTS[field]:
+                    setattr(self, field, value)
 
     def validate(self) -> "ModelCard":
         """Checks every field; raises ``ValueError`` listing all problems. Returns self."""
@@ -205,38 +193,12 @@ class ModelCard:
             problems.append("metrics must be a dict name -> float (or a nested dict of them)")
         else:
             problems += _metric_problems(self.metrics, "metrics")
-        if self.modality not in MODALITIES:
-            problems.append(f"modality must be one of {list(MODALITIES)}, "
+        modality = _modality(self.modality)
+        if modality is None:
+            problems.append(f"modality must be one of {MODALITIES.names()}, "
                             f"got {self.modality!r}")
-        elif self.modality == "image":
-            if self.input_shape is not None:
-                shape = self.input_shape
-                if (not isinstance(shape, tuple) or len(shape) != 3 or shape[2] != 3
-                        or not all(d is None or (is_int(d) and d > 0) for d in shape)):
-                    problems.append("input_shape must be (H, W, 3) with positive ints or "
-                                    f"None, got {shape!r}")
-            if self.input_dtype != "float32":
-                problems.append(f"input_dtype must be 'float32', got {self.input_dtype!r}")
-            if self.input_range is None or tuple(self.input_range) != _INPUT_RANGE:
-                problems.append(f"input_range must be (0.0, 1.0), got {self.input_range!r}")
-            for field in ("input_signature", "max_length"):
-                if getattr(self, field) is not None:
-                    problems.append(f"{field} must be None for modality 'image' "
-                                    "(images are described by input_shape)")
         else:
-            for field in ("input_shape", "input_dtype", "input_range"):
-                if getattr(self, field) is not None:
-                    problems.append(f"{field} must be None for modality {self.modality!r} "
-                                    "(its inputs are described by input_signature)")
-            if self.input_signature is not None:
-                problems += _signature_problems(self.input_signature, self.modality,
-                                                self.max_length)
-            if self.modality == "graph" and self.max_length is not None:
-                problems.append("max_length must be None for modality 'graph'")
-            if self.max_length is not None and not (is_int(self.max_length)
-                                                    and self.max_length > 0):
-                problems.append("max_length must be a positive int or None, "
-                                f"got {self.max_length!r}")
+            problems += modality.card_problems(self)
         if (not isinstance(self.assets, list)
                 or not all(_is_asset_name(a) for a in self.assets)):
             problems.append("assets must be a list of plain file names (no '/', not starting "
@@ -309,6 +271,7 @@ class ModelCard:
         def pct(x):
             return "not measured" if x is None else f"{100.0 * x:.2f}%"
 
+        modality = get_modality(self.modality)
         lines = [
             f"# {self.name}",
             "",
@@ -318,31 +281,12 @@ class ModelCard:
             "## Usage",
             "",
         ]
-        lines += _USAGE[self.modality](self)
+        lines += modality.card_usage(self)
         lines += ["", "## Input contract", ""]
-        if self.modality == "image":
-            h, w = (self.input_shape or (None, None, 3))[:2]
-            lines += [
-                f"- shape: `[batch, {fmt(h, 'H')}, {fmt(w, 'W')}, 3]`",
-                f"- dtype: `{self.input_dtype}`",
-                f"- value range: `[{self.input_range[0]}, {self.input_range[1]}]` (RGB; what "
-                "else is read, e.g. 0-255 pixels, the preprocessing line says)",
-            ]
-        else:
-            if self.input_signature is None:
-                lines.append("- input signature: not recorded")
-            else:
-                lines += ["| input | shape | dtype |", "| --- | --- | --- |"]
-                for name, spec in self.input_signature.items():
-                    dims = [_axis_name(name, i) if d is None else str(d)
-                            for i, d in enumerate(spec["shape"])]
-                    lines.append(f"| `{name}` | `[{', '.join(dims)}]` | {spec['dtype']} |")
-                lines.append("")
-            if self.modality == "text":
-                lines.append(f"- max_length (L): {fmt(self.max_length)}")
+        lines += modality.card_input_lines(self)
         if self.assets:
             lines.append("- assets: " + ", ".join(f"`assets/{a}`" for a in self.assets))
-        batch = "B" if self.modality == "graph" else "batch"
+        batch = modality.batch_axis
         lines += [
             f"- preprocessing: {self.preprocessing}",
             f"- output: `[{batch}, {fmt(self.output_dim, 'F')}]` float32 features",
@@ -364,7 +308,7 @@ class ModelCard:
         ]
         for label, value in (("kNN accuracy", self.knn_accuracy),
                              ("linear-probe accuracy", self.linear_probe_accuracy)):
-            if self.modality == "image" or value is not None:
+            if modality.accuracy_card_fields or value is not None:
                 lines.append(f"- {label}: {pct(value)}")
         nested = []
         for k, v in self.metrics.items():
@@ -372,7 +316,7 @@ class ModelCard:
                 nested.append((k, v))
             else:
                 lines.append(f"- {k}: {v:.6g}")
-        if not self.metrics and self.modality != "image":
+        if not self.metrics and not modality.accuracy_card_fields:
             lines.append("- metrics: not measured")
         for k, v in nested:
             lines += ([""] if lines[-1] else []) + [f"| {k} | value |", "| --- | --- |"]
@@ -423,45 +367,14 @@ def _is_asset_name(name):
             and not name.startswith(".") and "/" not in name and "\\" not in name)
 
 
-def _signature_problems(signature, modality, max_length):
-    """Problems of a card's ``input_signature`` (JSON form) for ``modality``."""
-    where = "input_signature"
-    if not isinstance(signature, dict) or not all(
-            isinstance(v, dict) and set(v) == {"shape", "dtype"}
-            and isinstance(v["shape"], (list, tuple)) and isinstance(v["dtype"], str)
-            for v in signature.values()):
-        return [f"{where} must map names to {{'shape': [...], 'dtype': str}}, "
-                f"got {signature!r}"]
-    try:
-        sig = signature_from_json(signature)
-        if modality == "graph":
-            got, _ = normalize_input_signature(sig)
-        else:
-            shape, dtype = sig.get(TEXT_INPUT, ((), None))
-            if set(sig) != {TEXT_INPUT} or len(shape) != 2 or shape[0] is not None:
-                return [f"{where} of a text encoder must be {{'{TEXT_INPUT}': {{'shape': "
-                        f"[None, L], 'dtype': 'int32'}}}}, got {signature!r}"]
-            got, _ = normalize_input_signature((shape[1:], dtype))
-            if max_length is not None and shape[1] is not None and shape[1] != max_length:
-                return [f"max_length={max_length!r} but {where} fixes L={shape[1]}"]
-    except ValueError as e:
-        return [str(e)]
-    if got != modality:
-        return [f"{where} describes a {got} input, but modality is {modality!r}"]
-    return []
+def _modality(name: Any) -> Any:
+    """The registered modality object ``name``, or ``None``."""
+    return get_modality(name) if isinstance(name, str) and name in MODALITIES.names() else None
 
 
-_AXES = {"nodes": "NF", "edges": "E2", "node_graph": "N", "node_mask": "N", "edge_mask": "E",
-         "graph_mask": "B", TEXT_INPUT: ("batch", "L")}
-
-
-def _axis_name(name, axis):
-    names = _AXES.get(name, ())
-    return names[axis] if axis < len(names) else "?"
-
-
-def _preset_usage(call):
-    """The Keras-native load (any backend, trainable), shown first in every card."""
+def preset_usage(call: str) -> list[str]:
+    """The model card's lines on the Keras-native load (any backend, trainable), shown first
+    in every card's usage (``Modality.card_usage``); ``call`` names the input."""
     return [
         "Keras-native, under TensorFlow or JAX (no TensorFlow needed), trainable: the Keras "
         "preset in `preset/` (`config.json` + `model.weights.h5`; a zoo entry's is "
@@ -474,77 +387,6 @@ def _preset_usage(call):
         "```",
         "",
     ]
-
-
-def _usage_image(card):
-    return _preset_usage("images") + [
-        "Reusable TF2 SavedModel (TF Hub format). `serving_default` signature: "
-        "input `images`, output `features`.",
-        "",
-        "```python",
-        "import keras_hardneg as khn                         # Keras 3",
-        "encoder = khn.export.load_encoder(export_dir)       # keras Layer (TensorFlow backend)",
-        "",
-        "import tensorflow_hub as hub                        # any TF2 program",
-        "obj = hub.load(export_dir); features = obj(images, training=False)",
-        "",
-        "# tf_keras (TF_USE_LEGACY_KERAS=1): hub.KerasLayer(export_dir, trainable=True)",
-        "# Keras 3 without keras-hardneg, inference only: keras.layers.TFSMLayer(export_dir)",
-        "```",
-    ]
-
-
-def _usage_graph(card):
-    return _preset_usage("graph") + [
-        "Reusable TF2 SavedModel (TF Hub format). `serving_default` signature: inputs "
-        "`nodes`, `edges`, `node_graph`, `node_mask`, `edge_mask`, `graph_mask` (a padded "
-        "batch of B graphs, any budget), output `features` `[B, F]`.",
-        "",
-        "```python",
-        "# graph = {'nodes': ..., 'edges': ..., 'node_graph': ..., 'node_mask': ...,",
-        "#          'edge_mask': ..., 'graph_mask': ...}   (keras_hardneg GraphSet.batch)",
-        "import keras_hardneg as khn                         # Keras 3",
-        "encoder = khn.export.load_encoder(export_dir)       # keras Layer (TensorFlow backend)",
-        "features = encoder(graph)",
-        "",
-        "import tensorflow_hub as hub                        # any TF2 program",
-        "obj = hub.load(export_dir); features = obj(graph, training=False)",
-        "features = obj.signatures['serving_default'](**graph)['features']",
-        "",
-        "# inference only: keras.layers.TFSMLayer(export_dir)(graph)",
-        "```",
-    ]
-
-
-def _usage_text(card):
-    has_tokenizer = TOKENIZER_ASSET in card.assets
-    lines = _preset_usage("token_ids") + [
-        "Reusable TF2 SavedModel (TF Hub format). `serving_default` signature: input "
-        f"`{TEXT_INPUT}` (int32 `[batch, L]`, 0 = padding), output `features`."
-        + (f" The tokenizer is `assets/{TOKENIZER_ASSET}` (a `tokenizers` JSON file); "
-           "strings are tokenized in Python, not inside the SavedModel." if has_tokenizer
-           else " No tokenizer is shipped: pass token ids."),
-        "",
-        "```python",
-        "import keras_hardneg as khn                         # Keras 3",
-        "encoder = khn.export.load_encoder(export_dir)       # keras Layer (TensorFlow backend)",
-        "features = encoder(token_ids)                       # int32 [batch, L]",
-    ]
-    if has_tokenizer:
-        lines.append("features = encoder.embed_sentences(['a sentence', 'another one'])"
-                     "  # needs `tokenizers`")
-    lines += [
-        "",
-        "import tensorflow_hub as hub                        # any TF2 program",
-        "obj = hub.load(export_dir); features = obj(token_ids, training=False)",
-        "",
-        "# inference only: keras.layers.TFSMLayer(export_dir)(token_ids)",
-        "```",
-    ]
-    return lines
-
-
-_USAGE = {"image": _usage_image, "graph": _usage_graph, "text": _usage_text}
 
 
 def load_model_card(export_dir) -> ModelCard:

@@ -57,6 +57,7 @@ import keras
 import numpy as np
 
 from keras_hardneg._io import sha256_file
+from keras_hardneg.registry import DEFAULT_MODALITY, MODALITIES, get_modality
 
 __all__ = ["PRESET_FORMAT", "PresetError", "save_preset", "load_preset", "read_preset_metadata",
            "find_preset", "is_preset", "example_input", "image_contract",
@@ -72,7 +73,6 @@ TOKENIZER_ASSET = "tokenizer.json"
 #: The folder name a preset has inside a run, an export or a zoo entry.
 PRESET_DIR = "preset"
 WEIGHTS_DTYPES = ("float32", "float16")
-MODALITIES = ("image", "graph", "text")
 
 
 class PresetError(ValueError):
@@ -154,7 +154,7 @@ def _to_float16(path: str) -> float:
     return worst
 
 
-def save_preset(encoder: keras.Model, preset_dir: str, *, modality: str = "image",
+def save_preset(encoder: keras.Model, preset_dir: str, *, modality: str = DEFAULT_MODALITY,
                 input_spec: dict[str, Any] | None = None, model_card: Any = None,
                 assets: dict[str, str] | None = None, weights_dtype: str = "float32",
                 overwrite: bool = False) -> str:
@@ -181,8 +181,10 @@ def save_preset(encoder: keras.Model, preset_dir: str, *, modality: str = "image
     """
     from keras_hardneg import __version__
 
-    if modality not in MODALITIES:
-        raise ValueError(f"`modality` must be one of {MODALITIES}; got {modality!r}.")
+    if modality not in MODALITIES.names():
+        raise ValueError(f"`modality` must be one of {tuple(MODALITIES.names())}; "
+                         f"got {modality!r}.")
+    kind = get_modality(modality)
     if weights_dtype not in WEIGHTS_DTYPES:
         raise ValueError(f"`weights_dtype` must be one of {WEIGHTS_DTYPES}; "
                          f"got {weights_dtype!r}.")
@@ -197,8 +199,8 @@ def save_preset(encoder: keras.Model, preset_dir: str, *, modality: str = "image
             raise FileExistsError(f"{preset_dir} already holds a preset: pass overwrite=True "
                                   "to replace it.")
     spec = dict(input_spec or {})
-    if modality == "image" and "input_shape" not in spec:
-        spec["input_shape"] = [None if d is None else int(d) for d in encoder.input_shape[1:]]
+    for key, value in kind.default_preset_spec(encoder).items():
+        spec.setdefault(key, value)
     parent = os.path.dirname(preset_dir)
     os.makedirs(parent, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix=".preset-", dir=parent)
@@ -240,9 +242,7 @@ def save_preset(encoder: keras.Model, preset_dir: str, *, modality: str = "image
             # What the preset itself knows and the card may not: its assets, its text length.
             if written:
                 card["assets"] = sorted(written)
-            if modality == "text" and card.get("max_length") is None and \
-                    spec.get("max_length"):
-                card["max_length"] = int(spec["max_length"])
+            kind.complete_preset_card(card, spec)
             with open(os.path.join(tmp, CARD_FILE), "w") as f:
                 json.dump(card, f, indent=1, default=str)
         output = encoder.output_shape
@@ -342,13 +342,11 @@ def image_contract(path: str) -> str | None:
     """What images the image encoder of the preset of ``path`` takes, in one sentence
     (:func:`keras_hardneg.encoders.normalization.input_contract` of its
     ``ImageNormalization``'s ``input_range``; a config saved before the option reads as
-    ``"auto"``), read from ``config.json`` without building the model. ``None`` for a graph
-    or text preset, or an encoder without that layer."""
+    ``"auto"``), read from ``config.json`` without building the model. ``None`` for an
+    encoder without that layer (every graph or text encoder)."""
     from keras_hardneg.encoders.normalization import input_contract
 
     meta = read_preset_metadata(path)
-    if meta.get("modality", "image") != "image":
-        return None
     with open(os.path.join(meta["path"], CONFIG_FILE)) as f:
         config = json.load(f)
     todo = [config]
@@ -380,24 +378,9 @@ def example_input(modality: str, input_spec: dict[str, Any], *, seed: int = 0) -
     ``[0, 1]``; text token ids ``[3, L]`` int32 (the second half padding); graphs a padded
     batch of two graphs (5 nodes, 3 edges). For building a subclassed encoder and for
     comparing two encoders' features."""
-    rng = np.random.default_rng(seed)
-    if modality == "graph":
-        f = int(input_spec.get("feature_dim") or 1)
-        return {"nodes": rng.random((5, f), dtype=np.float32),
-                "edges": np.array([[0, 1], [1, 2], [3, 4]], "int32"),
-                "node_graph": np.array([0, 0, 0, 1, 1], "int32"),
-                "node_mask": np.ones(5, "float32"), "edge_mask": np.ones(3, "float32"),
-                "graph_mask": np.ones(2, "float32")}
-    if modality == "text":
-        length = int(input_spec.get("max_length") or 8)
-        ids = rng.integers(1, int(input_spec.get("vocab_size") or 50),
-                           size=(3, length)).astype("int32")
-        ids[:, max(1, length // 2):] = 0
-        return ids
-    shape = [d or 32 for d in input_spec.get("input_shape", [32, 32, 3])]
-    return rng.random((3, *shape), dtype=np.float32)
+    return get_modality(modality).example_input(input_spec, seed=seed)
 
 
 def _build(model: keras.Model, meta: dict[str, Any]) -> None:
     """Builds a subclassed encoder (graph, text) by calling it once on an example input."""
-    model(example_input(meta.get("modality", "image"), meta.get("input", {})))
+    model(example_input(meta.get("modality", DEFAULT_MODALITY), meta.get("input", {})))

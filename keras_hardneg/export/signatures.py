@@ -41,20 +41,20 @@ from typing import Any
 
 import numpy as np
 
+from keras_hardneg.registry import MODALITIES, get_modality
+
 __all__ = [
     "GRAPH_INPUTS",
     "IMAGE_INPUT",
-    "MODALITIES",
     "TEXT_INPUT",
     "graph_input_signature",
     "normalize_input_signature",
+    "shape_and_dtype",
     "signature_from_json",
     "signature_to_json",
     "text_input_signature",
 ]
 
-#: The modalities an export can have (``ModelCard.modality``).
-MODALITIES = ("image", "graph", "text")
 #: Serving input name of image exports.
 IMAGE_INPUT = "images"
 #: Serving input name of text exports (token ids).
@@ -126,7 +126,9 @@ def _shape(shape, where):
     return tuple(out)
 
 
-def _pair(value, where):
+def shape_and_dtype(value: Any, where: str) -> tuple[tuple, str]:
+    """``(shape, dtype name)`` of a ``(shape, dtype)`` pair of ``input_signature``, checked
+    (``where`` names it in the error)."""
     if (not isinstance(value, (tuple, list)) or len(value) != 2
             or not isinstance(value[0], (tuple, list))):
         raise ValueError(f"input_signature: {where} must be a (shape, dtype) pair, e.g. "
@@ -137,45 +139,27 @@ def _pair(value, where):
 def normalize_input_signature(input_signature: Any) -> tuple[str, Signature]:
     """``(modality, {name: (full shape, dtype)})`` of an ``input_signature`` argument.
 
-    Accepts a graph dict (exactly the six keys of :data:`GRAPH_INPUTS`, full shapes), or
-    one ``(shape, dtype)`` pair for one example: integer rank 1 -> text ``token_ids``;
-    float32 ``(H, W, 3)`` -> ``images``. Anything else raises ``ValueError`` naming
-    ``input_signature`` and what is allowed.
+    Each modality registered in :data:`keras_hardneg.registry.MODALITIES` is asked in turn
+    whether the argument describes its input (``Modality.input_signature``): a graph dict
+    (exactly the six keys of :data:`GRAPH_INPUTS`, full shapes), or one ``(shape, dtype)``
+    pair for one example: integer rank 1 -> text ``token_ids``; float32 ``(H, W, 3)`` ->
+    ``images``. Anything else raises ``ValueError`` naming ``input_signature`` and what is
+    allowed.
     """
+    forms = []
+    for name in MODALITIES.names():
+        modality = get_modality(name)
+        signature = modality.input_signature(input_signature)
+        if signature is not None:
+            return name, signature
+        if modality.signature_form:
+            forms.append(modality.signature_form)
+    allowed = ", ".join(forms[:-1]) + (", or " if len(forms) > 1 else "") + forms[-1]
     if isinstance(input_signature, dict):
-        keys = set(input_signature)
-        if keys != set(GRAPH_INPUTS):
-            missing = sorted(set(GRAPH_INPUTS) - keys)
-            extra = sorted(keys - set(GRAPH_INPUTS))
-            raise ValueError(
-                "input_signature: a dict describes a graph batch and must have exactly the "
-                f"keys {list(GRAPH_INPUTS)} (missing {missing}, unexpected {extra}); see "
-                "graph_input_signature(feature_dim)")
-        sig = {}
-        for name, (rank, dtype) in GRAPH_INPUTS.items():
-            shape, got = _pair(input_signature[name], repr(name))
-            if len(shape) != rank or got != dtype:
-                raise ValueError(f"input_signature: {name!r} must be {dtype} of rank {rank}, "
-                                 f"got {got} of shape {shape}")
-            sig[name] = (shape, dtype)
-        if sig["edges"][0][1] != 2:
-            raise ValueError(f"input_signature: 'edges' must have shape (E, 2), "
-                             f"got {sig['edges'][0]}")
-        return "graph", sig
-    shape, dtype = _pair(input_signature, "the single input")
-    if np.issubdtype(np.dtype(dtype), np.integer):
-        if len(shape) != 1:
-            raise ValueError("input_signature: token ids must be one example's shape (L,) "
-                             f"(batch axis left out), got {shape}")
-        if dtype != "int32":
-            raise ValueError(f"input_signature: token ids must be int32, got {dtype}")
-        return "text", {TEXT_INPUT: ((None,) + shape, dtype)}
-    if len(shape) == 3 and shape[2] == 3 and dtype == "float32":
-        return "image", {IMAGE_INPUT: ((None,) + shape, dtype)}
-    raise ValueError(
-        "input_signature must be a graph dict (graph_input_signature(F)), token ids "
-        "((L,), 'int32') (text_input_signature(L)), or images ((H, W, 3), 'float32'); "
-        f"got ({shape}, {dtype!r})")
+        raise ValueError(f"input_signature: no modality takes a dict with the keys "
+                         f"{sorted(input_signature)}; it must be {allowed}")
+    shape, dtype = shape_and_dtype(input_signature, "the single input")
+    raise ValueError(f"input_signature must be {allowed}; got ({shape}, {dtype!r})")
 
 
 def signature_to_json(signature: Signature) -> dict[str, dict[str, Any]]:

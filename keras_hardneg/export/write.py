@@ -19,29 +19,17 @@ import tensorflow as tf  # noqa: E402  (after the backend check)
 
 from keras_hardneg._io import atomic_replace_dir, fsync_tree
 from keras_hardneg.export.inspection import find_device_strings
-from keras_hardneg.encoders.normalization import INPUT_RANGES, input_contract
 from keras_hardneg.export.model_card import (
-    _IMAGE_PREPROCESSING,
-    _PREPROCESSING,
     MODEL_CARD_JSON,
     MODEL_CARD_MD,
-    TEXT_PREPROCESSING_NO_TOKENIZER,
     TOKENIZER_ASSET,
     ModelCard,
 )
-from keras_hardneg.export.saved_object import SERVING_INPUT, ReusableEncoder
-from keras_hardneg.export.signatures import (
-    TEXT_INPUT,
-    normalize_input_signature,
-    signature_to_json,
-)
+from keras_hardneg.export.saved_object import ReusableEncoder
+from keras_hardneg.export.signatures import normalize_input_signature
+from keras_hardneg.registry import DEFAULT_MODALITY, get_modality
 
 __all__ = ["export_encoder", "check_replaceable"]
-
-#: A card's image preprocessing texts that the export may replace by what the encoder's
-#: normalization accepts (the default, and the texts of each input range).
-_IMAGE_PREPROCESSING_TEXTS = (_IMAGE_PREPROCESSING,
-                              *(input_contract(r) for r in INPUT_RANGES))
 
 # What an exported encoder's folder holds: TensorFlow's SavedModel files, the model card,
 # and the Keras preset a run writes beside them (``preset/``).
@@ -52,84 +40,22 @@ _TMP_PREFIX = ".khn-export-tmp-"
 _OLD_PREFIX = ".khn-export-old-"
 
 
-def _resolve_input_shape(encoder, input_shape):
-    """Returns (H, W, 3) with ints or None for the traced input signature."""
-    model_shape = None
-    try:
-        model_shape = tuple(encoder.input_shape)[1:]
-    except (AttributeError, ValueError, TypeError):
-        pass  # e.g. an unbuilt subclassed model
-    if isinstance(model_shape, tuple) and model_shape and isinstance(model_shape[0], tuple):
-        raise ValueError("export_encoder: encoder must take a single image input, "
-                         f"got input_shape={encoder.input_shape}")
-    shape = tuple(input_shape) if input_shape is not None else model_shape
-    if shape is None:
-        raise ValueError("export_encoder: cannot infer the input shape of the encoder; "
-                         "pass input_shape=(H, W, 3).")
-    if len(shape) != 3 or shape[2] != 3:
-        raise ValueError(f"export_encoder: input shape must be (H, W, 3), got {shape}")
-    if model_shape is not None and input_shape is not None:
-        for given, have in zip(shape, model_shape):
-            if have is not None and given != have:
-                raise ValueError(f"export_encoder: input_shape={shape} does not match the "
-                                 f"encoder's input shape {model_shape}")
-    return tuple(None if d is None else int(d) for d in shape)
-
-
-def _resolve_text_length(encoder, length):
-    """``L`` of the token-id signature: the given one, else the encoder's fixed one."""
-    model_length = None
-    try:
-        model_shape = tuple(encoder.input_shape)
-        if len(model_shape) == 2 and not isinstance(model_shape[0], tuple):
-            model_length = model_shape[1]
-    except (AttributeError, ValueError, TypeError):
-        pass
-    if length is not None and model_length is not None and length != model_length:
-        raise ValueError(f"export_encoder: input_signature fixes L={length} but the "
-                         f"encoder's input shape is {encoder.input_shape}")
-    return length if length is not None else model_length
-
-
 def _resolve_signature(encoder, input_shape, input_signature):
-    """(modality, {name: (full shape, dtype)}, traced spec: TensorSpec or dict of them)."""
+    """(modality object, {name: (full shape, dtype)}, traced spec: one TensorSpec for a
+    one-tensor input, else a dict of them by name)."""
     if input_signature is None:
-        modality = "image"
-        shape = _resolve_input_shape(encoder, input_shape)
-        signature = {SERVING_INPUT: ((None,) + shape, "float32")}
+        modality, signature = get_modality(DEFAULT_MODALITY), None  # input_shape: images
     else:
         if input_shape is not None:
             raise ValueError("export_encoder: pass input_shape (images) or input_signature, "
                              "not both")
-        modality, signature = normalize_input_signature(input_signature)
-        if modality == "image":
-            shape = _resolve_input_shape(encoder, signature[SERVING_INPUT][0][1:])
-            signature = {SERVING_INPUT: ((None,) + shape, "float32")}
-        elif modality == "text":
-            length = _resolve_text_length(encoder, signature[TEXT_INPUT][0][1])
-            signature = {TEXT_INPUT: ((None, length), "int32")}
+        name, signature = normalize_input_signature(input_signature)
+        modality = get_modality(name)
+    signature = modality.resolve_signature(encoder, signature, input_shape)
     specs = {name: tf.TensorSpec(shape, dtype, name=name)
              for name, (shape, dtype) in signature.items()}
-    spec = specs if modality == "graph" else next(iter(specs.values()))
+    spec = next(iter(specs.values())) if len(specs) == 1 else specs
     return modality, signature, spec
-
-
-def _dummy_input(modality, signature):
-    """A smallest valid input (one graph with one node, one sentence) to build a model."""
-    if modality == "text":
-        length = signature[TEXT_INPUT][0][1] or 1
-        return np.ones((1, length), "int32")
-    features = signature["nodes"][0][1]
-    if features is None:
-        raise ValueError("export_encoder: the encoder is not built and input_signature "
-                         "leaves the node feature dimension F unknown; build the encoder "
-                         "or give nodes=((None, F), 'float32')")
-    return {"nodes": np.zeros((1, features), "float32"),
-            "edges": np.zeros((1, 2), "int32"),
-            "node_graph": np.zeros((1,), "int32"),
-            "node_mask": np.ones((1,), "float32"),
-            "edge_mask": np.zeros((1,), "float32"),
-            "graph_mask": np.ones((1,), "float32")}
 
 
 def _declared_output_dim(encoder):
@@ -194,66 +120,24 @@ def _check_tokenizer_file(path):
     load_tokenizer(path)  # ValueError naming the file if it does not load
 
 
-def _image_contract(encoder):
-    """What images ``encoder`` takes, in one sentence, when it normalizes them itself (an
-    :class:`~keras_hardneg.encoders.ImageNormalization` layer, every keras-hardneg image
-    encoder); ``None`` for another model (its card keeps the [0, 1] text)."""
-    from keras_hardneg.encoders.normalization import ImageNormalization, input_contract
-
-    for layer in encoder._flatten_layers(include_self=False):
-        if isinstance(layer, ImageNormalization):
-            return input_contract(layer.input_range)
-    return None
-
-
-def _make_card(model_card, modality, signature, output_dim, asset_names, contract=None):
+def _make_card(model_card, modality, signature, output_dim, asset_names, encoder):
     if model_card is None:
-        card = ModelCard(modality=modality)
+        card = ModelCard(modality=modality.name)
     elif isinstance(model_card, ModelCard):
         card = ModelCard.from_dict(model_card.to_dict())  # copy; caller's stays untouched
     elif isinstance(model_card, dict):
-        card = ModelCard(**{"modality": modality, **model_card})
+        card = ModelCard(**{"modality": modality.name, **model_card})
     else:
         raise TypeError("export_encoder: model_card must be a ModelCard, a dict or None, "
                         f"got {type(model_card).__name__}")
-    if card.modality != modality:
-        what = {"image": "images (input_shape)", "graph": "a graph batch",
-                "text": "token ids"}[modality]
+    if card.modality != modality.name:
         raise ValueError(f"export_encoder: model_card.modality={card.modality!r} but the "
-                         f"exported input is {what}; pass ModelCard(modality={modality!r}, ...)")
+                         f"exported input is {modality.input_description}; pass "
+                         f"ModelCard(modality={modality.name!r}, ...)")
     if card.output_dim is not None and card.output_dim != output_dim:
         raise ValueError(f"export_encoder: model_card.output_dim={card.output_dim} but the "
                          f"encoder outputs {output_dim} features")
-    if modality == "image":
-        input_shape = signature[SERVING_INPUT][0][1:]
-        if card.input_shape is not None and tuple(card.input_shape) != tuple(input_shape):
-            raise ValueError(f"export_encoder: model_card.input_shape={card.input_shape} but "
-                             f"the exported input shape is {input_shape}")
-        card.input_shape = tuple(input_shape)
-        if contract is not None and card.preprocessing in _IMAGE_PREPROCESSING_TEXTS:
-            card.preprocessing = contract  # what the encoder's normalization accepts
-    else:
-        json_signature = signature_to_json(signature)
-        if card.input_signature is not None and card.input_signature != json_signature:
-            raise ValueError(f"export_encoder: model_card.input_signature="
-                             f"{card.input_signature} but the exported input signature is "
-                             f"{json_signature}")
-        card.input_signature = json_signature
-    if modality == "text":
-        length = signature[TEXT_INPUT][0][1]
-        if card.max_length is not None and length is not None and card.max_length != length:
-            raise ValueError(f"export_encoder: model_card.max_length={card.max_length} but "
-                             f"the exported token ids have L={length}")
-        if card.max_length is None:
-            card.max_length = length
-        if TOKENIZER_ASSET in asset_names and card.max_length is None:
-            raise ValueError(
-                "export_encoder: a text export with a tokenizer needs max_length L (strings "
-                "are truncated / padded to it as in training): give a fixed L in "
-                "input_signature ((L,), 'int32') or ModelCard(max_length=L)")
-        if (TOKENIZER_ASSET not in asset_names
-                and card.preprocessing == _PREPROCESSING["text"]):
-            card.preprocessing = TEXT_PREPROCESSING_NO_TOKENIZER
+    modality.fill_card(card, signature, asset_names, encoder)
     from keras_hardneg.data.tokenizer import TOKENIZER_SETTINGS
 
     if card.assets and TOKENIZER_SETTINGS in asset_names and \
@@ -377,10 +261,7 @@ def export_encoder(encoder, export_dir, *, input_shape=None, input_signature=Non
         check_replaceable(export_dir)
     modality, signature, spec = _resolve_signature(encoder, input_shape, input_signature)
     if not encoder.built:
-        if modality == "image":
-            encoder.build(signature[SERVING_INPUT][0])
-        else:
-            encoder(_dummy_input(modality, signature), training=False)
+        modality.build_encoder(encoder, signature)
 
     tmp_dir = os.path.join(parent, f"{_TMP_PREFIX}{base}-{uuid.uuid4().hex[:8]}")
     staging_dir = os.path.join(parent, f"{_TMP_PREFIX}{base}-assets-{uuid.uuid4().hex[:8]}")
@@ -396,7 +277,7 @@ def export_encoder(encoder, export_dir, *, input_shape=None, input_signature=Non
             raise ValueError(f"export_encoder: encoder.output_shape says F={declared} but "
                              f"the traced encoder outputs {out_shape}")
         card = _make_card(model_card, modality, signature, int(out_shape[1]), list(staged),
-                          contract=_image_contract(encoder) if modality == "image" else None)
+                          encoder)
 
         options = tf.saved_model.SaveOptions(
             experimental_io_device=None,

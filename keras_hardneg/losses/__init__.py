@@ -5,7 +5,7 @@ Every loss is a :class:`keras.losses.Loss` with two call conventions:
 ``loss.call_with_negatives(anchors, positives, negatives)`` (queue, MoCo).
 """
 
-from keras_hardneg.losses.base import ContrastiveLoss
+from keras_hardneg.losses.base import ContrastiveLoss, effective_negatives
 from keras_hardneg.losses.core import ContrastivePairs, in_batch_pairs, queue_pairs
 from keras_hardneg.losses.debiased import DebiasedContrastiveLoss
 from keras_hardneg.losses.hard_negative import HardNegativeContrastiveLoss
@@ -22,6 +22,7 @@ __all__ = [
     "NTXentLoss",
     "RingContrastiveLoss",
     "UnReMixContrastiveLoss",
+    "effective_negatives",
     "get",
     "in_batch_pairs",
     "queue_pairs",

@@ -12,7 +12,7 @@ from keras import ops
 from keras_hardneg._validation import describe_interval, outside_interval
 from keras_hardneg.losses import core
 
-__all__ = ["ContrastiveLoss", "debiased_log_negatives", "check_float"]
+__all__ = ["ContrastiveLoss", "debiased_log_negatives", "check_float", "effective_negatives"]
 
 
 def check_float(name: str, value, low=None, high=None, low_inclusive=True,
@@ -76,6 +76,29 @@ def debiased_log_negatives(log_r, pos_logit, num_negatives, tau_plus: float,
     log_ng = ops.maximum(candidate, log_clamp)
     clamped = candidate <= log_clamp
     return log_ng, clamped
+
+
+def effective_negatives(weights) -> Any:
+    """``[A]`` effective number of negatives of each anchor: ``1 / sum_j wn_aj^2`` with the
+    normalised weights ``wn_aj = w_aj / sum_j w_aj`` (Kish's effective sample size,
+    ``(sum w)^2 / sum w^2``). ``N`` for uniform weights over ``N`` negatives, the band size
+    for Ring, fewer the more a loss concentrates on some negatives; 0 for an anchor without
+    weight (an empty Ring band).
+
+    Args:
+        weights: ``[A, M]`` non-negative weights, 0 where the pool row is not a negative
+            (:meth:`ContrastiveLoss.negative_weights`).
+
+    Example:
+    >>> import numpy as np
+    >>> w = np.array([[1.0, 1.0, 0.0], [3.0, 1.0, 0.0]])
+    >>> [round(float(v), 4) for v in effective_negatives(w)]
+    [2.0, 1.6]
+    """
+    w = ops.cast(weights, "float32")
+    total = ops.sum(w, axis=-1)
+    squares = ops.sum(ops.square(w), axis=-1)
+    return ops.where(squares > 0.0, ops.square(total) / ops.maximum(squares, 1e-30), 0.0)
 
 
 class ContrastiveLoss(keras.losses.Loss):
@@ -147,6 +170,41 @@ class ContrastiveLoss(keras.losses.Loss):
         if self.has_clamp:
             out["clamp_fraction"] = ops.mean(ops.cast(terms["clamped"], "float32"))
         return out
+
+    def negative_weights(self, pairs: core.ContrastivePairs):
+        """``[A, M]`` float32: the weight ``w_aj`` with which pool row ``j`` enters anchor
+        ``a``'s negative term ``R_a = sum_j w_aj e^{s_aj}`` (``s_aj = cos / t``); 0 where
+        the row is not one of the anchor's negatives.
+
+        This base (NT-Xent, and the debiased loss, whose correction subtracts a term tied to
+        the positive, not to a negative) weighs every negative 1. The hard-negative loss
+        gives ``N softmax_j(beta s_aj)`` (mean 1), UnReMix its mixture (mean 1), Ring 1
+        inside its rank band and 0 outside. :func:`effective_negatives` of these weights is
+        the effective number of negatives. Computed in ``keras.ops`` from the same
+        quantities as the loss, without gradients of interest (a diagnostic).
+
+        Example:
+        >>> import numpy as np
+        >>> from keras_hardneg.losses import NTXentLoss, in_batch_pairs
+        >>> z = np.eye(3, 4, dtype="float32")
+        >>> w = NTXentLoss().negative_weights(in_batch_pairs(z, z))
+        >>> [float(v) for v in np.asarray(w)[0]]
+        [0.0, 1.0, 1.0, 0.0, 1.0, 1.0]
+        """
+        _, neg = self.logits(pairs)
+        return self.weights_of_negatives(pairs, neg)
+
+    def weights_of_negatives(self, pairs: core.ContrastivePairs, neg_logits):
+        """:meth:`negative_weights` from the temperature-scaled logits ``[A, M]`` (the hook
+        subclasses override)."""
+        return self.negative_indicator(pairs, neg_logits)
+
+    @staticmethod
+    def negative_indicator(pairs: core.ContrastivePairs, neg_logits):
+        """``[A, M]`` float32: 1 where the pool row is a negative of the anchor, else 0."""
+        if pairs.negative_mask is None:
+            return ops.ones_like(ops.cast(neg_logits, "float32"))
+        return ops.cast(pairs.negative_mask, "float32")
 
     def diagnostics(self, z1, z2) -> Dict[str, Any]:
         """In-batch diagnostics of two views (see :meth:`compute_terms`), without the loss."""

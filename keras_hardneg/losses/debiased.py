@@ -29,6 +29,10 @@ class DebiasedContrastiveLoss(ContrastiveLoss):
     exactly. Anchors at the clamp ``N e^{-1/t}`` get no gradient from their
     negatives; :meth:`compute_terms` reports their share as ``clamp_fraction``.
 
+    Shapes as every loss of the package: ``loss(z1, z2)`` with two ``[B, d]`` views
+    (in-batch, ``N = 2B - 2``) or ``loss.call_with_negatives(anchors [B, d], positives
+    [B, d], negatives [K, d])`` (queue, ``N = K``); a scalar, the mean over anchors.
+
     Args:
         temperature: ``t > 0``.
         tau_plus: class prior, in ``[0, 1)``.

@@ -11,7 +11,7 @@ from keras_hardneg.losses.base import check_float
 from keras_hardneg.losses.debiased import DebiasedContrastiveLoss
 from keras_hardneg.registry import LOSSES
 
-__all__ = ["HardNegativeContrastiveLoss", "hard_negative_log_sum"]
+__all__ = ["HardNegativeContrastiveLoss", "hard_negative_log_sum", "hard_negative_weights"]
 
 
 def hard_negative_log_sum(neg_logits, mask, num_negatives, beta):
@@ -39,6 +39,14 @@ def hard_negative_log_sum(neg_logits, mask, num_negatives, beta):
     )
 
 
+def hard_negative_weights(neg_logits, mask, num_negatives, beta):
+    """``[A, M]`` importance weights ``imp_aj / mean_j imp_aj = N softmax_j(beta s_aj)`` of
+    Robinson et al. over each anchor's negatives (0 elsewhere): the ``w_aj`` of
+    :func:`hard_negative_log_sum`'s ``R_a = sum_j w_aj e^{s_aj}``."""
+    n = ops.cast(num_negatives, "float32")
+    return n * ops.softmax(core.mask_logits(beta * neg_logits, mask), axis=-1)
+
+
 @LOSSES.register("hard", aliases=("hard_negative",),
                  params={"temperature": hp.TEMPERATURE, "tau_plus": hp.TAU_PLUS,
                          "beta": hp.BETA})
@@ -60,6 +68,10 @@ class HardNegativeContrastiveLoss(DebiasedContrastiveLoss):
     overflows (the authors' float32 code overflows once ``(beta+1)/t > 88``).
     ``beta = 0`` is the debiased loss; ``beta = 0, tau_plus = 0`` is NT-Xent.
     The paper reports ``beta`` in ``0.5-2`` "tends to work well".
+
+    Shapes as every loss of the package: ``loss(z1, z2)`` with two ``[B, d]`` views
+    (in-batch, ``N = 2B - 2``) or ``loss.call_with_negatives(anchors [B, d], positives
+    [B, d], negatives [K, d])`` (queue, ``N = K``); a scalar, the mean over anchors.
 
     Args:
         temperature: ``t > 0``.
@@ -91,6 +103,10 @@ class HardNegativeContrastiveLoss(DebiasedContrastiveLoss):
         return hard_negative_log_sum(
             neg_logits, pairs.negative_mask, pairs.num_negatives, self.beta
         )
+
+    def weights_of_negatives(self, pairs, neg_logits):
+        return hard_negative_weights(neg_logits, pairs.negative_mask, pairs.num_negatives,
+                                     self.beta)
 
     def get_config(self):
         config = super().get_config()

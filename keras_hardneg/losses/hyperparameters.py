@@ -14,5 +14,5 @@ LOWER_PERCENTILE = Param(float, low=0.0, high=100.0, high_inclusive=False, tunab
                          help="Ring: lower percentile of the negatives' similarity band, in [0, 100)")
 UPPER_PERCENTILE = Param(float, low=0.0, high=100.0, low_inclusive=False, tunable=True,
                          help="Ring: upper percentile of the band, in (0, 100]")
-WEIGHTS = Param(list, low=0.0, help="UnReMix: weights of (similarity, uncertainty, "
-                                    "representativeness), three numbers >= 0")
+WEIGHTS = Param(list, low=0.0, help="UnReMix: weights of (uncertainty, similarity, "
+                                    "representativeness), three numbers >= 0, not all 0")

@@ -149,6 +149,10 @@ class RingContrastiveLoss(ContrastiveLoss):
     ``t=0.07`` with band 5-50. The paper anneals ``upper`` linearly from 100 to
     10 (see :class:`keras_hardneg.callbacks.RingAnnealing`).
 
+    Shapes as every loss of the package: ``loss(z1, z2)`` with two ``[B, d]`` views
+    (in-batch, ``N = 2B - 2``) or ``loss.call_with_negatives(anchors [B, d], positives
+    [B, d], negatives [K, d])`` (queue, ``N = K``); a scalar, the mean over anchors.
+
     Args:
         temperature: ``t > 0``.
         lower_percentile, upper_percentile: ``0 <= lower < upper <= 100``.
@@ -220,6 +224,17 @@ class RingContrastiveLoss(ContrastiveLoss):
         # Each anchor has exactly N valid negatives, so the top `hi` are all valid.
         top, _ = ops.top_k(masked, k=hi, sorted=True)
         return ops.logsumexp(top[:, lo:], axis=1)
+
+    def weights_of_negatives(self, pairs, neg_logits):
+        """1 for the negatives of rank ``[lo, hi)`` (most similar first), 0 elsewhere: the
+        negatives :meth:`band_logsumexp` sums (ties at a threshold split by position, which
+        leaves the band's sum unchanged)."""
+        lo, hi = ring_band(pairs.num_negatives, self._lower, self._upper)
+        masked = core.mask_logits(neg_logits, pairs.negative_mask)
+        order = ops.argsort(-masked, axis=-1)
+        rank = ops.argsort(order, axis=-1)  # rank of each pool row, non-negatives last
+        inside = ops.logical_and(rank >= lo, rank < hi)
+        return ops.cast(inside, "float32") * self.negative_indicator(pairs, neg_logits)
 
     def anchor_terms(self, pairs):
         pos, neg = self.logits(pairs)

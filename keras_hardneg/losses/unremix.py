@@ -9,7 +9,7 @@ from keras_hardneg.losses import core
 from keras_hardneg.losses import hyperparameters as hp
 from keras_hardneg.losses.base import check_float
 from keras_hardneg.losses.debiased import DebiasedContrastiveLoss
-from keras_hardneg.losses.hard_negative import hard_negative_log_sum
+from keras_hardneg.losses.hard_negative import hard_negative_log_sum, hard_negative_weights
 from keras_hardneg.registry import LOSSES
 
 __all__ = ["UnReMixContrastiveLoss", "pseudo_label_gradients", "uncertainty_scores",
@@ -77,12 +77,16 @@ def uncertainty_scores(pairs):
     if pairs.in_batch:
         pool = pairs.negatives
         m = ops.shape(pool)[0]
-        e_n = pseudo_label_gradients(pool, pairs.negative_norms, pool,
-                                     _one_hot_mask(ops.arange(m, dtype="int32"), m))
+        # Pool rows that are no anchor's negative (InfoGraph's padding graphs) are no one's
+        # pseudo-label either.
+        outside = ops.logical_not(ops.any(pairs.negative_mask, axis=0))[None, :]
+        e_n = pseudo_label_gradients(pool, pairs.negative_norms, pool, ops.logical_or(
+            _one_hot_mask(ops.arange(m, dtype="int32"), m), outside))
         if pairs.anchor_index is not None:  # SimCLR: anchors are rows of the pool
             e_a = ops.take(e_n, pairs.anchor_index, axis=0)
-        else:  # MoCo v3: queries scored against the pool of keys
-            e_a = pseudo_label_gradients(a, pairs.anchor_norms, pool)
+        else:  # MoCo v3, InfoGraph: queries scored against the pool
+            e_a = pseudo_label_gradients(a, pairs.anchor_norms, pool, ops.logical_or(
+                outside, ops.zeros_like(pairs.negative_mask)))
     else:
         pool = ops.concatenate([a, pairs.positives], axis=0)
         b = ops.shape(a)[0]
@@ -101,15 +105,15 @@ def representativeness_scores(pairs):
     anchor's other negatives (Eq. 4), via one pool sum (``O(A M d)``)."""
     neg = pairs.negatives
     n = ops.cast(pairs.num_negatives, "float32")
-    dot_total = ops.matmul(neg, ops.sum(neg, axis=0)[:, None])[:, 0]  # [M]: sum_j' u_j.u_j'
     self_dot = ops.sum(neg * neg, axis=-1)  # 1 (0 for a zero row)
-    others = (dot_total - self_dot)[None, :] + ops.zeros_like(pairs.negative_cos)
     if pairs.in_batch:
-        # Remove the rows that are not the anchor's negatives: its positive, and
-        # (SimCLR) the anchor itself.
-        others -= ops.matmul(pairs.positives, ops.transpose(neg))
-        if pairs.anchor_index is not None:
-            others -= pairs.negative_cos
+        # sum over the anchor's negatives j' of u_j.u_j' = (mask @ neg) @ neg^T: O(A M d).
+        mask = ops.cast(pairs.negative_mask, "float32")
+        totals = ops.matmul(ops.matmul(mask, neg), ops.transpose(neg))  # [A, M]
+        others = totals - mask * self_dot[None, :]
+    else:  # a queue: every pool row is every anchor's negative
+        dot_total = ops.matmul(neg, ops.sum(neg, axis=0)[:, None])[:, 0]  # [M]
+        others = (dot_total - self_dot)[None, :] + ops.zeros_like(pairs.negative_cos)
     count = ops.maximum(n - 1.0, 1.0)
     return 1.0 - others / count
 
@@ -127,8 +131,19 @@ def _normalized_log_weights(scores, mask):
     return ops.where(has_mass[:, None], log_w, ops.zeros_like(log_w))
 
 
+def _check_weights(config):
+    weights = config["weights"]
+    if len(weights) != 3:
+        return ("'weights' must be 3 numbers >= 0 (uncertainty, similarity, "
+                f"representativeness); got {len(weights)}: {weights}")
+    if sum(weights) <= 0:
+        return f"'weights' must not all be zero; got {weights}"
+    return None
+
+
 @LOSSES.register("unremix", params={"temperature": hp.TEMPERATURE, "tau_plus": hp.TAU_PLUS,
-                                    "beta": hp.BETA, "weights": hp.WEIGHTS})
+                                    "beta": hp.BETA, "weights": hp.WEIGHTS},
+                 check=_check_weights)
 @keras.saving.register_keras_serializable(package="keras_hardneg")
 class UnReMixContrastiveLoss(DebiasedContrastiveLoss):
     """UnReMix of Tabassum et al., "Hard Negative Sampling Strategies for
@@ -206,6 +221,22 @@ class UnReMixContrastiveLoss(DebiasedContrastiveLoss):
         if len(parts) == 1:
             return parts[0]
         return ops.logsumexp(ops.stack(parts, axis=0), axis=0)
+
+    def weights_of_negatives(self, pairs, neg_logits):
+        """``l_u u~ + l_s s~ + l_r r~`` (mean 1 over each anchor's negatives): the weights
+        :meth:`negative_log_sum` puts on ``e^{s_aj}``."""
+        mask = pairs.negative_mask
+        l_u, l_s, l_r = self.weights
+        indicator = self.negative_indicator(pairs, neg_logits)
+        total = ops.zeros_like(indicator)
+        if l_s > 0:
+            total = total + l_s * hard_negative_weights(neg_logits, mask, pairs.num_negatives,
+                                                        self.beta)
+        for lam, scorer in ((l_u, uncertainty_scores), (l_r, representativeness_scores)):
+            if lam > 0:
+                log_w = _normalized_log_weights(scorer(pairs), mask)
+                total = total + lam * ops.exp(log_w) * indicator
+        return total
 
     def get_config(self):
         config = super().get_config()

@@ -343,6 +343,13 @@ class ContrastiveModel(keras.Model):
         step.update(views=(inputs["view1"], inputs["view2"]), index=inputs["index"])
         return step
 
+    def probe_projections(self, view1: Any, view2: Any) -> tuple | None:
+        """``(z1, z2)``: the projections of two views that this framework's loss compares
+        (dicts with ``features`` for UnReMix), in inference mode: no random draw, no state
+        written, so a run's report can score a fixed probe batch between epochs without
+        changing training. ``None`` for a framework without such a pair (InfoGraph)."""
+        return None
+
     def contrastive_forward(self, view1: Any, view2: Any, labels: Any,
                             training: bool) -> dict:
         """The framework's forward pass proper (see :meth:`forward`)."""

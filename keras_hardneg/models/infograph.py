@@ -34,8 +34,8 @@ difference: the family scores cosines / temperature (bounded, so no clipping is 
 where HCL scored raw inner products with the clipping trick.
 
 Padding and masks: nodes with ``node_mask`` 0 weigh nothing in the loss and the metrics;
-graphs with ``graph_mask`` 0 (empty padding graphs of evaluation batches) are no one's
-negative (the loss still uses ``N = B - 1``). Negatives come from the local (per-replica)
+graphs with ``graph_mask`` 0 (empty padding graphs) are no one's negative, and the losses
+count ``N = G_real - 1`` negatives (the real graphs other than the node's own). Negatives come from the local (per-replica)
 batch; on JAX the step holds the global batch.
 
 Example:
@@ -147,7 +147,9 @@ def local_global_pairs(local: Any, global_: Any, node_graph: Any,
 
     Returns:
         :class:`~keras_hardneg.losses.core.ContrastivePairs` with ``A = N_max`` anchors, the
-        pool of ``M = B`` graphs, a negative mask and ``N = B - 1``.
+        pool of ``M = B`` graphs, a negative mask and ``N = B - 1`` (an int), or with
+        ``graph_mask`` ``N = G_real - 1``, the real graphs other than the node's own (a scalar
+        int32 tensor): what the debiased, hard, Ring and UnReMix terms count.
 
     Example:
     >>> import numpy as np
@@ -173,13 +175,18 @@ def local_global_pairs(local: Any, global_: Any, node_graph: Any,
     positives = ops.take(pool, own, axis=0)
     graph_ids = ops.arange(num_graphs, dtype="int32")
     mask = ops.not_equal(own[:, None], graph_ids[None, :])
+    num_negatives = num_graphs - 1
     if graph_mask is not None:
-        mask = ops.logical_and(mask, ops.greater(ops.cast(graph_mask, "float32"), 0.0)[None, :])
+        real = ops.greater(ops.cast(graph_mask, "float32"), 0.0)
+        mask = ops.logical_and(mask, real[None, :])
+        # A real node's negatives are the other *real* graphs (a scalar tensor: the number
+        # of padding graphs is known only at run time).
+        num_negatives = ops.sum(ops.cast(real, "int32")) - 1
     return core.ContrastivePairs(
         anchors=anchors, positives=positives, negatives=pool,
         positive_cos=ops.sum(anchors * positives, axis=-1),
         negative_cos=ops.matmul(anchors, ops.transpose(pool)),
-        negative_mask=mask, num_negatives=num_graphs - 1, partner_index=own,
+        negative_mask=mask, num_negatives=num_negatives, partner_index=own,
         anchor_norms=anchor_norms, negative_norms=pool_norms)
 
 

@@ -36,6 +36,10 @@ class MomentumContrast(ContrastiveModel):
     :meth:`ContrastiveModel.forward`); the momentum update is :meth:`prepare_step`, run
     before every training step's forward pass on every backend.
 
+    Shapes: a batch of ``B`` inputs gives ``B`` queries ``[B, p]`` (the online branch,
+    ``p = projection_dims[-1]``) and ``B`` keys ``[B, p]`` (the momentum branch); the
+    subclasses say what the negatives are (a queue ``[K, p]``, or the other keys).
+
     Attributes:
         key_encoder: momentum copy of ``encoder`` (same weights, same order).
         key_projector: momentum copy of ``projector``.
@@ -112,6 +116,10 @@ class MomentumContrast(ContrastiveModel):
         if self.uses_features:
             return {"embeddings": z, "features": feats}
         return z
+
+    def probe_projections(self, view1: Any, view2: Any) -> tuple:
+        """The query branch's projections of both views, in inference mode."""
+        return self.query(view1, training=False), self.query(view2, training=False)
 
     # -------------------------------------------------------------------- steps
     def prepare_step(self) -> None:

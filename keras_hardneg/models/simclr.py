@@ -118,6 +118,10 @@ class SimCLR(ContrastiveModel):
             return {"embeddings": z1, "features": f1}, {"embeddings": z2, "features": f2}
         return z1, z2
 
+    def probe_projections(self, view1: Any, view2: Any) -> tuple:
+        """:meth:`project` in inference mode."""
+        return self.project(view1, view2, training=False)
+
     def pairs(self, z1: Any, z2: Any) -> Any:
         """The in-batch pairs, against the global batch when gathering (under
         ``tf.distribute``; on JAX the step's batch is already the global batch)."""

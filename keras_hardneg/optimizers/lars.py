@@ -46,6 +46,8 @@ from keras_hardneg.registry import OPTIMIZERS
 
 __all__ = ["LARS", "DEFAULT_EXCLUDE"]
 
+#: Regular expressions on ``variable.path``: matching variables (biases, batch-norm
+#: ``beta``/``gamma``) get neither weight decay nor LARS's trust ratio by default.
 DEFAULT_EXCLUDE = ("bias", "beta", "gamma", "batch_norm", "batchnorm")
 
 

@@ -27,7 +27,7 @@ Example:
 >>> opt = SGDL2(learning_rate=0.1, momentum=0.9, weight_decay=0.5)
 >>> w = keras.Variable(np.ones((2,), "float32"))
 >>> opt.apply([np.zeros((2,), "float32")], [w])      # g = 0: only the decay moves w
->>> np.round(keras.ops.convert_to_numpy(w), 4).tolist()   # 1 - 0.1 * 0.5 * 1
+>>> [round(float(v), 4) for v in keras.ops.convert_to_numpy(w)]   # 1 - 0.1 * 0.5 * 1
 [0.95, 0.95]
 """
 

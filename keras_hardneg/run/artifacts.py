@@ -10,6 +10,7 @@ with a card derived from the recipe;
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import warnings
@@ -17,8 +18,8 @@ from typing import Any
 
 from keras_hardneg.export.preset import PRESET_DIR
 from keras_hardneg.run.build import build_model, load_data
-from keras_hardneg.registry import MODALITIES
-from keras_hardneg.run.modality import TOKENIZER_FILE, modality_of
+from keras_hardneg.registry import DEFAULT_MODALITY, get_modality
+from keras_hardneg.run.modality import modality_of
 from keras_hardneg.run.recipe import RecipeError, load_recipe
 
 __all__ = ["RunDirectoryError", "export_trained_encoder", "write_preset", "model_card",
@@ -56,8 +57,10 @@ def model_card(model: Any, recipe: dict[str, Any], results: dict[str, Any],
 
     modality = modality_of(recipe)
     loss = model.contrastive_loss
-    metrics = {k: _numbers(results[k]) for k in modality.result_keys
-               if results.get(k) is not None}
+    # The modality's figures: those the card has a field for (kNN / linear-probe accuracy)
+    # go there, the others into its metrics.
+    fields = {f.name for f in dataclasses.fields(export.ModelCard)}
+    figures = {k: results[k] for k in modality.result_keys if results.get(k) is not None}
     card = export.ModelCard(
         name=recipe["name"],
         description=f"{recipe['framework']['name']} encoder pre-trained with keras-hardneg",
@@ -70,11 +73,11 @@ def model_card(model: Any, recipe: dict[str, Any], results: dict[str, Any],
                          "seed": recipe["seed"]},
         data=description,
         epochs=results.get("epochs_run"),
-        knn_accuracy=results.get("knn_accuracy"),
-        linear_probe_accuracy=results.get("linear_probe_accuracy"),
         evaluation=modality.describe_evaluation(recipe),
         output_dim=int(model.encoder.output_shape[-1]),
-        **({} if modality.name == "image" else {"modality": modality.name, "metrics": metrics}),
+        modality=modality.name,
+        metrics={k: _numbers(v) for k, v in figures.items() if k not in fields},
+        **{k: v for k, v in figures.items() if k in fields},
     )
     return card
 
@@ -100,8 +103,9 @@ def export_trained_encoder(model: Any, recipe: dict[str, Any], results: dict[str
     """Exports ``model.encoder`` as a SavedModel with a model card made from ``recipe``
     and ``results`` (the modality's figures, ``epochs_run``), its Keras preset in
     ``export_dir/preset/`` (:func:`write_preset`); returns ``export_dir`` (replaced if
-    present). ``x_train`` (the training data) and ``run_dir`` give the modality what its
-    export needs (a graph encoder's feature width, a text run's tokenizer)."""
+    present). ``x_train`` (the training data: images ``[n, H, W, C]``, token ids
+    ``[n, L]`` or a graph set) and ``run_dir`` give the modality what its export needs
+    (a graph encoder's feature width, a text run's tokenizer)."""
     from keras_hardneg import export
 
     modality = modality_of(recipe)
@@ -133,9 +137,7 @@ def restore_run(run_dir: str, *, with_data: bool = False) -> tuple:
             f"{run_dir!r} is not a keras-hardneg run directory (needs recipe.json and a "
             "checkpoint in backup/, written by `keras-hardneg train`).")
     recipe = load_recipe(recipe_path)
-    tokenizer = os.path.join(run_dir, TOKENIZER_FILE)
-    if modality_of(recipe).name == "text" and os.path.isfile(tokenizer):
-        recipe["data"]["tokenizer"] = tokenizer
+    modality_of(recipe).restore_run_files(recipe, run_dir)
     results_path = os.path.join(run_dir, "results.json")
     results = {}
     if os.path.isfile(results_path):
@@ -187,9 +189,6 @@ def evaluate_directory(path: str, *, recipe: Any = None, overrides: dict[str, An
     ``(figures, info)``: ``info`` has ``encoder`` (what was evaluated), ``modality``,
     ``data`` and ``recipe``.
     """
-    from keras_hardneg.run.modality import (evaluate_sentences, evaluation_length,
-                                            sentence_embedder)
-
     path = os.path.abspath(path)
     if not os.path.exists(path):
         raise RunDirectoryError(f"{path!r}: no such run or exported encoder directory.")
@@ -220,39 +219,32 @@ def evaluate_directory(path: str, *, recipe: Any = None, overrides: dict[str, An
         from keras_hardneg import export
 
         card = export.load_model_card(export_dir)
-    text_card = card is not None and getattr(card, "modality", "image") == "text"
+    card_modality = get_modality(card.modality) if card is not None else None
     if recipe is None and not overrides:
-        if text_card and not benchmark_dir:
-            raise RunDirectoryError("a text encoder is evaluated on STS/SentEval sets: give "
-                                    "--benchmark-dir DIR (the layout of shared/data/text).")
-        if not text_card:
+        if card_modality is None or not card_modality.benchmark_sets:
             raise RunDirectoryError(
                 "no recipe.json next to the encoder: give the data (--dataset or --recipe).")
-        # a text encoder needs only its tokenizer (an asset) and the benchmark sets
+        _benchmark_dir(card_modality, benchmark_dir, None)
+        # an encoder scored on benchmark sets needs only its assets and those sets
     loaded = load_recipe(recipe, overrides) if (recipe is not None or overrides) else None
-    modality = (modality_of(loaded) if loaded is not None
-                else MODALITIES.get(card.modality).factory())
+    modality = modality_of(loaded) if loaded is not None else card_modality
     info = {"encoder": export_dir or run_dir, "modality": modality.name, "recipe": loaded}
 
-    if modality.name == "text":
-        bench = benchmark_dir or (loaded or {}).get("evaluation", {}).get("benchmark_dir")
-        if not bench:
-            raise RunDirectoryError("a text encoder is evaluated on STS/SentEval sets: give "
-                                    "--benchmark-dir DIR (the layout of shared/data/text).")
+    if modality.benchmark_sets:
+        bench = _benchmark_dir(modality, benchmark_dir, loaded)
         if export_dir is not None:
-            encoder = export.load_encoder(export_dir)
             if max_tokens is not None:
                 raise RunDirectoryError(f"max_tokens: the SavedModel {export_dir!r} reads a "
                                         "fixed length; evaluate the run or its preset/.")
-            embed = encoder.embed_sentences
+            embed = modality.benchmark_embedder(export.load_encoder(export_dir))
             info["data"] = card.data
         else:
             model, loaded, _, description, train = restore_run(run_dir, with_data=True)
-            embed = sentence_embedder(model.encoder, train[0].tokenizer, evaluation_length(
-                model.encoder, modality.input_shape(train[0])[0], max_tokens))
+            embed = modality.benchmark_embedder(model.encoder, x_train=train[0],
+                                                max_tokens=max_tokens)
             info["data"] = description
         seed = loaded["seed"] if loaded is not None else 0
-        return evaluate_sentences(embed, bench, senteval=senteval, seed=seed), info
+        return modality.evaluate_benchmark(embed, bench, senteval=senteval, seed=seed), info
 
     train, test, description = load_data(loaded)
     info["data"] = description
@@ -262,9 +254,25 @@ def evaluate_directory(path: str, *, recipe: Any = None, overrides: dict[str, An
     else:
         encoder = restore_run(run_dir)[0].encoder
         expected = tuple(encoder.input_shape[1:])
-    if modality.name == "image":
-        _check_image_size(expected, train[0], info["encoder"])
+    _check_input(modality, expected, train[0], info["encoder"])
     return modality.evaluate(encoder, loaded, train, test), info
+
+
+def _benchmark_dir(modality: Any, benchmark_dir: str | None, recipe: Any) -> str:
+    """The folder of the benchmark sets ``modality``'s encoders are scored on: the one given,
+    else the recipe's ``evaluation.benchmark_dir``; raises naming ``--benchmark-dir``."""
+    bench = benchmark_dir or (recipe or {}).get("evaluation", {}).get("benchmark_dir")
+    if not bench:
+        raise RunDirectoryError(f"a {modality.name} encoder is evaluated on "
+                                f"{modality.benchmark_sets}: give --benchmark-dir DIR (the "
+                                "layout of shared/data/text).")
+    return bench
+
+
+def _check_input(modality: Any, expected: tuple, x: Any, where: str) -> None:
+    problem = modality.input_mismatch(expected, x, where)
+    if problem:
+        raise RunDirectoryError(problem)
 
 
 def _preset_folder(path: str) -> str | None:
@@ -281,11 +289,7 @@ def _evaluate_preset(preset: str, recipe: Any, overrides: dict[str, Any] | None,
                      benchmark_dir: str | None, senteval: bool, max_tokens: int | None
                      ) -> tuple[dict[str, Any], dict[str, Any]]:
     """:func:`evaluate_directory` of a Keras preset (a zoo entry's weights)."""
-    from keras_hardneg.data.tokenizer import load_tokenizer
-    from keras_hardneg.export.preset import (CARD_FILE, TOKENIZER_ASSET, load_preset,
-                                             read_preset_metadata)
-    from keras_hardneg.run.modality import (evaluate_sentences, evaluation_length,
-                                            sentence_embedder)
+    from keras_hardneg.export.preset import CARD_FILE, load_preset, read_preset_metadata
 
     meta = read_preset_metadata(preset)
     entry_recipe = os.path.join(os.path.dirname(preset), "recipe.json")
@@ -293,7 +297,7 @@ def _evaluate_preset(preset: str, recipe: Any, overrides: dict[str, Any] | None,
         recipe = entry_recipe
     loaded = load_recipe(recipe, overrides) if (recipe is not None or overrides) else None
     modality = (modality_of(loaded) if loaded is not None
-                else MODALITIES.get(meta.get("modality", "image")).factory())
+                else get_modality(meta.get("modality", DEFAULT_MODALITY)))
     encoder = load_preset(preset, trainable=False)
     card = {}
     if os.path.isfile(os.path.join(preset, CARD_FILE)):
@@ -301,27 +305,21 @@ def _evaluate_preset(preset: str, recipe: Any, overrides: dict[str, Any] | None,
             card = json.load(f)
     info = {"encoder": preset, "modality": modality.name, "recipe": loaded,
             "data": card.get("data")}
-    if modality.name == "text":
-        bench = benchmark_dir or (loaded or {}).get("evaluation", {}).get("benchmark_dir")
-        if not bench:
-            raise RunDirectoryError("a text encoder is evaluated on STS/SentEval sets: give "
-                                    "--benchmark-dir DIR (the layout of shared/data/text).")
-        tokenizer = os.path.join(preset, "assets", TOKENIZER_ASSET)
-        if not os.path.isfile(tokenizer):
-            raise RunDirectoryError(f"preset {preset!r} has no assets/{TOKENIZER_ASSET}: a "
-                                    "text encoder is scored with its own tokenizer.")
-        length = evaluation_length(encoder, int(meta["input"]["max_length"]), max_tokens)
-        embed = sentence_embedder(encoder, load_tokenizer(tokenizer), length)
+    if modality.benchmark_sets:
+        bench = _benchmark_dir(modality, benchmark_dir, loaded)
+        try:
+            embed = modality.benchmark_embedder(encoder, preset=meta, max_tokens=max_tokens)
+        except RecipeError as e:  # e.g. no tokenizer in the preset
+            raise RunDirectoryError(str(e)) from None
         seed = loaded["seed"] if loaded is not None else 0
-        return evaluate_sentences(embed, bench, senteval=senteval, seed=seed), info
+        return modality.evaluate_benchmark(embed, bench, senteval=senteval, seed=seed), info
     if loaded is None:
         raise RunDirectoryError(f"no recipe.json beside the preset {preset!r}: give the data "
                                 "(--dataset or --recipe).")
     train, test, description = load_data(loaded)
     info["data"] = description
-    if modality.name == "image":
-        _check_image_size(tuple(meta.get("input", {}).get("input_shape") or ()), train[0],
-                          preset)
+    _check_input(modality, tuple(meta.get("input", {}).get("input_shape") or ()), train[0],
+                 preset)
     return modality.evaluate(encoder, loaded, train, test), info
 
 
@@ -337,20 +335,6 @@ def _explain_zoo_entry(path: str) -> None:
         f"{path!r} holds a recipe but no encoder: this entry is not trained (no encoder/). "
         f"Train it with `keras-hardneg train --recipe {os.path.join(path, 'recipe.json')}`, "
         "then evaluate the run directory.")
-
-
-def _check_image_size(expected: tuple, images: Any, where: str) -> None:
-    """The data's images ``[N, H, W, C]`` must have the encoder's ``(H, W, C)`` (a ``None``
-    side takes any size): one line naming both and ``--image-size``."""
-    got = tuple(getattr(images, "shape", ())[1:])
-    if not expected or len(got) != len(expected):
-        return
-    if any(e is not None and int(e) != int(g) for e, g in zip(expected, got)):
-        size = "x".join(str(v) for v in expected[:2])
-        raise RunDirectoryError(
-            f"the encoder {where} takes {size} images, the data are "
-            f"{'x'.join(str(v) for v in got[:2])}: pass --image-size {expected[0]} (the "
-            f"images are then resized to {size}), or evaluate on data of that size.")
 
 
 def preset_from_export(export_dir: str, preset_dir: str | None = None, *,
@@ -382,22 +366,10 @@ def preset_from_export(export_dir: str, preset_dir: str | None = None, *,
     recipe = load_recipe(recipe)
     loaded = export.load_encoder(export_dir)
     card = export.load_model_card(export_dir)
-    modality = getattr(card, "modality", "image") or "image"
-    assets, context = None, {}
-    if modality == "graph":
-        f = int(card.input_signature["nodes"]["shape"][-1])
-        spec, shape = {"feature_dim": f}, (f,)
-    elif modality == "text":
-        from keras_hardneg.data.tokenizer import load_tokenizer
-
-        length = int(card.max_length)
-        tokenizer = os.path.join(export_dir, "assets", TOKENIZER_FILE)
-        vocab = load_tokenizer(tokenizer).vocab_size
-        spec, shape, assets = {"max_length": length}, (length,), {TOKENIZER_FILE: tokenizer}
-        context = {"vocab_size": vocab}
-    else:
-        shape = tuple(int(d) for d in card.input_shape)
-        spec = {"input_shape": list(shape)}
+    modality = card.modality
+    rebuild = get_modality(modality).rebuild_spec(card, export_dir)
+    spec, shape = rebuild["input_spec"], rebuild["input_shape"]
+    assets, context = rebuild["assets"], rebuild["context"]
     probe = example_input(modality, {**spec, **context})
     encoder = build_encoder(recipe, shape, **context)
     if not encoder.built:

@@ -10,6 +10,7 @@ Example:
 
 from __future__ import annotations
 
+import numbers
 from typing import TYPE_CHECKING, Any
 
 import keras
@@ -88,9 +89,9 @@ def build_optimizer(recipe: Any, steps_per_epoch: int) -> keras.optimizers.Optim
     name, spec = _section(recipe, "optimizer")
     spec = OPTIMIZERS.check(name, spec)
     sched_name, sched = _section(recipe, "schedule")
-    spec["learning_rate"] = SCHEDULES.make(sched_name, sched, spec["learning_rate"],
-                                           steps_per_epoch, recipe["epochs"])
-    return OPTIMIZERS.get(name).factory(**spec)
+    schedule = SCHEDULES.make(sched_name, sched, spec["learning_rate"], steps_per_epoch,
+                              recipe["epochs"])
+    return OPTIMIZERS.make(name, spec, learning_rate=schedule)
 
 
 def _steps_per_epoch(modality: Any, graph_sampler: bool, n: int, b: int) -> int:
@@ -110,8 +111,10 @@ def build_model(recipe: Any, input_shape: tuple[int, ...] | None = None,
     Give ``x_train`` (the training data of :func:`load_data`) or ``input_shape`` (the
     encoder's input without the batch axis; enough for images). With ``x_train`` the
     data's modality supplies the input shape and what the encoder takes from the data.
-    ``num_examples`` (the training set size) sizes the embedding bank that graph samplers
-    read, and the steps of the learning-rate schedule.
+    ``num_examples`` (the training set size; taken from ``x_train`` when that is given)
+    sizes the steps of the learning-rate schedule (``epochs`` epochs of the feed's steps)
+    and the embedding bank that graph samplers read; without it or ``x_train`` there is no
+    epoch length, and ``build_model`` refuses (``ValueError``).
     """
     recipe = _recipe(recipe)
     modality = modality_of(recipe)
@@ -123,6 +126,13 @@ def build_model(recipe: Any, input_shape: tuple[int, ...] | None = None,
             num_examples = modality.num_examples(x_train)
     if input_shape is None:
         raise ValueError("build_model needs `x_train` or `input_shape`.")
+    if num_examples is None:
+        raise ValueError("build_model needs `num_examples` (the training set size, which "
+                         "sizes the learning-rate schedule) or `x_train`.")
+    if isinstance(num_examples, bool) or not isinstance(num_examples, numbers.Integral) \
+            or num_examples < 1:
+        raise ValueError(f"`num_examples` must be an int >= 1; got {num_examples!r}.")
+    num_examples = int(num_examples)
     keras.utils.set_random_seed(recipe["seed"])
     encoder = build_encoder(recipe, input_shape, **context)
     # Views drawn by the feed (graphs) never reach the framework.
@@ -136,8 +146,7 @@ def build_model(recipe: Any, input_shape: tuple[int, ...] | None = None,
                             augmentation=views, memory_bank_size=num_examples if graph else None,
                             **seed)
     # The schedule's steps per epoch are the feed's (make_train_feed).
-    steps = _steps_per_epoch(modality, graph, num_examples or recipe["batch_size"],
-                             recipe["batch_size"])
+    steps = _steps_per_epoch(modality, graph, num_examples, recipe["batch_size"])
     model.compile(optimizer=build_optimizer(recipe, steps), loss=build_loss(recipe))
     return model
 
@@ -147,7 +156,9 @@ def make_train_feed(recipe: Any, x_train: Any, y_train: Any, *,
     """The training batches of the recipe's ``sampler``, in the input format of the running
     Keras backend: ``tf.data`` on TensorFlow, a ``keras.utils.PyDataset`` (NumPy, no
     TensorFlow) on every other backend; what a batch holds is the data's modality's
-    (:meth:`~keras_hardneg.run.modality.Modality.feed`).
+    (:meth:`~keras_hardneg.run.modality.Modality.feed`). ``x_train`` holds the ``n``
+    training rows (images ``[n, H, W, C]``, token ids ``[n, L]`` or a graph set),
+    ``y_train`` their labels ``[n]`` (or ``None``), which reach the monitors, never the loss.
 
     ``uniform``: shuffled batches, a new order every epoch (seeded), the last partial batch
     dropped (graphs: completed; ``Modality.uniform_drops_remainder``). Graph samplers
@@ -196,9 +207,8 @@ def make_train_feed(recipe: Any, x_train: Any, y_train: Any, *,
         dataset, state = modality.feed(recipe, x_train, y_train, sampler, views)
         return TrainFeed(dataset, sampler.steps_per_epoch, [], sampler, state)
     initial = modality.initial_embeddings(x_train, recipe["seed"])
-    every = spec.pop("refresh_every")
     first_from_encoder = None
-    if spec.pop("initial_graph", "inputs") == "encoder":
+    if spec["initial_graph"] == "encoder":
         if workers > 1:
             raise RecipeError("recipe key 'sampler.initial_graph' = 'encoder' is not "
                               "available with several workers (each would encode the data "
@@ -224,11 +234,12 @@ def make_train_feed(recipe: Any, x_train: Any, y_train: Any, *,
     # Clocked on one process too: a graph update then reaches the walk at a fixed batch
     # (the refresh step + the shard's lookahead), not wherever the feed's prefetch happens to
     # be, so a run is reproducible and equals the same run across workers.
-    sampler = WorkerShard(SAMPLERS.get(name).factory(initial, b, seed=recipe["seed"], **spec),
-                          workers, 0 if place is None else place.index)
+    graph_sampler = SAMPLERS.make(name, spec, initial, b, seed=recipe["seed"])
+    sampler = WorkerShard(graph_sampler, workers, 0 if place is None else place.index)
     dataset, state = modality.feed(recipe, x_train, y_train, sampler, views)
     refresh = callbacks.GraphRefreshCallback(
-        sampler, every_n_steps=every, num_candidates=spec.get("num_candidates"),
+        sampler, every_n_steps=graph_sampler.refresh_every,
+        num_candidates=spec.get("num_candidates"),
         num_neighbors=spec.get("num_neighbors"), backend=spec.get("backend", "auto"),
         reencode_on_train_begin=first_from_encoder)
     return TrainFeed(dataset, sampler.steps_per_epoch, [refresh], sampler, state)

@@ -141,6 +141,30 @@ class Modality:
         (``{"name": obj}`` with ``get_state``/``set_state``)."""
         raise NotImplementedError
 
+    # ---------------------------------------------------------------- report
+    def probe_batch(self, x: Any, indices: np.ndarray) -> Any:
+        """The raw examples ``indices`` of ``x``, as the view maker takes them."""
+        return np.asarray(x)[indices]
+
+    def labels_of(self, x: Any, y: Any, indices: np.ndarray) -> np.ndarray | None:
+        """The labels of examples ``indices`` (None without labels)."""
+        return None if y is None else np.asarray(y).reshape(-1)[indices]
+
+    def probe_views(self, x: Any, y: Any, indices: np.ndarray, views: Any,
+                    seed: int) -> tuple[Any, Any, np.ndarray | None]:
+        """``(view1, view2, labels)`` of the run report's fixed probe batch (the examples
+        ``indices``), drawn once by ``views`` (a view maker of the recipe's own, seeded
+        apart from the model's) as the model's step takes them."""
+        view1, view2 = views(self.probe_batch(x, indices), training=True)
+        return (keras.ops.convert_to_numpy(view1), keras.ops.convert_to_numpy(view2),
+                self.labels_of(x, y, indices))
+
+    def report_sections(self, encoder: Any, recipe: dict[str, Any], train: tuple,
+                        test: tuple | None) -> list:
+        """The run report's sections of this modality (``[(title, html)]``: see
+        :mod:`keras_hardneg.run.report_page`), from the trained ``encoder``."""
+        return []
+
     # ------------------------------------------------------------ evaluation
     def monitors(self, recipe: dict[str, Any], train: tuple, test: tuple) -> list:
         """Callbacks that measure the encoder during training."""
@@ -157,20 +181,248 @@ class Modality:
     # ------------------------------------------------------------------ export
     def export_spec(self, encoder: Any, x: Any, run_dir: str | None = None) -> dict[str, Any]:
         """Keyword arguments of :func:`keras_hardneg.export.export_encoder` for this data
-        (``input_shape`` or ``input_signature``, ``assets``)."""
-        return {"input_shape": tuple(encoder.input_shape[1:])}
+        (``input_shape`` or ``input_signature``, ``assets``): :meth:`export_arguments` of
+        :meth:`preset_spec`."""
+        return self.export_arguments(*self.preset_spec(encoder, x, run_dir))
 
     def preset_spec(self, encoder: Any, x: Any, run_dir: str | None = None
                     ) -> tuple[dict[str, Any], dict[str, str] | None]:
         """``(input_spec, assets)`` of :func:`keras_hardneg.export.save_preset` for this
         data: images ``{"input_shape": [H, W, C]}``, graphs ``{"feature_dim": F}``, text
-        ``{"max_length": L}`` with the tokenizer as an asset."""
-        return {"input_shape": [None if d is None else int(d)
-                                for d in encoder.input_shape[1:]]}, None
+        ``{"max_length": L}`` with the tokenizer as an asset (:meth:`run_assets`)."""
+        return self.default_preset_spec(encoder), self.run_assets(run_dir)
 
     def save_run_files(self, x: Any, run_dir: str) -> None:
         """Writes what a run directory needs besides weights to embed new data (a text
-        run's tokenizer)."""
+        run's tokenizer: the files of :attr:`asset_names`)."""
+
+    def restore_run_files(self, recipe: dict[str, Any], run_dir: str) -> None:
+        """Points ``recipe`` at the files :meth:`save_run_files` wrote in ``run_dir`` (a
+        text run is rebuilt with its own tokenizer), where they are."""
+
+    def run_assets(self, folder: str | None) -> dict[str, str] | None:
+        """``{name: path}`` of the :attr:`asset_names` files present in ``folder`` (a run
+        directory, a preset's ``assets/``), or ``None`` when there are none."""
+        if folder is None:
+            return None
+        found = {name: os.path.join(folder, name) for name in self.asset_names
+                 if os.path.isfile(os.path.join(folder, name))}
+        return found or None
+
+    # ------------------------------------------------------------- artifacts
+    # What an exported encoder / preset / model card of this modality is. The export layer
+    # (keras_hardneg/export/*) asks these through registry.get_modality(card.modality),
+    # never the modality's name.
+
+    #: Files an artifact of this modality ships besides its weights (export ``assets/``,
+    #: preset ``assets/``, run directory): a text encoder's ``tokenizer.json``.
+    asset_names: tuple[str, ...] = ()
+    #: How ``export_encoder``'s error names the exported input ("images (input_shape)").
+    input_description = "its input signature"
+    #: How ``input_signature`` is written for this modality (``export_encoder``'s error).
+    signature_form = ""
+    #: Whether the model card's ``knn_accuracy`` / ``linear_probe_accuracy`` fields are
+    #: this modality's figures (shown even when not measured); otherwise its figures are
+    #: the card's ``metrics`` ("not measured" when empty).
+    accuracy_card_fields = False
+    #: Whether the export reads token ids that its tokenizer makes from strings
+    #: (``SavedModelEncoder.tokenizer`` / ``embed_sentences``).
+    reads_tokens = False
+    #: The model card's name for the output's batch axis (``[batch, F]``).
+    batch_axis = "batch"
+    #: The model card's names of each input's axes: ``{input: ("batch", "L")}``.
+    axis_names: dict[str, Any] = {}
+    #: What the final evaluation reads instead of the recipe's data: ``None`` (the recipe's
+    #: splits, :meth:`evaluate`), or benchmark sets in a folder (text: "STS/SentEval sets",
+    #: :meth:`evaluate_benchmark` on ``benchmark_dir``).
+    benchmark_sets: str | None = None
+
+    def card_defaults(self) -> dict[str, Any]:
+        """A model card's defaults for this modality: ``input_dtype``, ``input_range``,
+        ``preprocessing`` (a card created with the image defaults gets these)."""
+        return {"input_dtype": None, "input_range": None,
+                "preprocessing": "None: pass the tensors of the input signature."}
+
+    def input_signature(self, value: Any) -> dict[str, tuple] | None:
+        """``{name: (full shape, dtype)}`` when ``value`` (``export_encoder``'s
+        ``input_signature``) describes this modality's input, ``None`` when it describes
+        another's. Raises ``ValueError`` when it is this modality's form but wrong."""
+        return None
+
+    def resolve_signature(self, encoder: Any, signature: dict[str, tuple] | None,
+                          input_shape: Any = None) -> dict[str, tuple]:
+        """The exported signature: ``signature`` checked against ``encoder`` (and fixed
+        where the encoder fixes what it leaves open)."""
+        if signature is None:
+            raise ValueError(f"export_encoder: a {self.name} encoder needs input_signature "
+                             f"({self.signature_form}).")
+        return signature
+
+    def build_input(self, signature: dict[str, tuple]) -> Any:
+        """A smallest valid input of ``signature`` (one example), to build an unbuilt
+        encoder before export: zeros, unknown axes of length 1."""
+        arrays = {name: np.zeros([1 if d is None else d for d in shape], dtype)
+                  for name, (shape, dtype) in signature.items()}
+        return next(iter(arrays.values())) if len(arrays) == 1 else arrays
+
+    def build_encoder(self, encoder: Any, signature: dict[str, tuple]) -> None:
+        """Builds an unbuilt ``encoder`` for ``signature`` (called once on
+        :meth:`build_input`)."""
+        encoder(self.build_input(signature), training=False)
+
+    def fill_card(self, card: Any, signature: dict[str, tuple], asset_names: list[str],
+                  encoder: Any) -> None:
+        """Fills in (and checks) the fields of ``card`` that describe the exported input:
+        ``input_signature`` (JSON form) by default."""
+        from keras_hardneg.export.signatures import signature_to_json
+
+        json_signature = signature_to_json(signature)
+        if card.input_signature is not None and card.input_signature != json_signature:
+            raise ValueError(f"export_encoder: model_card.input_signature="
+                             f"{card.input_signature} but the exported input signature is "
+                             f"{json_signature}")
+        card.input_signature = json_signature
+
+    def card_problems(self, card: Any) -> list[str]:
+        """What is wrong with ``card``'s input fields for this modality (one string each):
+        by default the input is described by ``input_signature`` alone."""
+        problems = []
+        for field in ("input_shape", "input_dtype", "input_range"):
+            if getattr(card, field) is not None:
+                problems.append(f"{field} must be None for modality {self.name!r} "
+                                "(its inputs are described by input_signature)")
+        if card.input_signature is not None:
+            problems += self._json_signature_problems(card)
+        problems += self._max_length_problems(card)
+        return problems
+
+    def _max_length_problems(self, card: Any) -> list[str]:
+        problems = []
+        if card.max_length is not None:
+            problems.append(f"max_length must be None for modality {self.name!r}")
+            if not (isinstance(card.max_length, int) and not isinstance(card.max_length, bool)
+                    and card.max_length > 0):
+                problems.append("max_length must be a positive int or None, "
+                                f"got {card.max_length!r}")
+        return problems
+
+    def _json_signature_problems(self, card: Any) -> list[str]:
+        """Problems of a card's ``input_signature`` (JSON form)."""
+        from keras_hardneg.export.signatures import signature_from_json
+
+        signature = card.input_signature
+        if not isinstance(signature, dict) or not all(
+                isinstance(v, dict) and set(v) == {"shape", "dtype"}
+                and isinstance(v["shape"], (list, tuple)) and isinstance(v["dtype"], str)
+                for v in signature.values()):
+            return [f"input_signature must map names to {{'shape': [...], 'dtype': str}}, "
+                    f"got {signature!r}"]
+        try:
+            return self.signature_problems(signature_from_json(signature), card)
+        except ValueError as e:
+            return [str(e)]
+
+    def signature_problems(self, signature: dict[str, tuple], card: Any) -> list[str]:
+        """Problems of a card's signature ``{name: (full shape, dtype)}``: it must be what
+        ``export_encoder`` makes of this modality's ``input_signature`` (one input: one
+        example's ``(shape, dtype)``; several: the dict). ``ValueError`` reads as one."""
+        from keras_hardneg.export.signatures import normalize_input_signature
+
+        value: Any = signature
+        if len(signature) == 1:
+            ((shape, dtype),) = signature.values()
+            if not shape or shape[0] is not None:
+                return [f"input_signature must have a batch axis None first, got {signature!r}"]
+            value = (shape[1:], dtype)
+        got, _ = normalize_input_signature(value)
+        if got != self.name:
+            return [f"input_signature describes a {got} input, but modality is {self.name!r}"]
+        return []
+
+    def card_input_lines(self, card: Any) -> list[str]:
+        """The model card's "Input contract" lines: the signature's table by default."""
+        if card.input_signature is None:
+            return ["- input signature: not recorded"]
+        lines = ["| input | shape | dtype |", "| --- | --- | --- |"]
+        for name, spec in card.input_signature.items():
+            axes = self.axis_names.get(name, ())
+            dims = [(axes[i] if i < len(axes) else "?") if d is None else str(d)
+                    for i, d in enumerate(spec["shape"])]
+            lines.append(f"| `{name}` | `[{', '.join(dims)}]` | {spec['dtype']} |")
+        return lines + [""]
+
+    def card_usage(self, card: Any) -> list[str]:
+        """The model card's "Usage" lines (Markdown)."""
+        from keras_hardneg.export.model_card import preset_usage
+
+        return preset_usage("inputs") + [
+            "Reusable TF2 SavedModel (TF Hub format). `serving_default` signature: inputs "
+            "as the input contract below, output `features`.",
+            "",
+            "```python",
+            "import keras_hardneg as khn                         # Keras 3",
+            "encoder = khn.export.load_encoder(export_dir)       # keras Layer (TensorFlow backend)",
+            "```",
+        ]
+
+    def prepare_export_input(self, inputs: Any, card: Any, where: str) -> Any:
+        """``inputs`` of a loaded export (``SavedModelEncoder``) as its signature's dtypes
+        (TensorFlow tensors)."""
+        import tensorflow as tf
+
+        signature = card.input_signature or {}
+        if len(signature) == 1:
+            return tf.cast(inputs, next(iter(signature.values()))["dtype"])
+        if not isinstance(inputs, dict) or not set(signature) <= set(inputs):
+            got = sorted(inputs) if isinstance(inputs, dict) else type(inputs).__name__
+            raise ValueError(f"{where}: this {self.name} encoder takes a dict with the keys "
+                             f"{list(signature)}; got {got}")
+        return {name: tf.cast(inputs[name], spec["dtype"]) for name, spec in signature.items()}
+
+    def output_batch(self, input_shape: Any) -> Any:
+        """The batch size of a loaded export's output for inputs of ``input_shape``."""
+        return input_shape[0]
+
+    def default_preset_spec(self, encoder: Any) -> dict[str, Any]:
+        """What ``save_preset`` records of the input when its ``input_spec`` leaves it out."""
+        return {}
+
+    def complete_preset_card(self, card: dict[str, Any], spec: dict[str, Any]) -> None:
+        """Fills the fields of a preset's card (a dict) that its ``spec`` knows."""
+
+    def example_input(self, input_spec: dict[str, Any], seed: int = 0) -> Any:
+        """A small random input as ``input_spec`` (a preset's ``"input"``) describes it, for
+        building a subclassed encoder and comparing two encoders' features."""
+        raise NotImplementedError(f"modality {self.name!r} gives no example input")
+
+    def export_arguments(self, input_spec: dict[str, Any],
+                         assets: dict[str, str] | None = None) -> dict[str, Any]:
+        """``export_encoder``'s keyword arguments for a preset's ``input_spec`` and
+        ``assets`` (``{name: path}``)."""
+        raise NotImplementedError(f"modality {self.name!r} has no SavedModel export")
+
+    def rebuild_spec(self, card: Any, export_dir: str) -> dict[str, Any]:
+        """What rebuilding the encoder of a SavedModel export needs, from its card:
+        ``{"input_spec": ..., "input_shape": ..., "assets": ..., "context": ...}``
+        (``context``: :meth:`encoder_context`'s arguments)."""
+        raise NotImplementedError(f"modality {self.name!r}: a preset cannot be made "
+                                  "from its SavedModel export")
+
+    def input_mismatch(self, expected: tuple, x: Any, where: str) -> str | None:
+        """Why data ``x`` does not fit an encoder that takes ``expected`` (one line), or
+        ``None``."""
+        return None
+
+    def benchmark_embedder(self, encoder: Any, *, x_train: Any = None, preset: Any = None,
+                           max_tokens: int | None = None) -> Any:
+        """The function :meth:`evaluate_benchmark` scores, for ``encoder``: a loaded export
+        (neither keyword), a run's (``x_train``) or a preset's (``preset``: its metadata)."""
+        raise NotImplementedError(f"modality {self.name!r} is evaluated on its data")
+
+    def evaluate_benchmark(self, embed: Any, benchmark_dir: str, *, senteval: bool = False,
+                           seed: int = 0) -> dict[str, Any]:
+        """The figures of ``embed`` on the benchmark sets in ``benchmark_dir``."""
+        raise NotImplementedError(f"modality {self.name!r} is evaluated on its data")
 
 
 # ------------------------------------------------------------------------ images
@@ -208,6 +460,22 @@ class ImageModality(Modality):
 
             return random_graph(len(x), min(INITIAL_GRAPH_NEIGHBORS, len(x) - 1), seed)
         return super().initial_embeddings(x, seed)
+
+    def probe_batch(self, x, indices):
+        if is_random_access(x):
+            return x.images(indices)  # uint8: the view maker scales it
+        return np.asarray(x[indices], "float32")
+
+    def labels_of(self, x, y, indices):
+        if is_random_access(x):
+            return x.labels_of(indices)
+        return super().labels_of(x, y, indices)
+
+    def report_sections(self, encoder, recipe, train, test):
+        from keras_hardneg.run import report_page
+
+        return report_page.image_sections(encoder, train, test, recipe["seed"],
+                                          _image_arrays)
 
     def feed(self, recipe, x, y, sampler, views):
         from keras_hardneg import sampling
@@ -270,6 +538,197 @@ class ImageModality(Modality):
                 + (" and logistic-regression linear probe" if ev["linear_probe"] else "")
                 + " on frozen features, train split -> test split")
 
+    # ------------------------------------------------------------- artifacts
+    input_description = "images (input_shape)"
+    signature_form = "images ((H, W, 3), 'float32')"
+    accuracy_card_fields = True
+
+    def card_defaults(self):
+        return {}  # a ModelCard's defaults are an image card's
+
+    def input_signature(self, value):
+        from keras_hardneg.export.signatures import IMAGE_INPUT, shape_and_dtype
+
+        if isinstance(value, dict):
+            return None
+        shape, dtype = shape_and_dtype(value, "the single input")
+        if len(shape) == 3 and shape[2] == 3 and dtype == "float32":
+            return {IMAGE_INPUT: ((None,) + shape, dtype)}
+        return None
+
+    def resolve_signature(self, encoder, signature, input_shape=None):
+        from keras_hardneg.export.signatures import IMAGE_INPUT
+
+        shape = input_shape if signature is None else signature[IMAGE_INPUT][0][1:]
+        return {IMAGE_INPUT: ((None,) + _resolve_input_shape(encoder, shape), "float32")}
+
+    def build_encoder(self, encoder, signature):
+        from keras_hardneg.export.signatures import IMAGE_INPUT
+
+        encoder.build(signature[IMAGE_INPUT][0])
+
+    def fill_card(self, card, signature, asset_names, encoder):
+        from keras_hardneg.export.signatures import IMAGE_INPUT
+
+        input_shape = signature[IMAGE_INPUT][0][1:]
+        if card.input_shape is not None and tuple(card.input_shape) != tuple(input_shape):
+            raise ValueError(f"export_encoder: model_card.input_shape={card.input_shape} but "
+                             f"the exported input shape is {input_shape}")
+        card.input_shape = tuple(input_shape)
+        contract = _image_contract(encoder)
+        if contract is not None and card.preprocessing in _image_preprocessing_texts():
+            card.preprocessing = contract  # what the encoder's normalization accepts
+
+    def card_problems(self, card):
+        from keras_hardneg.export.model_card import DEFAULT_INPUT_RANGE
+
+        problems = []
+        shape = card.input_shape
+        if shape is not None and (
+                not isinstance(shape, tuple) or len(shape) != 3 or shape[2] != 3
+                or not all(d is None or (isinstance(d, int) and not isinstance(d, bool)
+                                         and d > 0) for d in shape)):
+            problems.append("input_shape must be (H, W, 3) with positive ints or "
+                            f"None, got {shape!r}")
+        if card.input_dtype != "float32":
+            problems.append(f"input_dtype must be 'float32', got {card.input_dtype!r}")
+        if card.input_range is None or tuple(card.input_range) != DEFAULT_INPUT_RANGE:
+            problems.append(f"input_range must be (0.0, 1.0), got {card.input_range!r}")
+        for field in ("input_signature", "max_length"):
+            if getattr(card, field) is not None:
+                problems.append(f"{field} must be None for modality 'image' "
+                                "(images are described by input_shape)")
+        return problems
+
+    def card_input_lines(self, card):
+        def fmt(x, missing):
+            return missing if x is None or x == "" else str(x)
+
+        h, w = (card.input_shape or (None, None, 3))[:2]
+        return [
+            f"- shape: `[batch, {fmt(h, 'H')}, {fmt(w, 'W')}, 3]`",
+            f"- dtype: `{card.input_dtype}`",
+            f"- value range: `[{card.input_range[0]}, {card.input_range[1]}]` (RGB; what "
+            "else is read, e.g. 0-255 pixels, the preprocessing line says)",
+        ]
+
+    def card_usage(self, card):
+        from keras_hardneg.export.model_card import preset_usage
+
+        return preset_usage("images") + [
+            "Reusable TF2 SavedModel (TF Hub format). `serving_default` signature: "
+            "input `images`, output `features`.",
+            "",
+            "```python",
+            "import keras_hardneg as khn                         # Keras 3",
+            "encoder = khn.export.load_encoder(export_dir)       # keras Layer (TensorFlow backend)",
+            "",
+            "import tensorflow_hub as hub                        # any TF2 program",
+            "obj = hub.load(export_dir); features = obj(images, training=False)",
+            "",
+            "# tf_keras (TF_USE_LEGACY_KERAS=1): hub.KerasLayer(export_dir, trainable=True)",
+            "# Keras 3 without keras-hardneg, inference only: keras.layers.TFSMLayer(export_dir)",
+            "```",
+        ]
+
+    def prepare_export_input(self, inputs, card, where):
+        import tensorflow as tf
+
+        inputs = tf.cast(inputs, tf.float32)
+        _check_image_shape(inputs.shape, card, where)
+        return inputs
+
+    def default_preset_spec(self, encoder):
+        return {"input_shape": [None if d is None else int(d)
+                                for d in encoder.input_shape[1:]]}
+
+    def example_input(self, input_spec, seed=0):
+        rng = np.random.default_rng(seed)
+        shape = [d or 32 for d in input_spec.get("input_shape", [32, 32, 3])]
+        return rng.random((3, *shape), dtype=np.float32)
+
+    def export_arguments(self, input_spec, assets=None):
+        return {"input_shape": tuple(input_spec["input_shape"])}
+
+    def rebuild_spec(self, card, export_dir):
+        shape = tuple(int(d) for d in card.input_shape)
+        return {"input_spec": {"input_shape": list(shape)}, "input_shape": shape,
+                "assets": None, "context": {}}
+
+    def input_mismatch(self, expected, x, where):
+        got = tuple(getattr(x, "shape", ())[1:])
+        if not expected or len(got) != len(expected):
+            return None
+        if any(e is not None and int(e) != int(g) for e, g in zip(expected, got)):
+            size = "x".join(str(v) for v in expected[:2])
+            return (f"the encoder {where} takes {size} images, the data are "
+                    f"{'x'.join(str(v) for v in got[:2])}: pass --image-size {expected[0]} (the "
+                    f"images are then resized to {size}), or evaluate on data of that size.")
+        return None
+
+
+def _resolve_input_shape(encoder, input_shape):
+    """``(H, W, 3)`` with ints or None for the traced input signature of an image export."""
+    model_shape = None
+    try:
+        model_shape = tuple(encoder.input_shape)[1:]
+    except (AttributeError, ValueError, TypeError):
+        pass  # e.g. an unbuilt subclassed model
+    if isinstance(model_shape, tuple) and model_shape and isinstance(model_shape[0], tuple):
+        raise ValueError("export_encoder: encoder must take a single image input, "
+                         f"got input_shape={encoder.input_shape}")
+    shape = tuple(input_shape) if input_shape is not None else model_shape
+    if shape is None:
+        raise ValueError("export_encoder: cannot infer the input shape of the encoder; "
+                         "pass input_shape=(H, W, 3).")
+    if len(shape) != 3 or shape[2] != 3:
+        raise ValueError(f"export_encoder: input shape must be (H, W, 3), got {shape}")
+    if model_shape is not None and input_shape is not None:
+        for given, have in zip(shape, model_shape):
+            if have is not None and given != have:
+                raise ValueError(f"export_encoder: input_shape={shape} does not match the "
+                                 f"encoder's input shape {model_shape}")
+    return tuple(None if d is None else int(d) for d in shape)
+
+
+def _image_preprocessing_texts():
+    """A card's image preprocessing texts that the export may replace by what the encoder's
+    normalization accepts (the default, and the texts of each input range)."""
+    from keras_hardneg.encoders.normalization import INPUT_RANGES, input_contract
+    from keras_hardneg.export.model_card import DEFAULT_PREPROCESSING
+
+    return (DEFAULT_PREPROCESSING, *(input_contract(r) for r in INPUT_RANGES))
+
+
+def _image_contract(encoder):
+    """What images ``encoder`` takes, in one sentence, when it normalizes them itself (an
+    :class:`~keras_hardneg.encoders.ImageNormalization` layer, every keras-hardneg image
+    encoder); ``None`` for another model (its card keeps the [0, 1] text)."""
+    from keras_hardneg.encoders.normalization import ImageNormalization, input_contract
+
+    for layer in encoder._flatten_layers(include_self=False):
+        if isinstance(layer, ImageNormalization):
+            return input_contract(layer.input_range)
+    return None
+
+
+def _check_image_shape(shape, card, where):
+    """One line instead of TensorFlow's page on unmatched concrete functions: the images
+    must have the card's ``input_shape`` (a ``None`` side takes any size)."""
+    expected = tuple(card.input_shape or ())
+    got = tuple(shape)[1:] if shape.rank is not None else None
+    if not expected or got is None:
+        return
+    if len(got) != len(expected) or any(
+            e is not None and g is not None and int(e) != int(g)
+            for e, g in zip(expected, got)):
+        want = "x".join("any" if e is None else str(e) for e in expected[:2])
+        raise ValueError(
+            f"{where}: this encoder takes images [B, {', '.join(map(str, expected))}]"
+            f" (its model card's input_shape); got [B, {', '.join(map(str, got))}]. "
+            f"Resize the images to {want} first (the CLI: --image-size "
+            f"{expected[0]}).")
+
 
 #: The kNN monitor scores at most this many train / test examples per epoch.
 MONITOR_TRAIN_LIMIT = 10000
@@ -280,6 +739,15 @@ EVALUATION_TRAIN_LIMIT = 50000
 EVALUATION_TEST_LIMIT = 10000
 #: Neighbours per node of the random first graph of a random-access image source.
 INITIAL_GRAPH_NEIGHBORS = 16
+
+
+def _image_arrays(x, y, indices):
+    """``(images float32 [n, H, W, C] in [0, 1], labels [n] or None)`` of ``indices`` of
+    arrays or of a random-access source."""
+    if is_random_access(x):
+        return x.arrays(indices)
+    images = np.asarray(x[indices], "float32")
+    return images, None if y is None else np.asarray(y).reshape(-1)[indices]
 
 
 def _subset_indices(n, limit, seed):
@@ -340,6 +808,24 @@ class GraphModality(Modality):
             for i in range(len(x))]).astype("float32")
         return _random_projection(feats, seed)
 
+    def probe_views(self, x, y, indices, views, seed):
+        from keras_hardneg.data.graphs import pad_graphs
+
+        graphs = [x.graph(int(i)) for i in indices]
+        view1, view2 = views.make_views(graphs, np.random.default_rng(seed))
+        budgets, b = x.budgets(len(indices)), len(indices)
+        return (pad_graphs(view1, budgets, b, x.feature_dim),
+                pad_graphs(view2, budgets, b, x.feature_dim), self.labels_of(x, y, indices))
+
+    def report_sections(self, encoder, recipe, train, test):
+        from keras_hardneg.evaluation.svm import embed_graphs
+        from keras_hardneg.run import report_page
+
+        graphs, labels = train
+        features = embed_graphs(encoder, graphs)
+        return [report_page.embedding_map_section(features, labels, recipe["seed"],
+                                                  what="graphs")]
+
     def feed(self, recipe, x, y, sampler, views):
         from keras_hardneg.data._tf import tensorflow_backend
         from keras_hardneg.data.graph_feed import GraphFeed, graph_tf_dataset
@@ -367,11 +853,114 @@ class GraphModality(Modality):
         return {"feature_dim": int(x.feature_dim) if x is not None
                 else int(encoder.feature_dim)}, None
 
-    def export_spec(self, encoder, x, run_dir=None):
-        from keras_hardneg.export import graph_input_signature
+    # ------------------------------------------------------------- artifacts
+    input_description = "a graph batch"
+    signature_form = "a graph dict (graph_input_signature(F))"
+    batch_axis = "B"
+    axis_names = {"nodes": "NF", "edges": "E2", "node_graph": "N", "node_mask": "N",
+                  "edge_mask": "E", "graph_mask": "B"}
 
-        return {"input_signature": graph_input_signature(
-            int(x.feature_dim) if x is not None else None)}
+    def card_defaults(self):
+        return {**super().card_defaults(), "preprocessing": (
+            "None: pass a padded batch of graphs (the tensors of the input signature; "
+            "padding nodes and edges have mask 0, padding nodes belong to graph B).")}
+
+    def input_signature(self, value):
+        from keras_hardneg.export.signatures import GRAPH_INPUTS, shape_and_dtype
+
+        if not isinstance(value, dict) or not set(value) & set(GRAPH_INPUTS):
+            return None  # not a graph batch (another modality may take the dict)
+        keys = set(value)
+        if keys != set(GRAPH_INPUTS):
+            missing = sorted(set(GRAPH_INPUTS) - keys)
+            extra = sorted(keys - set(GRAPH_INPUTS))
+            raise ValueError(
+                "input_signature: a dict describes a graph batch and must have exactly the "
+                f"keys {list(GRAPH_INPUTS)} (missing {missing}, unexpected {extra}); see "
+                "graph_input_signature(feature_dim)")
+        sig = {}
+        for name, (rank, dtype) in GRAPH_INPUTS.items():
+            shape, got = shape_and_dtype(value[name], repr(name))
+            if len(shape) != rank or got != dtype:
+                raise ValueError(f"input_signature: {name!r} must be {dtype} of rank {rank}, "
+                                 f"got {got} of shape {shape}")
+            sig[name] = (shape, dtype)
+        if sig["edges"][0][1] != 2:
+            raise ValueError(f"input_signature: 'edges' must have shape (E, 2), "
+                             f"got {sig['edges'][0]}")
+        return sig
+
+    def build_input(self, signature):
+        features = signature["nodes"][0][1]
+        if features is None:
+            raise ValueError("export_encoder: the encoder is not built and input_signature "
+                             "leaves the node feature dimension F unknown; build the encoder "
+                             "or give nodes=((None, F), 'float32')")
+        return {"nodes": np.zeros((1, features), "float32"),
+                "edges": np.zeros((1, 2), "int32"),
+                "node_graph": np.zeros((1,), "int32"),
+                "node_mask": np.ones((1,), "float32"),
+                "edge_mask": np.zeros((1,), "float32"),
+                "graph_mask": np.ones((1,), "float32")}
+
+    def card_usage(self, card):
+        from keras_hardneg.export.model_card import preset_usage
+
+        return preset_usage("graph") + [
+            "Reusable TF2 SavedModel (TF Hub format). `serving_default` signature: inputs "
+            "`nodes`, `edges`, `node_graph`, `node_mask`, `edge_mask`, `graph_mask` (a padded "
+            "batch of B graphs, any budget), output `features` `[B, F]`.",
+            "",
+            "```python",
+            "# graph = {'nodes': ..., 'edges': ..., 'node_graph': ..., 'node_mask': ...,",
+            "#          'edge_mask': ..., 'graph_mask': ...}   (keras_hardneg GraphSet.batch)",
+            "import keras_hardneg as khn                         # Keras 3",
+            "encoder = khn.export.load_encoder(export_dir)       # keras Layer (TensorFlow backend)",
+            "features = encoder(graph)",
+            "",
+            "import tensorflow_hub as hub                        # any TF2 program",
+            "obj = hub.load(export_dir); features = obj(graph, training=False)",
+            "features = obj.signatures['serving_default'](**graph)['features']",
+            "",
+            "# inference only: keras.layers.TFSMLayer(export_dir)(graph)",
+            "```",
+        ]
+
+    def prepare_export_input(self, inputs, card, where):
+        import tensorflow as tf
+
+        from keras_hardneg.export.signatures import GRAPH_INPUTS
+
+        if not isinstance(inputs, dict) or not set(GRAPH_INPUTS) <= set(inputs):
+            got = sorted(inputs) if isinstance(inputs, dict) else type(inputs).__name__
+            raise ValueError(f"{where}: this graph encoder takes a dict with the "
+                             f"keys {list(GRAPH_INPUTS)} (a padded graph batch); got {got}")
+        return {name: tf.cast(inputs[name], dtype)
+                for name, (_, dtype) in GRAPH_INPUTS.items()}
+
+    def output_batch(self, input_shape):
+        if isinstance(input_shape, dict) and "graph_mask" in input_shape:
+            return tuple(input_shape["graph_mask"])[0]
+        return None
+
+    def example_input(self, input_spec, seed=0):
+        rng = np.random.default_rng(seed)
+        f = int(input_spec.get("feature_dim") or 1)
+        return {"nodes": rng.random((5, f), dtype=np.float32),
+                "edges": np.array([[0, 1], [1, 2], [3, 4]], "int32"),
+                "node_graph": np.array([0, 0, 0, 1, 1], "int32"),
+                "node_mask": np.ones(5, "float32"), "edge_mask": np.ones(3, "float32"),
+                "graph_mask": np.ones(2, "float32")}
+
+    def export_arguments(self, input_spec, assets=None):
+        from keras_hardneg.export.signatures import graph_input_signature
+
+        return {"input_signature": graph_input_signature(int(input_spec["feature_dim"]))}
+
+    def rebuild_spec(self, card, export_dir):
+        f = int(card.input_signature["nodes"]["shape"][-1])
+        return {"input_spec": {"feature_dim": f}, "input_shape": (f,), "assets": None,
+                "context": {}}
 
 
 # ------------------------------------------------------------------------- text
@@ -414,6 +1003,23 @@ class TextModality(Modality):
         counts = np.maximum((ids != 0).sum(axis=1, keepdims=True), 1)
         return table[ids].sum(axis=1) / counts
 
+    def probe_batch(self, x, indices):
+        return np.asarray(x.ids if hasattr(x, "ids") else x, dtype="int32")[indices]
+
+    def report_sections(self, encoder, recipe, train, test):
+        from keras_hardneg.run import report_page
+
+        x = train[0]
+        ids = np.asarray(x.ids if hasattr(x, "ids") else x, dtype="int32")
+        if ids.ndim == 3:  # adjacent pairs: each sentence once
+            ids = ids[:, 0]
+        sentences = list(getattr(x, "sentences", []))[:len(ids)]
+        if not sentences:
+            return []
+        return [report_page.nearest_sentences_section(
+            lambda rows: _encode_ids(encoder, ids[rows], 256, trim=_any_length(encoder)),
+            sentences, recipe["seed"])]
+
     def feed(self, recipe, x, y, sampler, views):
         from keras_hardneg import sampling
         from keras_hardneg.data import ShuffledBatches
@@ -447,28 +1053,205 @@ class TextModality(Modality):
         return ("STS12-16, STS-B test and SICK-R: Spearman x 100 of cosine similarity "
                 "(SimCSE's 'all' setting); SentEval classification where run")
 
-    def export_spec(self, encoder, x, run_dir=None):
-        from keras_hardneg.export import text_input_signature
-
-        spec = {"input_signature": text_input_signature(self.input_shape(x)[0])}
-        path = _tokenizer_path(x, run_dir)
-        if path is not None:
-            spec["assets"] = {TOKENIZER_FILE: path}
-        return spec
-
     def preset_spec(self, encoder, x, run_dir=None):
-        path = _tokenizer_path(x, run_dir)
-        return ({"max_length": self.input_shape(x)[0]},
-                {TOKENIZER_FILE: path} if path is not None else None)
+        return {"max_length": self.input_shape(x)[0]}, self.run_assets(run_dir)
 
     def save_run_files(self, x, run_dir):
         x.tokenizer.save(os.path.join(run_dir, TOKENIZER_FILE))
 
+    def restore_run_files(self, recipe, run_dir):
+        tokenizer = os.path.join(run_dir, TOKENIZER_FILE)
+        if os.path.isfile(tokenizer):
+            recipe["data"]["tokenizer"] = tokenizer
 
-def _tokenizer_path(x, run_dir):
-    if run_dir is not None and os.path.isfile(os.path.join(run_dir, TOKENIZER_FILE)):
-        return os.path.join(run_dir, TOKENIZER_FILE)
-    return None
+    # ------------------------------------------------------------- artifacts
+    asset_names = (TOKENIZER_FILE,)
+    input_description = "token ids"
+    signature_form = "token ids ((L,), 'int32') (text_input_signature(L))"
+    reads_tokens = True
+    benchmark_sets = "STS/SentEval sets"
+
+    @property
+    def axis_names(self):
+        from keras_hardneg.export.signatures import TEXT_INPUT
+
+        return {TEXT_INPUT: ("batch", "L")}
+
+    def card_defaults(self):
+        return {**super().card_defaults(), "preprocessing": (
+            f"Token ids from the tokenizer in assets/{TOKENIZER_FILE} (its special tokens "
+            "added), truncated to max_length and right-padded with 0; "
+            "load_encoder(dir).embed_sentences(sentences) does this.")}
+
+    def input_signature(self, value):
+        from keras_hardneg.export.signatures import TEXT_INPUT, shape_and_dtype
+
+        if isinstance(value, dict):
+            return None
+        shape, dtype = shape_and_dtype(value, "the single input")
+        if not np.issubdtype(np.dtype(dtype), np.integer):
+            return None
+        if len(shape) != 1:
+            raise ValueError("input_signature: token ids must be one example's shape (L,) "
+                             f"(batch axis left out), got {shape}")
+        if dtype != "int32":
+            raise ValueError(f"input_signature: token ids must be int32, got {dtype}")
+        return {TEXT_INPUT: ((None,) + shape, dtype)}
+
+    def resolve_signature(self, encoder, signature, input_shape=None):
+        from keras_hardneg.export.signatures import TEXT_INPUT
+
+        length = signature[TEXT_INPUT][0][1]
+        model_length = None
+        try:
+            model_shape = tuple(encoder.input_shape)
+            if len(model_shape) == 2 and not isinstance(model_shape[0], tuple):
+                model_length = model_shape[1]
+        except (AttributeError, ValueError, TypeError):
+            pass
+        if length is not None and model_length is not None and length != model_length:
+            raise ValueError(f"export_encoder: input_signature fixes L={length} but the "
+                             f"encoder's input shape is {encoder.input_shape}")
+        return {TEXT_INPUT: ((None, length if length is not None else model_length),
+                             "int32")}
+
+    def build_input(self, signature):
+        from keras_hardneg.export.signatures import TEXT_INPUT
+
+        return np.ones((1, signature[TEXT_INPUT][0][1] or 1), "int32")
+
+    def fill_card(self, card, signature, asset_names, encoder):
+        from keras_hardneg.export.signatures import TEXT_INPUT
+
+        super().fill_card(card, signature, asset_names, encoder)
+        length = signature[TEXT_INPUT][0][1]
+        if card.max_length is not None and length is not None and card.max_length != length:
+            raise ValueError(f"export_encoder: model_card.max_length={card.max_length} but "
+                             f"the exported token ids have L={length}")
+        if card.max_length is None:
+            card.max_length = length
+        if TOKENIZER_FILE in asset_names and card.max_length is None:
+            raise ValueError(
+                "export_encoder: a text export with a tokenizer needs max_length L (strings "
+                "are truncated / padded to it as in training): give a fixed L in "
+                "input_signature ((L,), 'int32') or ModelCard(max_length=L)")
+        if (TOKENIZER_FILE not in asset_names
+                and card.preprocessing == self.card_defaults()["preprocessing"]):
+            card.preprocessing = TEXT_PREPROCESSING_NO_TOKENIZER
+
+    def _max_length_problems(self, card):
+        if card.max_length is not None and not (
+                isinstance(card.max_length, int) and not isinstance(card.max_length, bool)
+                and card.max_length > 0):
+            return ["max_length must be a positive int or None, got "
+                    f"{card.max_length!r}"]
+        return []
+
+    def signature_problems(self, signature, card):
+        from keras_hardneg.export.signatures import TEXT_INPUT
+
+        shape, _ = signature.get(TEXT_INPUT, ((), None))
+        if set(signature) != {TEXT_INPUT} or len(shape) != 2 or shape[0] is not None:
+            return [f"input_signature of a text encoder must be {{'{TEXT_INPUT}': {{'shape': "
+                    f"[None, L], 'dtype': 'int32'}}}}, got {card.input_signature!r}"]
+        problems = super().signature_problems(signature, card)
+        if not problems and card.max_length is not None and shape[1] is not None \
+                and shape[1] != card.max_length:
+            return [f"max_length={card.max_length!r} but input_signature fixes L={shape[1]}"]
+        return problems
+
+    def card_input_lines(self, card):
+        return super().card_input_lines(card) + [
+            f"- max_length (L): {'not recorded' if card.max_length is None else card.max_length}"]
+
+    def card_usage(self, card):
+        from keras_hardneg.export.model_card import preset_usage
+        from keras_hardneg.export.signatures import TEXT_INPUT
+
+        has_tokenizer = TOKENIZER_FILE in card.assets
+        lines = preset_usage("token_ids") + [
+            "Reusable TF2 SavedModel (TF Hub format). `serving_default` signature: input "
+            f"`{TEXT_INPUT}` (int32 `[batch, L]`, 0 = padding), output `features`."
+            + (f" The tokenizer is `assets/{TOKENIZER_FILE}` (a `tokenizers` JSON file); "
+               "strings are tokenized in Python, not inside the SavedModel." if has_tokenizer
+               else " No tokenizer is shipped: pass token ids."),
+            "",
+            "```python",
+            "import keras_hardneg as khn                         # Keras 3",
+            "encoder = khn.export.load_encoder(export_dir)       # keras Layer (TensorFlow backend)",
+            "features = encoder(token_ids)                       # int32 [batch, L]",
+        ]
+        if has_tokenizer:
+            lines.append("features = encoder.embed_sentences(['a sentence', 'another one'])"
+                         "  # needs `tokenizers`")
+        lines += [
+            "",
+            "import tensorflow_hub as hub                        # any TF2 program",
+            "obj = hub.load(export_dir); features = obj(token_ids, training=False)",
+            "",
+            "# inference only: keras.layers.TFSMLayer(export_dir)(token_ids)",
+            "```",
+        ]
+        return lines
+
+    def prepare_export_input(self, inputs, card, where):
+        import tensorflow as tf
+
+        return tf.cast(inputs, tf.int32)
+
+    def complete_preset_card(self, card, spec):
+        if card.get("max_length") is None and spec.get("max_length"):
+            card["max_length"] = int(spec["max_length"])
+
+    def example_input(self, input_spec, seed=0):
+        rng = np.random.default_rng(seed)
+        length = int(input_spec.get("max_length") or 8)
+        ids = rng.integers(1, int(input_spec.get("vocab_size") or 50),
+                           size=(3, length)).astype("int32")
+        ids[:, max(1, length // 2):] = 0
+        return ids
+
+    def export_arguments(self, input_spec, assets=None):
+        from keras_hardneg.export.signatures import text_input_signature
+
+        out = {"input_signature": text_input_signature(int(input_spec["max_length"]))}
+        if assets:
+            out["assets"] = dict(assets)
+        return out
+
+    def rebuild_spec(self, card, export_dir):
+        from keras_hardneg.data.tokenizer import load_tokenizer
+
+        length = int(card.max_length)
+        tokenizer = os.path.join(export_dir, "assets", TOKENIZER_FILE)
+        return {"input_spec": {"max_length": length}, "input_shape": (length,),
+                "assets": {TOKENIZER_FILE: tokenizer},
+                "context": {"vocab_size": load_tokenizer(tokenizer).vocab_size}}
+
+    def benchmark_embedder(self, encoder, *, x_train=None, preset=None, max_tokens=None):
+        if x_train is not None:
+            return sentence_embedder(encoder, x_train.tokenizer, evaluation_length(
+                encoder, self.input_shape(x_train)[0], max_tokens))
+        if preset is not None:
+            from keras_hardneg.data.tokenizer import load_tokenizer
+
+            tokenizer = os.path.join(preset["path"], "assets", TOKENIZER_FILE)
+            if not os.path.isfile(tokenizer):
+                raise RecipeError(f"preset {preset['path']!r} has no assets/{TOKENIZER_FILE}: "
+                                  "a text encoder is scored with its own tokenizer.")
+            length = evaluation_length(encoder, int(preset["input"]["max_length"]), max_tokens)
+            return sentence_embedder(encoder, load_tokenizer(tokenizer), length)
+        return encoder.embed_sentences  # a loaded SavedModel export with its tokenizer
+
+    def evaluate_benchmark(self, embed, benchmark_dir, *, senteval=False, seed=0):
+        return evaluate_sentences(embed, benchmark_dir, senteval=senteval, seed=seed)
+
+
+#: A text export's preprocessing when it ships no tokenizer.
+TEXT_PREPROCESSING_NO_TOKENIZER = (
+    "Token ids (0 = padding, right-padded to max_length) from the tokenizer the encoder "
+    "was trained with; it is not shipped with this export."
+)
 
 
 #: Token ids per sentence when an encoder that accepts any length (input ``(None,)``, e.g.

@@ -34,7 +34,8 @@ from keras_hardneg.registry import (DATASETS, ENCODERS, EVALUATIONS, FRAMEWORKS,
 # The component packages register themselves on import; referenced so the imports are kept.
 _REGISTERING = (augment, data.sources, encoders, evaluation, losses, models, optimizers, sampling)
 
-__all__ = ["RecipeError", "SECTIONS", "RUN_PARAMS", "ANNEALING_PARAMS", "EVALUATION_PARAMS",
+__all__ = ["RecipeError", "SECTIONS", "RUN_PARAMS", "ANNEALING_PARAMS", "ANNEALED_LOSS_KEYS",
+           "EVALUATION_PARAMS",
            "DEFAULT_RECIPE", "GRAPH_RECIPE", "TEXT_RECIPE", "DEFAULT_RECIPES", "default_recipe_for",
            "RECIPE_VERSION", "load_recipe", "save_recipe", "upgrade_v1",
            "section_choices"]
@@ -79,6 +80,11 @@ ANNEALING_PARAMS: dict[str, Param] = {
     "ring_end": Param(float, default=None, low=0.0, high=100.0, low_inclusive=False,
                       help="RingAnnealing: upper percentile at the last epoch"),
 }
+
+#: ``annealing`` key -> the loss key its schedule changes: a schedule is allowed only with a
+#: loss that has that key (checked by :func:`load_recipe`, before any data is read).
+ANNEALED_LOSS_KEYS: dict[str, str] = {
+    "beta_changes": "beta", "ring_start": "upper_percentile", "ring_end": "upper_percentile"}
 
 _KNN = EVALUATIONS.get("knn").params
 #: ``evaluation``: the monitor and the final evaluation.
@@ -346,10 +352,29 @@ def load_recipe(source: Any = None, overrides: dict[str, Any] | None = None) -> 
                                                           prefix=f"{section}.")}
     for section, params in _PLAIN_SECTIONS.items():
         recipe[section] = _check_plain(section, params, recipe[section])
+    _check_annealing(recipe)
     _check_modalities(recipe)
     if base_dir is not None:
         _resolve_paths(recipe, base_dir)
     return recipe
+
+
+def _check_annealing(recipe: dict[str, Any]) -> None:
+    """Each ``annealing`` schedule fits the recipe's loss: it changes a key the loss has
+    (:data:`ANNEALED_LOSS_KEYS`), and Ring's upper percentile stays above its lower one."""
+    loss = recipe["loss"]
+    for key, value in recipe["annealing"].items():
+        target = ANNEALED_LOSS_KEYS[key]
+        if target not in loss:
+            fits = ", ".join(n for n in LOSSES.names() if target in LOSSES.get(n).params)
+            raise RecipeError(
+                f"recipe key 'annealing.{key}' anneals the loss's '{target}', which loss "
+                f"'{loss['name']}' does not have; choose a loss of: {fits} (or drop the key).")
+        if target == "upper_percentile" and not value > loss["lower_percentile"]:
+            raise RecipeError(
+                f"recipe key 'annealing.{key}' = {value:g} must be above 'loss."
+                f"lower_percentile' = {loss['lower_percentile']:g} (the band is "
+                "[lower, upper)).")
 
 
 def _check_modalities(recipe: dict[str, Any]) -> None:

@@ -28,6 +28,7 @@ from keras_hardneg.run.recipe import load_recipe, save_recipe
 from keras_hardneg.run.report import HISTORY_PLOT, ShortProgress, plot_history, resolve_verbose
 from keras_hardneg.run.resume import (_committed_epoch, check_own_files, check_output_dir,
                                       check_resume, mark_run, remove_new_files)
+from keras_hardneg.run.run_report import REPORT_FILE, make_probe_callback, write_run_report
 
 __all__ = ["train", "MONITOR_TRAIN_LIMIT", "MONITOR_TEST_LIMIT"]
 
@@ -179,9 +180,30 @@ def _baseline(modality, model, recipe, train_split, test_split, output_dir, star
     return baseline
 
 
+def _write_report(recipe, model, train_split, test_split, history, results, baseline,
+                  probe_cb, output_dir) -> str | None:
+    """``report.html`` of a finished run (its path), or a warning and None when it cannot
+    be written (the run itself is complete)."""
+    probe = None
+    if probe_cb is not None and probe_cb.available:
+        probe = {"probe_size": int(len(probe_cb.probe.indices)), "records": probe_cb.records,
+                 "seconds": probe_cb.seconds}
+    path = os.path.join(output_dir, REPORT_FILE)
+    try:
+        write_run_report(path, recipe=recipe, encoder=model.encoder, train=train_split,
+                         test=test_split, history=history, results=results,
+                         baseline=baseline, probe=probe, where=output_dir)
+    except Exception as e:  # noqa: BLE001 -- the run is complete; the page can be redone
+        warnings.warn(f"report.html was not written ({type(e).__name__}: {e}); write it with "
+                      f"`keras-hardneg report {output_dir}`.", stacklevel=3)
+        return None
+    return path
+
+
 def train(recipe: Any, output_dir: str, *, resume: bool = True, verbose: Any = "auto",
           export: bool = True, extra_callbacks: Iterable[keras.callbacks.Callback] = (),
-          data: tuple | None = None, distribution: Any = None) -> dict[str, Any]:
+          data: tuple | None = None, distribution: Any = None,
+          report: bool = True) -> dict[str, Any]:
     """Trains, evaluates and exports what ``recipe`` describes, into ``output_dir``.
 
     ``output_dir`` receives ``recipe.json``, ``backup/`` (resume state: a killed run
@@ -222,6 +244,11 @@ def train(recipe: Any, output_dir: str, *, resume: bool = True, verbose: Any = "
             directory, and every worker resumes from the chief's ``backup/``. A worker
             other than the chief returns only ``history``, ``epochs_run``,
             ``epochs_trained_now``, ``seconds``, ``worker`` and ``output_dir``.
+        report: write ``report.html``, the run report (:mod:`keras_hardneg.run.run_report`):
+            a fixed probe batch is scored after every epoch into ``probe.json`` (one
+            process only), and the page is written after ``results.json``. A report that
+            cannot be written is a warning naming ``keras-hardneg report OUTPUT_DIR``, not
+            a failed run.
 
     Returns:
         dict with the modality's figures (images: ``knn_accuracy``,
@@ -258,6 +285,7 @@ def train(recipe: Any, output_dir: str, *, resume: bool = True, verbose: Any = "
             print(f"{output_dir}: the run is complete ({recipe['epochs']} epochs); nothing to "
                   "train (rerun with --no-resume to start over).", flush=True)
         return finished
+    caller_policy = keras.config.dtype_policy()  # put back when the run ends, however
     keras.config.set_dtype_policy(recipe["precision"])
     private = None  # a worker's own backup directory (not the chief's)
     try:
@@ -312,6 +340,12 @@ def train(recipe: Any, output_dir: str, *, resume: bool = True, verbose: Any = "
                 restore_dir=backup if resume else None)
         if place.num_workers > 1:
             cbs.append(_SameResumePoint(dist, backup_cb))
+        probe_cb = None
+        if report and place.is_chief and place.num_workers == 1:
+            # Before the backup: an epoch's record is written before the epoch commits.
+            probe_cb = make_probe_callback(recipe, modality, x_train, y_train, feed,
+                                           output_dir, start_epoch)
+            cbs.append(probe_cb)
         cbs += [backup_cb, *extra_callbacks]
 
         start = time.perf_counter()
@@ -340,8 +374,7 @@ def train(recipe: Any, output_dir: str, *, resume: bool = True, verbose: Any = "
                         "worker": place.index, "output_dir": output_dir}
             model = build_model(recipe, x_train=x_train)
             model.set_weights(weights)
-        with open(os.path.join(output_dir, "history.json"), "w") as f:
-            json.dump(hist, f, indent=1)
+        atomic_write_json(os.path.join(output_dir, "history.json"), hist, indent=1)
         plot_history(hist, os.path.join(output_dir, HISTORY_PLOT), baseline)
 
         if _unlabeled(modality, test_split):
@@ -380,6 +413,9 @@ def train(recipe: Any, output_dir: str, *, resume: bool = True, verbose: Any = "
         atomic_write_json(os.path.join(output_dir, "results.json"),
                           {k: v for k, v in results.items() if k != "history"}, indent=1,
                           default=str)
+        if report:
+            results["report"] = _write_report(recipe, model, eval_train, eval_test, hist,
+                                              results, baseline, probe_cb, output_dir)
         return results
     except BaseException:
         # A run that committed no epoch leaves the folder as it found it (a later one
@@ -388,6 +424,6 @@ def train(recipe: Any, output_dir: str, *, resume: bool = True, verbose: Any = "
             remove_new_files(output_dir, before)
         raise
     finally:
-        keras.config.set_dtype_policy("float32")
+        keras.config.set_dtype_policy(caller_policy)
         if private is not None:
             shutil.rmtree(private, ignore_errors=True)

@@ -446,6 +446,9 @@ def make_py_dataset(sampler: Any, source: Any, labels: Any = None, **kwargs: Any
                     ) -> SamplerPyDataset:
     """:class:`SamplerPyDataset` ``(sampler, source, labels, **kwargs)``: the sampler feed as a
     ``keras.utils.PyDataset``, for ``fit`` under any backend without TensorFlow.
+    ``source`` holds the ``n`` rows the sampler indexes (e.g. images ``[n, H, W, C]``),
+    ``labels`` int ``[n]`` or ``None``; each batch is ``{"images": [B, ...] (the rows drawn),
+    "index": int [B]}``, paired with their labels ``[B]`` when ``labels`` is given.
 
     Example:
     >>> import numpy as np

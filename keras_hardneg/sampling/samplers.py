@@ -68,7 +68,11 @@ from keras_hardneg.sampling.graph import ProximityGraph
 from keras_hardneg.sampling.walk import (_check_neighbors, random_walk_with_restart,
                                          reachable_count, reachable_nodes)
 
-__all__ = ["BatchSampler", "UniformSampler", "KNNSampler"]
+__all__ = ["BatchSampler", "UniformSampler", "KNNSampler", "INITIAL_GRAPHS"]
+
+#: Where a graph sampler's first graph comes from in a run (``initial_graph``): a fixed
+#: random projection of the inputs, or the encoder's features before the first step.
+INITIAL_GRAPHS = ("inputs", "encoder")
 
 
 def _check_batch_size(batch_size, n):
@@ -254,7 +258,19 @@ class UniformSampler(_Sampler):
 class _GraphSampler(_Sampler):
     """Coverage epochs over a graph; subclasses define ``_draw(seed_node)``."""
 
-    def __init__(self, neighbors, batch_size, seed, tail, fill_threshold=None):
+    def __init__(self, neighbors, batch_size, seed, tail, fill_threshold=None,
+                 refresh_every=100, initial_graph="inputs"):
+        if isinstance(refresh_every, bool) or not isinstance(refresh_every, (int, np.integer)) \
+                or refresh_every < 1:
+            raise ValueError(f"`refresh_every` must be an int >= 1; got {refresh_every!r}.")
+        if initial_graph not in INITIAL_GRAPHS:
+            raise ValueError(f"`initial_graph` must be one of {list(INITIAL_GRAPHS)}; got "
+                             f"{initial_graph!r}.")
+        #: Steps between graph rebuilds in training (read by the run layer's
+        #: :class:`~keras_hardneg.callbacks.GraphRefreshCallback`; the sampler only walks).
+        self.refresh_every = int(refresh_every)
+        #: Where a run takes the first graph from (:data:`INITIAL_GRAPHS`).
+        self.initial_graph = initial_graph
         nb = _check_neighbors(neighbors)
         super().__init__(nb.shape[0], batch_size, seed)
         if tail not in ("fill", "walk"):
@@ -416,6 +432,11 @@ class BatchSampler(_GraphSampler):
         fill_threshold: with ``tail="fill"``, once at most this many nodes (int, or a fraction
             of ``N`` as float) are uncovered, the rest of the epoch is batches of the uncovered
             nodes completed by walks (default ``batch_size``).
+        refresh_every: steps between graph rebuilds in a training run (default 100; kept
+            as ``self.refresh_every`` for the run's
+            :class:`~keras_hardneg.callbacks.GraphRefreshCallback`).
+        initial_graph: a run's first graph, ``"inputs"`` (default) or ``"encoder"``
+            (:data:`INITIAL_GRAPHS`; kept as ``self.initial_graph``).
 
     Example:
         >>> import numpy as np
@@ -426,7 +447,8 @@ class BatchSampler(_GraphSampler):
     """
 
     def __init__(self, graph, batch_size, restart_prob=(0.2, 0.05), *, num_candidates=1000,
-                 num_neighbors=100, backend="auto", seed=0, tail="fill", fill_threshold=None):
+                 num_neighbors=100, backend="auto", seed=0, tail="fill", fill_threshold=None,
+                 refresh_every=100, initial_graph="inputs"):
         self.num_candidates = num_candidates
         self.num_neighbors = num_neighbors
         self.backend = backend
@@ -439,7 +461,8 @@ class BatchSampler(_GraphSampler):
         #: ``(start, end)`` of the restart probability over a run.
         self.restart_prob_schedule = tuple(_check_alpha(a) for a in schedule)
         self._restart_prob = self.restart_prob_schedule[0]
-        super().__init__(nb, batch_size, seed, tail, fill_threshold)
+        super().__init__(nb, batch_size, seed, tail, fill_threshold, refresh_every,
+                         initial_graph)
 
     @property
     def restart_prob(self):
@@ -472,11 +495,11 @@ class KNNSampler(_GraphSampler):
         num_neighbors: ``K`` of the kNN graph (default ``B - 1``).
         backend: graph backend (``"auto"``: exact for ``N <= 50000``, ScaNN above).
         seed: rng seed.
-        tail: as for ``BatchSampler``.
+        tail, fill_threshold, refresh_every, initial_graph: as for ``BatchSampler``.
     """
 
     def __init__(self, graph, batch_size, *, num_neighbors=None, backend="auto", seed=0,
-                 tail="fill", fill_threshold=None):
+                 tail="fill", fill_threshold=None, refresh_every=100, initial_graph="inputs"):
         if num_neighbors is None:
             num_neighbors = int(batch_size) - 1
         self.num_neighbors = num_neighbors
@@ -488,7 +511,8 @@ class KNNSampler(_GraphSampler):
             arr = ProximityGraph.build(graph, n - 1, num_neighbors, backend=backend, seed=seed,
                                        sort_neighbors=True)
         nb = _as_neighbors(arr, None, None, backend, seed)
-        super().__init__(nb, batch_size, seed, tail, fill_threshold)
+        super().__init__(nb, batch_size, seed, tail, fill_threshold, refresh_every,
+                         initial_graph)
 
     def _draw(self, seed_node):
         nb, b = self._neighbors, self.batch_size
@@ -514,9 +538,9 @@ class KNNSampler(_GraphSampler):
 
 # ------------------------------------------------------------------ registrations
 #: Config keys shared by the graph samplers: how often the training loop rebuilds the graph.
-REFRESH_EVERY = Param(int, low=1, default=100,
+REFRESH_EVERY = Param(int, low=1,
                       help="rebuild the proximity graph from the model's embeddings every N steps")
-INITIAL_GRAPH = Param(str, choices=("inputs", "encoder"), default="inputs",
+INITIAL_GRAPH = Param(str, choices=INITIAL_GRAPHS,
                       help="first graph: 'inputs' (a fixed random projection of the inputs, "
                            "no forward pass) or 'encoder' (the encoder's features at the "
                            "start, one forward pass over the data: what a pretrained encoder "

@@ -44,6 +44,7 @@ Example:
 
 from __future__ import annotations
 
+import copy
 import threading
 from typing import Any
 
@@ -145,6 +146,13 @@ class WorkerShard:
             raise ValueError(f"the sampler drew a batch of shape {batch.shape}; expected "
                              f"({self.global_batch_size},).")
         return batch
+
+    def sampler_copy(self) -> Any:
+        """A deep copy of the global sampler as it stands (graph, walk position, random
+        state), taken under the shard's lock: drawing from it leaves this shard's walk as it
+        is (a run's report measures batches so)."""
+        with self._cond:
+            return copy.deepcopy(self.sampler)
 
     def next_batch(self) -> np.ndarray:
         """This worker's block ``[B / W]`` of the next global batch."""

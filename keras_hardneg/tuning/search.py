@@ -40,6 +40,8 @@ from keras_hardneg.tuning.space import normalize_search_space
 
 __all__ = ["run_search", "TUNERS", "collect_records", "PROJECT_NAME"]
 
+#: The Keras Tuner searches ``run_search(tuner=...)`` runs: ``keras_tuner.RandomSearch``,
+#: ``BayesianOptimization`` and ``Hyperband``.
 TUNERS = ("random", "bayesian", "hyperband")
 PROJECT_NAME = "keras_tuner"
 

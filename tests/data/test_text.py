@@ -72,7 +72,8 @@ def test_text_file_source_through_the_registry(corpus, tmp_path):
     config = DATASETS.check("text_file", {"path": corpus, "max_length": 12,
                                           "vocab_size": 300})
     assert config == {"path": corpus, "max_length": 12, "vocab_size": 300,
-                      "tokenizer": "train", "pairs": "none", "limit": None}
+                      "tokenizer": "train", "pairs": "none", "limit": None, "corpus": None,
+                      "data_dir": None}
     assert DATASETS.get("text_file").tags["modality"] == "text"
     (x, y), (x_test, y_test), desc = DATASETS.make("text_file", config, 0)
     assert isinstance(x, TokenizedSentences) and x.shape == (5, 12)

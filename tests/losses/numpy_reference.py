@@ -57,6 +57,31 @@ def weighted(pos, neg, t, tau_plus, w, **_):
     return -math.log(math.exp(pos) / (math.exp(pos) + ng))
 
 
+# ---- the weight each negative receives (R_a = sum_j w_aj e^{s_aj}) ----------------
+
+def hard_weights(neg, beta):
+    """Robinson et al.'s importance weights over one anchor's negatives: imp / mean(imp)."""
+    imp = np.exp(beta * np.asarray(neg, np.float64))
+    return imp / imp.mean()
+
+
+def ring_weights(neg, lower, upper):
+    """1 for the negatives of rank [floor(lower N), floor(upper N)) (most similar first)."""
+    neg = np.asarray(neg, np.float64)
+    n = len(neg)
+    order = np.argsort(-neg, kind="stable")
+    w = np.zeros(n)
+    w[order[int(np.floor(lower / 100 * n)):int(np.floor(upper / 100 * n))]] = 1.0
+    return w
+
+
+def effective_number(w):
+    """Kish's effective sample size 1 / sum(wn^2), wn = w / sum(w)."""
+    w = np.asarray(w, np.float64)
+    wn = w / w.sum()
+    return 1.0 / np.sum(wn ** 2)
+
+
 def in_batch_loss(fn, z1, z2, t, **kw):
     z, triples = in_batch_triples(z1, z2)
     vals = [fn(z[a] @ z[p] / t, z[negs] @ z[a] / t, t, **kw) for a, p, negs in triples]
@@ -103,7 +128,10 @@ def _mean_one(x):
     return x / m if m > 1e-12 else np.ones_like(x)
 
 
-def unremix_in_batch(z1, z2, t, tau_plus, beta, weights, f1=None, f2=None):
+def unremix_in_batch(z1, z2, t, tau_plus, beta, weights, f1=None, f2=None,
+                     return_weights=False):
+    """The in-batch UnReMix loss (and, with ``return_weights``, each anchor's ``w`` over its
+    negatives in the order of :func:`in_batch_triples`)."""
     raw = np.concatenate([z1, z2]).astype(np.float64)
     z, triples = in_batch_triples(z1, z2)
     feats = None if f1 is None else np.concatenate([f1, f2]).astype(np.float64)
@@ -114,7 +142,7 @@ def unremix_in_batch(z1, z2, t, tau_plus, beta, weights, f1=None, f2=None):
         grads.append(last_layer_gradient(e, None if feats is None else feats[j]))
     grads = np.array(grads)
     lu, ls, lr = np.asarray(weights, np.float64) / np.sum(weights)
-    vals = []
+    vals, all_w = [], []
     for a, p, negs in triples:
         pos = z[a] @ z[p] / t
         neg = z[negs] @ z[a] / t
@@ -123,6 +151,9 @@ def unremix_in_batch(z1, z2, t, tau_plus, beta, weights, f1=None, f2=None):
         r = np.array([np.mean([1 - z[j] @ z[jj] for jj in negs if jj != j]) for j in negs])
         w = lu * _mean_one(u) + ls * s / s.mean() + lr * _mean_one(r)
         vals.append(weighted(pos, neg, t, tau_plus, w))
+        all_w.append(w)
+    if return_weights:
+        return float(np.mean(vals)), all_w
     return float(np.mean(vals))
 
 

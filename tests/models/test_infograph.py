@@ -50,13 +50,43 @@ def test_local_global_pairs():
     node_graph = np.array([0, 0, 1, 2, 3, 3])  # two padding nodes (graph B = 3)
     pairs = local_global_pairs(local.astype("float32"), glob.astype("float32"), node_graph,
                                graph_mask=np.array([1, 1, 0], "float32"))
-    assert pairs.num_negatives == 2 and np_(pairs.negative_cos).shape == (6, 3)
+    # N counts the real graphs other than the anchor's own: graph 2 is padding.
+    assert int(np_(pairs.num_negatives)) == 1 and np_(pairs.negative_cos).shape == (6, 3)
     unit = glob / np.linalg.norm(glob, axis=1, keepdims=True)
     own = np.minimum(node_graph, 2)
     np.testing.assert_allclose(np_(pairs.positives), unit[own], rtol=1e-5)
     # own graph and the empty padding graph (graph_mask 0) are never negatives
     expected = (own[:, None] != np.arange(3)[None]) & (np.array([1, 1, 0]) > 0)[None]
     np.testing.assert_array_equal(np_(pairs.negative_mask), expected)
+
+
+@pytest.mark.parametrize("name", ["debiased", "hard", "ring", "unremix"])
+def test_padding_graphs_are_not_counted_among_the_negatives(name):
+    """With empty padding graphs (``graph_mask`` 0) each real node has ``G_real - 1``
+    negatives, and the losses that use ``N`` (the debiasing, the hard-negative mean, Ring's
+    band, UnReMix's representativeness) use that count: the per-node losses equal a batch
+    with the padding graphs removed."""
+    from tests.losses import numpy_reference as ref
+
+    rng = np.random.default_rng(1)
+    local = rng.normal(size=(7, 5)).astype("float32")
+    glob = rng.normal(size=(6, 5)).astype("float32")
+    node_graph = np.array([0, 0, 1, 2, 3, 3, 6])  # node 6 is padding (graph B = 6)
+    graph_mask = np.array([1, 1, 1, 1, 0, 0], "float32")  # graphs 4, 5: padding
+    loss = LOSSES[name]()
+    padded = loss.anchor_terms(local_global_pairs(local, glob, node_graph, graph_mask))["loss"]
+    real = loss.anchor_terms(local_global_pairs(local[:6], glob[:4], node_graph[:6]))["loss"]
+    np.testing.assert_allclose(np_(padded)[:6], np_(real), rtol=1e-5, atol=1e-6)
+    if name in ("debiased", "hard", "ring"):  # against the NumPy transcription too
+        lu = local / np.linalg.norm(local, axis=1, keepdims=True)
+        gu = glob[:4] / np.linalg.norm(glob[:4], axis=1, keepdims=True)
+        fn = {"debiased": ref.debiased, "hard": ref.hard, "ring": ref.ring}[name]
+        kw = dict(tau_plus=0.1, beta=1.0, lower=5, upper=60)
+        for n in range(6):
+            logits = lu[n] @ gu.T / 0.5
+            g = node_graph[n]
+            want = fn(logits[g], np.delete(logits, g), 0.5, **kw)
+            assert float(np_(padded)[n]) == pytest.approx(want, rel=1e-4, abs=1e-5), n
 
 
 def _reference_loss(local, glob, batch, temperature=0.5):

@@ -189,3 +189,55 @@ def test_recipe_says_every_torch_alignment_option():
     assert (init["mode"], init["distribution"]) == ("fan_out", "untruncated_normal")
     from keras_hardneg.run.build import build_optimizer
     assert build_optimizer(recipe, steps_per_epoch=7)._learning_rate.hold_steps == 7
+
+
+def test_build_model_sizes_the_schedule_from_the_training_set_or_refuses():
+    """The learning-rate schedule spans ``epochs * steps_per_epoch`` steps of the training
+    set; without ``num_examples`` or ``x_train`` there is no epoch length to size it by, so
+    ``build_model`` refuses instead of sizing an epoch as one step."""
+    import numpy as np
+
+    from keras_hardneg.run import build_model
+
+    recipe = load_recipe({"data": {"name": "digits"}, "batch_size": 8, "epochs": 3,
+                          "projection_dims": [16, 8], "encoder": {"name": "small_convnet"}})
+    with pytest.raises(ValueError, match=r"build_model needs `num_examples`"):
+        build_model(recipe, input_shape=(8, 8, 3))
+    model = build_model(recipe, input_shape=(8, 8, 3), num_examples=40)
+    assert model.optimizer._learning_rate.total_steps == 3 * (40 // 8)
+    x = np.random.default_rng(0).uniform(size=(24, 8, 8, 3)).astype("float32")
+    model = build_model(recipe, x_train=x)
+    assert model.optimizer._learning_rate.total_steps == 3 * (24 // 8)
+
+
+@pytest.mark.parametrize("loss,annealing,names", [
+    ("hard", {"ring_start": 100.0}, "ring"),
+    ("nt_xent", {"ring_end": 10.0}, "ring"),
+    ("nt_xent", {"beta_changes": 4}, "hard, unremix"),
+    ("ring", {"beta_changes": 4}, "hard, unremix"),
+])
+def test_an_annealing_schedule_the_loss_cannot_take_is_refused_on_load(loss, annealing, names):
+    """Refused by ``load_recipe`` (before any data is read), in one line naming the key,
+    the loss and the losses it fits."""
+    key = next(iter(annealing))
+    with pytest.raises(RecipeError) as e:
+        load_recipe({"loss": {"name": loss}, "annealing": annealing})
+    message = str(e.value)
+    assert f"'annealing.{key}'" in message and f"'{loss}'" in message, message
+    assert f"choose a loss of: {names}" in message and "\n" not in message, message
+
+
+def test_ring_annealing_must_stay_above_the_lower_percentile():
+    with pytest.raises(RecipeError, match=r"'annealing.ring_end' = 1 .* above 'loss."
+                                          r"lower_percentile' = 5"):
+        load_recipe({"loss": {"name": "ring", "lower_percentile": 5, "upper_percentile": 50},
+                     "annealing": {"ring_start": 100, "ring_end": 1}})
+    ok = load_recipe({"loss": {"name": "ring"}, "annealing": {"ring_start": 100, "ring_end": 10}})
+    assert ok["annealing"] == {"ring_start": 100.0, "ring_end": 10.0}
+    assert load_recipe({"loss": {"name": "unremix"}, "annealing": {"beta_changes": 2}})
+
+
+@pytest.mark.parametrize("weights", [[1.0, 1.0], [1.0, 1.0, 1.0, 1.0], [0.0, 0.0, 0.0]])
+def test_unremix_weights_are_checked_by_the_recipe(weights):
+    with pytest.raises(RecipeError, match=r"recipe keys of loss 'unremix': 'loss.weights'"):
+        load_recipe({"loss": {"name": "unremix", "weights": weights}})

@@ -1,0 +1,336 @@
+"""MkDocs hook: the pages generated from the repository's sources at build time.
+
+- ``examples/NAME.md`` from ``examples/NAME.py`` (keras.io's script form: the header
+  docstring's ``Title:`` / ``Shows:`` / ``Run time:`` fields and its commands, then every
+  top-level string statement as prose and the code between them as code blocks, and the
+  plot the script writes when ``docs/img`` holds it);
+- ``zoo.md`` from ``keras_hardneg/zoo_index.json`` (the index the package ships), with each
+  entry's recipe from ``models/NAME/recipe.json`` where the clone has it;
+- ``api/NAME.md``, one page per public module, one entry per name of its ``__all__`` (read
+  statically, so the build imports neither the package nor TensorFlow), rendered by
+  mkdocstrings from the docstrings.
+
+Nothing generated is written into ``docs/``: the pages exist only in the build (``mkdocs
+serve`` regenerates them when a script, the index or a module changes). The functions are
+plain so the tests can call them.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PACKAGE = "keras_hardneg"
+
+#: The modules with an API page, in the order of the API index: what ``import
+#: keras_hardneg`` exposes (its ``_SUBMODULES``), each documented through its ``__all__``.
+API_MODULES = ("losses", "models", "encoders", "augment", "sampling", "data", "evaluation",
+               "callbacks", "optimizers", "export", "zoo", "run", "tuning", "registry",
+               "distribute")
+
+
+# --------------------------------------------------------------------------- examples
+
+
+def _split_header(doc: str) -> tuple[dict[str, str], list[str], str]:
+    """An example's header docstring: its ``Key: value`` fields (continuation lines
+    indented), its indented command lines, and the prose after them."""
+    fields: dict[str, str] = {}
+    commands: list[str] = []
+    prose: list[str] = []
+    key = None
+    for line in doc.strip("\n").splitlines():
+        match = re.match(r"^([A-Z][A-Za-z ]+):\s*(.*)$", line)
+        if match and not line.startswith(" ") and not prose and not commands:
+            key = match.group(1)
+            fields[key] = match.group(2).strip()
+        elif not line.strip():
+            key = None
+            if prose:
+                prose.append("")
+        elif key is not None and line.startswith(" "):
+            fields[key] += " " + line.strip()
+        elif line.startswith("    ") and not prose:
+            commands.append(line.strip())
+        else:
+            key = None
+            prose.append(line)
+    return fields, commands, "\n".join(prose).strip()
+
+
+def example_page(path: str, img_dir: str | None = None, img_prefix: str = "../img/") -> str:
+    """The Markdown page of the keras.io-style script ``path``."""
+    with open(path, encoding="utf-8") as f:
+        source = f.read()
+    tree = ast.parse(source)
+    doc = ast.get_docstring(tree, clean=False)
+    if not doc or "Title:" not in doc:
+        raise ValueError(f"{path}: the header docstring has no 'Title:' field")
+    fields, commands, prose = _split_header(doc)
+    name = os.path.basename(path)
+    out = [f"# {fields.pop('Title')}", ""]
+    out += [f"**Script:** `examples/{name}`", ""]
+    for key in ("Shows", "Run time"):
+        if key in fields:
+            out += [f"**{key}:** {fields.pop(key)}", ""]
+    for key, value in fields.items():
+        out += [f"**{key}:** {value}", ""]
+    if commands:
+        out += ["```bash", *commands, "```", ""]
+    if prose:
+        out += [prose, ""]
+    figure = re.search(r"[\"'](examples_\w+\.png)[\"']", source)
+    if figure and img_dir and os.path.isfile(os.path.join(img_dir, figure.group(1))):
+        out += [f"![The plot this script writes, from a run of its defaults]"
+                f"({img_prefix}{figure.group(1)})", ""]
+    lines = source.splitlines()
+    body = tree.body[1:]  # after the header docstring
+    code_start = body[0].lineno if body else len(lines) + 1
+    code_start = _first_line(body[0]) if body else code_start
+
+    def emit_code(first: int, last: int) -> None:
+        chunk = lines[first - 1:last]
+        while chunk and not chunk[0].strip():
+            chunk.pop(0)
+        while chunk and not chunk[-1].strip():
+            chunk.pop()
+        if chunk:
+            out.extend(["```python", *chunk, "```", ""])
+
+    cursor = code_start
+    for node in body:
+        if (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+                and isinstance(node.value.value, str)):
+            emit_code(cursor, _first_line(node) - 1)
+            out += [_dedent(node.value.value).strip(), ""]
+            cursor = node.end_lineno + 1
+    emit_code(cursor, len(lines))
+    return "\n".join(out)
+
+
+def _first_line(node: ast.AST) -> int:
+    decorators = getattr(node, "decorator_list", [])
+    return min([node.lineno] + [d.lineno for d in decorators])
+
+
+def _dedent(text: str) -> str:
+    import textwrap
+
+    return textwrap.dedent(text)
+
+
+def example_title(path: str) -> str:
+    with open(path, encoding="utf-8") as f:
+        doc = ast.get_docstring(ast.parse(f.read()), clean=False) or ""
+    return _split_header(doc)[0].get("Title", os.path.basename(path))
+
+
+# --------------------------------------------------------------------------- zoo
+
+
+def _mb(size: int) -> str:
+    return f"{size / 1e6:.1f} MB"
+
+
+def _recipe_summary(recipe: dict) -> dict[str, str]:
+    def name_of(section):
+        value = recipe.get(section)
+        if isinstance(value, dict):
+            return str(value.get("name", ""))
+        return "" if value is None else str(value)
+
+    loss = recipe.get("loss") if isinstance(recipe.get("loss"), dict) else {}
+    params = ", ".join(f"{k}={v}" for k, v in loss.items() if k != "name")
+    data = recipe.get("data") if isinstance(recipe.get("data"), dict) else {}
+    return {"framework": name_of("framework"),
+            "loss": name_of("loss") + (f" ({params})" if params else ""),
+            "encoder": name_of("encoder"), "sampler": name_of("sampler") or "uniform",
+            "data": str(data.get("dataset", data.get("name", ""))),
+            "epochs": str(recipe.get("epochs", ""))}
+
+
+def _read_recipe(models_dir: str | None, name: str) -> dict:
+    if not models_dir:
+        return {}
+    for file in ("trained_recipe.json", "recipe.json"):
+        path = os.path.join(models_dir, name, file)
+        if os.path.isfile(path):
+            with open(path, encoding="utf-8") as f:
+                return json.load(f)
+    return {}
+
+
+def _input_text(record: dict) -> str:
+    spec = record.get("input") or {}
+    if "input_shape" in spec:
+        return "images [B, " + ", ".join(str(d) for d in spec["input_shape"]) + "]"
+    if "max_length" in spec:
+        return f"token ids [B, {spec['max_length']}]"
+    if record.get("modality") == "graph":
+        return "graph batches"
+    return ", ".join(f"{k} {v}" for k, v in spec.items())
+
+
+def zoo_page(index_path: str, models_dir: str | None = None) -> str:
+    """The zoo's page: every entry of the packaged index, those with weights first."""
+    with open(index_path, encoding="utf-8") as f:
+        index = json.load(f)
+    entries = index["entries"]
+    weights = {n: r for n, r in sorted(entries.items()) if r.get("status") == "weights"}
+    recipes = {n: r for n, r in sorted(entries.items()) if r.get("status") != "weights"}
+    out = ["# Model zoo", "",
+           "Generated at build time from the index the package ships "
+           "(`keras_hardneg/zoo_index.json`, written by `python models/make_index.py`) and "
+           "the entries' recipes in `models/`. Load an entry with weights as a trainable "
+           "Keras model under TensorFlow or JAX:", "",
+           "```python", "import keras_hardneg as khn",
+           f"encoder = khn.zoo.load({next(iter(weights), 'NAME')!r})", "```", "",
+           "How entries are fetched, cached and hosted: the [zoo guide](guides/zoo.md). "
+           "Figures are measured on frozen features: images, weighted kNN (k=200, t=0.1) "
+           "and a linear probe; graphs, 10-fold SVM accuracy; sentences, STS Spearman x 100 "
+           "and SentEval accuracy.", "",
+           f"## Entries with weights ({len(weights)})", "",
+           "| entry | modality | input | features | parameters | figures | framework | "
+           "loss | encoder | epochs | trained on | weights | size |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for name, record in weights.items():
+        recipe = _recipe_summary(_read_recipe(models_dir, name))
+        size = sum(f.get("size", 0) for f in record.get("files", {}).values())
+        params = record.get("parameter_count")
+        out.append("| " + " | ".join([
+            f"`{name}`", record.get("modality", ""), _input_text(record),
+            str(record.get("output_dim", "")), f"{params:,}" if params else "",
+            record.get("figures", ""), recipe["framework"], recipe["loss"],
+            recipe["encoder"], recipe["epochs"], record.get("trained_on", ""),
+            record.get("weights_dtype", ""), _mb(size)]) + " |")
+    out += ["", f"## Recipes without weights yet ({len(recipes)})", "",
+            "Each is a recipe a user can train (`keras-hardneg train --recipe "
+            "models/NAME/recipe.json --dataset ...`).", "",
+            "| entry | modality | framework | loss | encoder | sampler | data | epochs | "
+            "why no weights |",
+            "|---|---|---|---|---|---|---|---|---|"]
+    for name, record in recipes.items():
+        recipe = _recipe_summary(_read_recipe(models_dir, name))
+        out.append("| " + " | ".join([
+            f"`{name}`", record.get("modality", ""), recipe["framework"], recipe["loss"],
+            recipe["encoder"], recipe["sampler"], recipe["data"], recipe["epochs"],
+            record.get("why_no_weights", "")]) + " |")
+    return "\n".join(out) + "\n"
+
+
+# --------------------------------------------------------------------------- API
+
+
+def _static_all(path: str) -> list[str]:
+    """``__all__`` of a module file: its literal list plus any literal ``+=``."""
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read())
+    names: list[str] = []
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            names = list(ast.literal_eval(node.value))
+        elif (isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name)
+              and node.target.id == "__all__"):
+            names += list(ast.literal_eval(node.value))
+    return names
+
+
+def module_file(module: str, root: str = ROOT) -> str:
+    base = os.path.join(root, PACKAGE, *module.split("."))
+    return os.path.join(base, "__init__.py") if os.path.isdir(base) else base + ".py"
+
+
+def public_names(module: str, root: str = ROOT) -> list[str]:
+    """The names module ``keras_hardneg.<module>`` exports (its ``__all__``)."""
+    return _static_all(module_file(module, root))
+
+
+def api_page(module: str, root: str = ROOT) -> str:
+    full = f"{PACKAGE}.{module}"
+    out = [f"# `{full}`", "", f"::: {full}", "    options:", "      members: false",
+           "      show_root_heading: false", "      show_root_toc_entry: false", ""]
+    for name in public_names(module, root):
+        out += [f"::: {full}.{name}", ""]
+    return "\n".join(out)
+
+
+def api_index(root: str = ROOT) -> str:
+    out = ["# API reference", "",
+           "One page per public module of `keras_hardneg`: each documents every name of the "
+           "module's `__all__`, generated from the docstrings (shapes and conventions "
+           "included). `import keras_hardneg as khn` makes each module reachable as "
+           "`khn.NAME`.", "", "| module | public names |", "|---|---|"]
+    for module in API_MODULES:
+        names = public_names(module, root)
+        out.append(f"| [`{PACKAGE}.{module}`]({module}.md) | {len(names)} |")
+    return "\n".join(out) + "\n"
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def _subparsers(parser):
+    import argparse
+
+    for action in parser._actions:  # noqa: SLF001 -- argparse keeps its subcommands here
+        if isinstance(action, argparse._SubParsersAction):  # noqa: SLF001
+            yield from action.choices.items()
+
+
+def cli_page() -> str:
+    """``keras-hardneg --help`` and every (sub)command's, as argparse prints them
+    (imports the package, and with it Keras)."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    os.environ["COLUMNS"] = "96"
+    from keras_hardneg.cli import build_parser
+
+    parser = build_parser()
+    parser.prog = "keras-hardneg"
+    out = ["# Command-line reference", "",
+           "Generated at build time from the parser of `keras-hardneg` "
+           "(`keras_hardneg/cli.py`): what `keras-hardneg COMMAND --help` prints. How the "
+           "commands fit together: [Recipes and the CLI](guides/recipes_cli.md).", "",
+           "```text", parser.format_help().rstrip(), "```", ""]
+
+    def add(prefix, sub, level):
+        for name, child in _subparsers(sub):
+            child.prog = f"{prefix} {name}"
+            out.extend([f"{'#' * level} `{prefix} {name}`", "", "```text",
+                        child.format_help().rstrip(), "```", ""])
+            add(f"{prefix} {name}", child, level + 1)
+
+    add("keras-hardneg", parser, 2)
+    return "\n".join(out)
+
+
+# --------------------------------------------------------------------------- the hook
+
+
+def generated_pages(root: str = ROOT, docs_dir: str | None = None) -> dict[str, str]:
+    """``{path under docs/: Markdown}`` of every generated page."""
+    docs_dir = docs_dir or os.path.join(root, "docs")
+    pages = {}
+    examples = os.path.join(root, "examples")
+    for name in sorted(os.listdir(examples)):
+        if name.endswith(".py") and not name.startswith("_"):
+            pages[f"examples/{name[:-3]}.md"] = example_page(
+                os.path.join(examples, name), os.path.join(docs_dir, "img"))
+    pages["zoo.md"] = zoo_page(os.path.join(root, PACKAGE, "zoo_index.json"),
+                               os.path.join(root, "models"))
+    pages["cli.md"] = cli_page()
+    pages["api/index.md"] = api_index(root)
+    for module in API_MODULES:
+        pages[f"api/{module}.md"] = api_page(module, root)
+    return pages
+
+
+def on_files(files, config):  # noqa: D103 -- MkDocs's hook
+    from mkdocs.structure.files import File
+
+    for path, content in generated_pages(docs_dir=config["docs_dir"]).items():
+        files.append(File.generated(config, path, content=content))
+    return files

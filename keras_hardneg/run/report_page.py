@@ -1,0 +1,663 @@
+"""The run report's page: ``report.html``, one self-contained file a user opens in a browser.
+
+Everything is inline: CSS in the head, every figure a PNG data URI (matplotlib, Agg), no
+script and no URL to fetch, so the file opens by double-click, offline, and can be mailed.
+This module only draws and writes; :mod:`keras_hardneg.run.run_report` gathers what a run
+(or a zoo entry) measured and calls it. The sections, in order:
+
+* the run: data, framework, loss, epochs, time; the recipe as a table;
+* the figures (kNN / linear probe / SVM / STS) beside the starting encoder's ("epoch 0");
+* the curves per epoch (:func:`curves_section`): loss, kNN, positive / negative cosine,
+  false-negative rate of the training batches (``history.json``), the clamp where the loss
+  has one, the probe's effective number of negatives;
+* the negatives (:func:`negatives_section`, from the probe's records:
+  :mod:`keras_hardneg.run.probe`): cosine histograms at the start and the end, the weight each
+  negative received against its similarity, the effective number of negatives per epoch and,
+  with labels, the share of same-class negatives among all, among the most-weighted and in
+  the loss's weight; with a graph sampler, batch hardness and false-negative rate against
+  uniform batches (:func:`sampler_section`);
+* the modality's own (:meth:`~keras_hardneg.run.modality.Modality.report_sections`): images a
+  nearest-neighbour grid (:func:`image_sections`) and a 2-D map, graphs the 2-D map
+  (:func:`embedding_map_section`), sentences the nearest sentences of a few queries
+  (:func:`nearest_sentences_section`). The 2-D maps are t-SNE (scikit-learn, PCA start) of
+  at most :data:`MAP_POINTS` embeddings.
+
+Example:
+>>> page = render_page("demo", [("Hello", "<p>one section</p>")], footer="made by hand")
+>>> "<h2 id=\\"hello\\">Hello</h2>" in page, "http" in page
+(True, False)
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import os
+import re
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+__all__ = ["REPORT_FILE", "GENERATOR", "MAP_POINTS", "NEIGHBOUR_POOL", "GRID_QUERIES",
+           "GRID_NEIGHBOURS", "render_page", "write_page", "is_our_page", "figure_uri",
+           "recipe_table", "figure_rows", "figures_section", "curves_section", "negatives_section",
+           "sampler_section", "image_sections", "embedding_map_section",
+           "nearest_sentences_section"]
+
+#: The page's file name in a run directory.
+REPORT_FILE = "report.html"
+#: The ``generator`` meta tag of every page this package writes (an existing file without
+#: it is the user's, and is not replaced).
+GENERATOR = "keras-hardneg run report"
+#: Embeddings in a 2-D map (t-SNE), at most.
+MAP_POINTS = 500
+#: Training examples searched for nearest neighbours, at most (a seeded subset).
+NEIGHBOUR_POOL = 5000
+#: Queries and neighbours of the image grid.
+GRID_QUERIES = 6
+GRID_NEIGHBOURS = 8
+#: Queries and neighbours of the nearest-sentence table.
+SENTENCE_QUERIES = 5
+SENTENCE_NEIGHBOURS = 5
+#: PNG resolution.
+DPI = 80
+
+_SAME, _OTHER = "#1a9850", "#d73027"
+
+
+# --------------------------------------------------------------------- drawing
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def figure_uri(fig: Any) -> str:
+    """A matplotlib figure as a PNG data URI (the figure is closed)."""
+    plt = _pyplot()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=DPI, bbox_inches="tight")
+    plt.close(fig)
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def _img(uri: str, alt: str) -> str:
+    return f'<img src="{uri}" alt="{html.escape(alt)}">'
+
+
+def _note(text: str) -> str:
+    return f'<p class="note">{text}</p>'
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[Any]], css: str = "") -> str:
+    head = "".join(f"<th>{html.escape(str(h))}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    cls = f' class="{css}"' if css else ""
+    return f"<table{cls}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _fmt(value: Any, digits: int = 4) -> str:
+    if value is None:
+        return "&ndash;"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    if isinstance(value, (float, np.floating)):
+        return f"{float(value):.{digits}f}"
+    return html.escape(str(value))
+
+
+# ---------------------------------------------------------------------- recipe
+def _flatten(prefix: str, value: Any, out: list) -> None:
+    if isinstance(value, dict) and value:
+        for key in sorted(value):
+            _flatten(f"{prefix}.{key}" if prefix else str(key), value[key], out)
+    else:
+        out.append((prefix, value))
+
+
+def recipe_table(recipe: dict[str, Any]) -> str:
+    """The recipe as a table: one row per section, its keys beside it."""
+    rows = []
+    for section in sorted(recipe):
+        value = recipe[section]
+        if isinstance(value, dict):
+            items: list = []
+            _flatten("", value, items)
+            text = "<br>".join(f"<code>{html.escape(k)}</code> = {_fmt(v)}" for k, v in items)
+            rows.append((f"<b>{html.escape(section)}</b>", text or "&ndash;"))
+        else:
+            rows.append((f"<b>{html.escape(section)}</b>", _fmt(value)))
+    return _table(("section", "keys"), rows, "recipe")
+
+
+# --------------------------------------------------------------------- figures
+_FIGURES = (("knn_accuracy", "kNN accuracy (weighted)"),
+            ("linear_probe_accuracy", "linear probe accuracy"),
+            ("svm_accuracy", "SVM accuracy (10-fold CV)"))
+
+
+def figure_rows(results: dict[str, Any]) -> list[tuple[str, str, Any]]:
+    """``[(key, label, value)]`` of the final figures in ``results`` (dotted keys for STS
+    and SentEval)."""
+    rows = [(key, label, results.get(key)) for key, label in _FIGURES if key in results]
+    for group in ("sts", "senteval"):
+        scores = results.get(group)
+        if isinstance(scores, dict):
+            rows += [(f"{group}.{k}", f"{group.upper() if group == 'sts' else 'SentEval'} "
+                      f"{k}", v) for k, v in scores.items() if isinstance(v, (int, float))]
+    return rows
+
+
+def _lookup(results: dict[str, Any], key: str) -> Any:
+    if "." in key:
+        group, name = key.split(".", 1)
+        return (results.get(group) or {}).get(name) if isinstance(results.get(group),
+                                                                    dict) else None
+    return results.get(key)
+
+
+def figures_section(results: dict[str, Any], baseline: dict[str, Any] | None,
+                    protocol: str = "", baseline_note: str = "") -> str:
+    """The final figures beside the starting encoder's (``baseline``, same keys)."""
+    rows = []
+    for key, label, value in figure_rows(results):
+        start = _lookup(baseline or {}, key)
+        change = (f"{value - start:+.4f}" if isinstance(value, (int, float))
+                  and isinstance(start, (int, float)) else "&ndash;")
+        rows.append((html.escape(label), _fmt(start), f"<b>{_fmt(value)}</b>", change))
+    if not rows:
+        return _note("No figures: this run has no evaluation (unlabeled data, or a text run "
+                     "without <code>evaluation.benchmark_dir</code>).")
+    out = _table(("figure", "starting encoder (epoch 0)", "trained", "change"), rows,
+                 "figures")
+    if protocol:
+        out += _note(html.escape(protocol) + ".")
+    if baseline_note:
+        out += _note(baseline_note)
+    return out
+
+
+# ---------------------------------------------------------------------- curves
+def _panel(ax, title, ylabel):
+    ax.set_title(title, fontsize=10)
+    ax.set_xlabel("epoch", fontsize=9)
+    ax.set_ylabel(ylabel, fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.tick_params(labelsize=8)
+
+
+def curves_section(history: dict[str, list], baseline: dict[str, Any] | None,
+                   records: Sequence[dict[str, Any]] | None) -> str:
+    """Per-epoch curves of ``history.json`` and of the probe's records."""
+    loss = history.get("loss") or []
+    if not loss:
+        return _note("No per-epoch history was kept for this encoder.")
+    plt = _pyplot()
+    epochs = np.arange(1, len(loss) + 1)
+    panels = ["loss"]
+    knn = history.get("knn_accuracy") or []
+    if knn:
+        panels.append("knn")
+    if history.get("positive_cosine"):
+        panels.append("cosine")
+    if history.get("false_negative_rate") or history.get("clamp_fraction"):
+        panels.append("fn")
+    if records and len(records) > 1:
+        panels.append("effective")
+    cols = min(3, len(panels))
+    rows = -(-len(panels) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.0 * rows), squeeze=False)
+    for ax in axes.ravel()[len(panels):]:
+        ax.axis("off")
+    for ax, name in zip(axes.ravel(), panels):
+        if name == "loss":
+            ax.plot(epochs, loss, marker="o", ms=3)
+            _panel(ax, "training loss", "loss")
+        elif name == "knn":
+            xs = list(range(len(loss) - len(knn) + 1, len(loss) + 1))
+            ys = list(knn)
+            if baseline and baseline.get("knn_accuracy") is not None:
+                xs, ys = [0] + xs, [baseline["knn_accuracy"]] + ys
+                ax.axhline(baseline["knn_accuracy"], color="gray", ls=":", lw=1,
+                           label="starting encoder")
+                ax.legend(fontsize=8, loc="lower right")
+            ax.plot(xs, ys, marker="o", ms=3, color="tab:green")
+            _panel(ax, "kNN monitor (test split)", "kNN accuracy")
+        elif name == "cosine":
+            ax.plot(epochs, history["positive_cosine"], marker="o", ms=3, label="positive")
+            ax.plot(epochs, history.get("negative_cosine") or [np.nan] * len(epochs),
+                    marker="o", ms=3, label="negative")
+            ax.legend(fontsize=8)
+            _panel(ax, "mean cosine (training batches)", "cosine")
+        elif name == "fn":
+            if history.get("false_negative_rate"):
+                ax.plot(epochs, history["false_negative_rate"], marker="o", ms=3,
+                        color="tab:red", label="false-negative rate")
+            if history.get("clamp_fraction"):
+                ax.plot(epochs, history["clamp_fraction"], marker="s", ms=3,
+                        color="tab:purple", label="anchors at the clamp")
+            ax.legend(fontsize=8)
+            _panel(ax, "training batches", "share")
+        elif name == "effective":
+            ep = [r["epoch"] for r in records]
+            ax.plot(ep, [r["effective_negatives"] for r in records], marker="o", ms=3,
+                    color="tab:orange", label="effective")
+            ax.plot(ep, [r["num_negatives"] for r in records], ls="--", color="gray",
+                    label="N")
+            ax.legend(fontsize=8)
+            ax.set_ylim(bottom=0)
+            _panel(ax, "negatives per anchor (probe)", "number")
+    fig.tight_layout()
+    return _img(figure_uri(fig), "per-epoch curves") + _note(
+        "Loss, cosines and false-negative rate: means over each epoch's training batches "
+        "(<code>history.json</code>). The false-negative rate is the share of an anchor's "
+        "negatives that share its label (labels never enter the loss). Effective negatives: "
+        "the probe batch, scored after each epoch (see below).")
+
+
+# ------------------------------------------------------------------- negatives
+_WEIGHT_WORDS = {
+    "NTXentLoss": "NT-Xent weighs every negative 1: all sit on the line w = 1.",
+    "DebiasedContrastiveLoss": "The debiased loss weighs every negative 1 (its correction "
+                               "subtracts a term tied to the positive, not to a negative), "
+                               "then clamps: anchors at the clamp get no gradient.",
+    "HardNegativeContrastiveLoss": "The hard-negative loss weighs negative j of anchor a by "
+                                   "w = N softmax_j(beta s_aj) (importance weights "
+                                   "e^(beta s) over their mean): the more similar, the heavier.",
+    "RingContrastiveLoss": "Ring keeps the negatives whose similarity rank lies in its band "
+                           "(w = 1) and drops the rest (w = 0): too similar (likely false "
+                           "negatives) and too easy.",
+    "UnReMixContrastiveLoss": "UnReMix weighs each negative by its mix of uncertainty, "
+                              "similarity (as the hard-negative loss) and representativeness, "
+                              "each normalised to mean 1.",
+}
+
+
+def _histograms(first: dict, last: dict):
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(5.2, 3.2))
+    bins = len(first["cosine_histogram"])
+    edges = np.linspace(-1.0, 1.0, bins + 1)
+    for record, color, label in ((first, "gray", f"epoch {first['epoch']}"),
+                                 (last, "tab:blue", f"epoch {last['epoch']}")):
+        counts = np.asarray(record["cosine_histogram"], float)
+        density = counts / max(counts.sum(), 1.0) / (edges[1] - edges[0])
+        ax.stairs(density, edges, color=color, lw=1.8, label=label,
+                  fill=record is last, alpha=0.35 if record is last else 1.0)
+    ax.legend(fontsize=8)
+    _panel(ax, "anchor-negative similarity (probe batch)", "density")
+    ax.set_xlabel("cosine similarity", fontsize=9)
+    return figure_uri(fig)
+
+
+def _scatter(first: dict, last: dict, labelled: bool):
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(9.6, 3.3), sharey=True, squeeze=False)
+    for ax, record in zip(axes[0], (first, last)):
+        sc = record.get("scatter") or {}
+        cos = np.asarray(sc.get("cosine", []), float)
+        w = np.asarray(sc.get("weight", []), float)
+        if labelled and "same_class" in sc:
+            same = np.asarray(sc["same_class"], bool)
+            ax.scatter(cos[~same], w[~same], s=4, alpha=0.35, color="tab:blue",
+                       label="other class", rasterized=True)
+            ax.scatter(cos[same], w[same], s=6, alpha=0.6, color=_OTHER,
+                       label="same class (false negative)", rasterized=True)
+            ax.legend(fontsize=7, loc="upper left", markerscale=2)
+        else:
+            ax.scatter(cos, w, s=4, alpha=0.35, color="tab:blue", rasterized=True)
+        ax.axhline(1.0, color="gray", ls=":", lw=1)
+        _panel(ax, f"weight vs similarity, epoch {record['epoch']}", "weight w (mean 1)")
+        ax.set_xlabel("cosine similarity to the anchor", fontsize=9)
+    fig.tight_layout()
+    return figure_uri(fig)
+
+
+def _per_epoch(records: Sequence[dict], labelled: bool):
+    plt = _pyplot()
+    n_panels = 2 if labelled else 1
+    fig, axes = plt.subplots(1, n_panels, figsize=(4.6 * n_panels, 3.1), squeeze=False)
+    ep = [r["epoch"] for r in records]
+    ax = axes[0][0]
+    ax.plot(ep, [r["effective_negatives"] for r in records], marker="o", ms=3,
+            color="tab:orange", label="effective 1/sum(wn^2)")
+    ax.plot(ep, [r["num_negatives"] for r in records], ls="--", color="gray", label="N")
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize=8)
+    _panel(ax, "effective number of negatives", "negatives per anchor")
+    if labelled:
+        ax = axes[0][1]
+        fn = [r["false_negatives"] for r in records]
+        top = fn[0].get("top_fraction", 0.05)
+        ax.plot(ep, [f["all"] for f in fn], marker="o", ms=3, color="gray",
+                label="among all negatives")
+        ax.plot(ep, [f["most_weighted"] for f in fn], marker="o", ms=3, color=_OTHER,
+                label=f"among the most-weighted {top:.0%}")
+        ax.plot(ep, [f["weight"] for f in fn], marker="s", ms=3, color="tab:purple",
+                label="share of the loss's weight")
+        ax.set_ylim(bottom=0)
+        ax.legend(fontsize=7)
+        _panel(ax, "same-class (false) negatives", "share")
+    fig.tight_layout()
+    return figure_uri(fig)
+
+
+def negatives_section(probe: dict[str, Any] | None, loss_name: str) -> str:
+    """What the negatives did, from the probe's records (see the module docstring)."""
+    records = (probe or {}).get("records") or []
+    if not records:
+        return _note("No probe record: the negatives were not measured for this encoder "
+                     "(a framework without two projections, or a multi-worker run).")
+    first, last = records[0], records[-1]
+    labelled = "false_negatives" in last
+    space = probe.get("space", "projection")
+    out = [_note(
+        f"A fixed probe batch of {probe.get('probe_size', '?')} training examples, two views "
+        f"each drawn once, paired in-batch as SimCLR pairs them ({last['num_negatives']} "
+        f"negatives per anchor), scored {'after every epoch' if len(records) > 2 else 'at the start and the end'} "
+        f"in inference mode on the {html.escape(space)}. The weights are the loss's own "
+        f"(<code>{html.escape(loss_name)}.negative_weights</code>): negative j enters anchor "
+        "a's negative term as <code>R_a = &sum;_j w_aj e^(s_aj)</code>. "
+        + html.escape(_WEIGHT_WORDS.get(loss_name, "")))]
+    out.append('<div class="row">' + _img(_histograms(first, last), "similarity histograms")
+               + _img(_per_epoch(records, labelled), "effective negatives per epoch") + "</div>")
+    if first.get("scatter") and last.get("scatter"):
+        out.append(_img(_scatter(first, last, labelled), "weight against similarity"))
+    header = ["epoch", "effective negatives", "N", "positive cos", "negative cos"]
+    if labelled:
+        top = last["false_negatives"].get("top_fraction", 0.05)
+        header += ["same class: all", f"same class: top {top:.0%} by weight",
+                   "same class: weight share"]
+    rows = []
+    for r in records:
+        row = [str(r["epoch"]), f'<span class="eff">{r["effective_negatives"]:.3f}</span>',
+               str(r["num_negatives"]), _fmt(r["positive_cosine"]), _fmt(r["negative_cosine"])]
+        if labelled:
+            f = r["false_negatives"]
+            row += [_fmt(f["all"]), _fmt(f["most_weighted"]), _fmt(f["weight"])]
+        rows.append(row)
+    out.append(_table(header, rows, "probe"))
+    if labelled:
+        out.append(_note(
+            "Same class: the share of negatives with the anchor's label (false negatives, the "
+            "question the seeds ask: do hard negatives pick them up?), among all, among each "
+            "anchor's most-weighted (ties by similarity), and as the share of the loss's "
+            "weight <code>&sum;_same w / &sum; w</code>."))
+    return "\n".join(out)
+
+
+def sampler_section(records: Sequence[dict[str, Any]]) -> str | None:
+    """Batch hardness and false-negative rate of the graph sampler against uniform batches
+    (None when the probe has no such record)."""
+    records = [r for r in records or [] if "batches" in r]
+    if not records:
+        return None
+    plt = _pyplot()
+    labelled = "false_negative_rate" in records[-1]["batches"]["sampler"]
+    n_panels = 2 if labelled else 1
+    fig, axes = plt.subplots(1, n_panels, figsize=(4.6 * n_panels, 3.1), squeeze=False)
+    ep = [r["epoch"] for r in records]
+    keys = [("hardness", "mean in-batch cosine")] + (
+        [("false_negative_rate", "false-negative rate")] if labelled else [])
+    for ax, (key, label) in zip(axes[0], keys):
+        for who, color in (("sampler", "tab:red"), ("uniform", "gray")):
+            ax.plot(ep, [r["batches"][who][key] for r in records], marker="o", ms=3,
+                    color=color, label=f"{who} batches")
+        ax.legend(fontsize=8)
+        _panel(ax, label, label)
+    fig.tight_layout()
+    rows = [[str(r["epoch"])] + [_fmt(r["batches"][who].get(key)) for key, _ in keys
+                                 for who in ("sampler", "uniform")] for r in records]
+    header = ["epoch"] + [f"{label}: {who}" for _, label in keys for who in ("sampler",
+                                                                               "uniform")]
+    return (_img(figure_uri(fig), "sampler batches against uniform") + _table(header, rows)
+            + _note("Batches drawn from a copy of the sampler (the run's walk is not "
+                    "advanced) and as many uniform batches, on the embedding bank the "
+                    "sampler's graph is built from (Yang et al. 2023, Sec. 5.3)."))
+
+
+# ------------------------------------------------------------------ modalities
+def _tsne(features: np.ndarray, seed: int) -> np.ndarray:
+    from sklearn.manifold import TSNE
+    from threadpoolctl import threadpool_limits
+
+    n = len(features)
+    if n < 5:
+        return np.zeros((n, 2))
+    with threadpool_limits(1):  # threads only oversubscribe a busy machine
+        return TSNE(2, init="pca", random_state=seed, perplexity=min(30.0, (n - 1) / 3),
+                    max_iter=500).fit_transform(np.asarray(features, np.float64))
+
+
+def _subset(n: int, limit: int, seed: int) -> np.ndarray:
+    if n <= limit:
+        return np.arange(n)
+    return np.sort(np.random.default_rng(seed).choice(n, size=limit, replace=False))
+
+
+def _unit(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, np.float64)
+    return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+
+
+def _map_figure(points: np.ndarray, labels: Any, title: str) -> str:
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(5.6, 4.6))
+    if labels is None:
+        ax.scatter(points[:, 0], points[:, 1], s=7, alpha=0.7, rasterized=True)
+    else:
+        labels = np.asarray(labels).reshape(-1)
+        classes = np.unique(labels)
+        cmap = plt.get_cmap("tab10" if len(classes) <= 10 else "tab20")
+        for i, c in enumerate(classes):
+            sel = labels == c
+            ax.scatter(points[sel, 0], points[sel, 1], s=8, alpha=0.75,
+                       color=cmap(i % cmap.N), label=str(c), rasterized=True)
+        if len(classes) <= 20:
+            ax.legend(fontsize=7, markerscale=2, title="class", title_fontsize=8,
+                      bbox_to_anchor=(1.01, 1.0), loc="upper left")
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.set_title(title, fontsize=10)
+    return figure_uri(fig)
+
+
+def embedding_map_section(features: np.ndarray, labels: Any, seed: int,
+                          what: str = "examples") -> tuple[str, str]:
+    """``("2-D map", html)``: t-SNE of at most :data:`MAP_POINTS` embeddings, by class."""
+    idx = _subset(len(features), MAP_POINTS, seed)
+    points = _tsne(np.asarray(features)[idx], seed)
+    y = None if labels is None else np.asarray(labels).reshape(-1)[idx]
+    body = _img(_map_figure(points, y, f"t-SNE of {len(idx)} {what}' embeddings"),
+                "2-D map") + _note(
+        f"t-SNE (scikit-learn, PCA start, perplexity {min(30.0, (len(idx) - 1) / 3):.0f}) of "
+        f"the trained encoder's features of {len(idx)} {what}"
+        f"{' (a seeded subset)' if len(idx) < len(features) else ''}, coloured by class. "
+        "Classes that form their own islands are what a kNN classifier finds easy.")
+    return "2-D map of the embeddings", body
+
+
+def _extract(encoder: Any, images: np.ndarray) -> np.ndarray:
+    from keras_hardneg.evaluation import extract_features
+
+    return np.asarray(extract_features(encoder, images), np.float32)
+
+
+def image_sections(encoder: Any, train: tuple, test: tuple | None, seed: int,
+                   arrays: Callable[[Any, Any, np.ndarray], tuple]) -> list:
+    """The nearest-neighbour grid and the 2-D map of an image run. ``arrays(x, y, indices)``
+    gives ``(images float32 in [0, 1], labels or None)`` of a split."""
+    x_train, y_train = train
+    queries_split = test if test is not None and test[0] is not None else None
+    pool_idx = _subset(len(x_train), NEIGHBOUR_POOL, seed)
+    pool_images, pool_labels = arrays(x_train, y_train, pool_idx)
+    pool_features = _extract(encoder, pool_images)
+    if queries_split is not None:
+        q_idx = _subset(len(queries_split[0]), MAP_POINTS, seed + 1)
+        q_images, q_labels = arrays(queries_split[0], queries_split[1], q_idx)
+        q_features = _extract(encoder, q_images)
+        exclude_self = False
+        source = "test"
+    else:  # no test split: queries from the pool, themselves excluded
+        q_idx = _subset(len(pool_idx), MAP_POINTS, seed + 1)
+        q_images, q_labels, q_features = pool_images[q_idx], (
+            None if pool_labels is None else pool_labels[q_idx]), pool_features[q_idx]
+        exclude_self = True
+        source = "training"
+    sims = _unit(q_features) @ _unit(pool_features).T
+    if exclude_self:
+        sims[np.arange(len(q_idx)), q_idx] = -np.inf
+    k = min(GRID_NEIGHBOURS, sims.shape[1] - (1 if exclude_self else 0))
+    nearest = np.argsort(-sims, axis=1, kind="stable")[:, :k]
+    # Queries: one per class first (in a seeded order), then the rest.
+    order = np.random.default_rng(seed + 2).permutation(len(q_idx))
+    chosen: list[int] = []
+    if q_labels is not None:
+        seen = set()
+        for i in order:
+            if q_labels[i] not in seen:
+                seen.add(q_labels[i])
+                chosen.append(int(i))
+            if len(chosen) == GRID_QUERIES:
+                break
+    chosen += [int(i) for i in order if int(i) not in chosen][:GRID_QUERIES - len(chosen)]
+    plt = _pyplot()
+    fig, axes = plt.subplots(len(chosen), k + 1, figsize=(1.15 * (k + 1), 1.25 * len(chosen)),
+                             squeeze=False)
+    agreement = None
+    if q_labels is not None and pool_labels is not None:
+        agreement = float(np.mean(pool_labels[nearest] == q_labels[:, None]))
+    for row, qi in enumerate(chosen):
+        cells = [(q_images[qi], None, "query" + ("" if q_labels is None
+                                                  else f" ({q_labels[qi]})"))]
+        for j in nearest[qi]:
+            same = None if q_labels is None or pool_labels is None else \
+                bool(pool_labels[j] == q_labels[qi])
+            cells.append((pool_images[j], same, "" if pool_labels is None
+                          else str(pool_labels[j])))
+        for col, (image, same, title) in enumerate(cells):
+            ax = axes[row][col]
+            ax.imshow(np.clip(np.asarray(image, np.float32), 0.0, 1.0),
+                      interpolation="nearest")
+            ax.set_xticks([])
+            ax.set_yticks([])
+            color = "black" if same is None else (_SAME if same else _OTHER)
+            width = 1.0 if col == 0 else 3.0
+            for spine in ax.spines.values():
+                spine.set_edgecolor(color)
+                spine.set_linewidth(width if same is not None else 1.0)
+            ax.set_title(title, fontsize=7, color=color if col else "black", pad=2)
+    fig.subplots_adjust(wspace=0.08, hspace=0.35)
+    grid = _img(figure_uri(fig), "nearest-neighbour grid") + _note(
+        f"Left: {len(chosen)} {source} images (one per class first); right: their "
+        f"{k} nearest training images by cosine of the trained encoder's features, among "
+        f"{len(pool_idx)} training images{' (a seeded subset)' if len(pool_idx) < len(x_train) else ''}; "
+        "green frame: same class, red: another class (titles: class ids)."
+        + ("" if agreement is None else
+           f" Over all {len(q_idx)} {source} queries shown in the map, "
+           f"<b>{agreement:.1%}</b> of the top-{k} neighbours share the query's class."))
+    sections = [("Nearest neighbours", grid)]
+    sections.append(embedding_map_section(q_features, q_labels, seed, what=f"{source} images"))
+    return sections
+
+
+def nearest_sentences_section(embed_rows: Callable[[np.ndarray], np.ndarray],
+                              sentences: Sequence[str], seed: int) -> tuple[str, str]:
+    """``("Nearest sentences", html)``: for :data:`SENTENCE_QUERIES` sentences of the corpus,
+    their nearest sentences (cosine of the trained encoder's embeddings) among at most
+    :data:`NEIGHBOUR_POOL` of them. ``embed_rows(indices)`` embeds sentences by index."""
+    pool = _subset(len(sentences), NEIGHBOUR_POOL, seed)
+    features = _unit(embed_rows(pool))
+    texts = [sentences[i] for i in pool]
+    rng = np.random.default_rng(seed + 3)
+    candidates = [i for i in rng.permutation(len(pool)) if len(texts[i].split()) >= 4]
+    queries = candidates[:SENTENCE_QUERIES]
+    rows = []
+    for qi in queries:
+        sims = features @ features[qi]
+        sims[[j for j in range(len(texts)) if texts[j] == texts[qi]]] = -np.inf
+        best = np.argsort(-sims, kind="stable")[:SENTENCE_NEIGHBOURS]
+        items = "".join(f"<li><span class=\"cos\">{sims[j]:.3f}</span> "
+                        f"{html.escape(texts[j])}</li>" for j in best)
+        rows.append((f"<b>{html.escape(texts[qi])}</b>", f"<ol>{items}</ol>"))
+    body = _table(("query", f"{SENTENCE_NEIGHBOURS} nearest sentences (cosine)"), rows,
+                  "sentences") + _note(
+        f"Queries: {len(queries)} sentences of the corpus (seeded, at least 4 words); "
+        f"neighbours among {len(pool)} corpus sentences"
+        f"{' (a seeded subset)' if len(pool) < len(sentences) else ''}, the query's own text "
+        "excluded.")
+    return "Nearest sentences", body
+
+
+# ------------------------------------------------------------------------ page
+_CSS = """
+body{font-family:-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;margin:0;color:#222;
+background:#fafafa}
+main{max-width:1180px;margin:0 auto;padding:18px 28px 40px;background:#fff}
+h1{font-size:1.5em;margin:.2em 0}h2{font-size:1.2em;border-bottom:1px solid #ddd;
+padding-bottom:4px;margin-top:1.8em}
+.lead{color:#444;margin:.2em 0 .8em}
+nav a{margin-right:12px;font-size:.9em;color:#245}
+table{border-collapse:collapse;margin:8px 0;font-size:.88em}
+th,td{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
+th{background:#f0f3f6}
+table.recipe td:first-child{white-space:nowrap}
+code{font-size:.92em;background:#f4f4f4;padding:0 2px}
+.note{color:#555;font-size:.86em;max-width:1050px}
+img{max-width:100%;margin:6px 8px 6px 0}
+.row{display:flex;flex-wrap:wrap;align-items:flex-start}
+.cos{color:#777;font-family:monospace;margin-right:6px}
+ol{margin:0;padding-left:20px}
+footer{color:#666;font-size:.82em;margin-top:2em;border-top:1px solid #ddd;padding-top:8px}
+"""
+
+
+def _anchor(title: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
+
+
+def render_page(title: str, sections: Sequence[tuple[str, str]], lead: str = "",
+                footer: str = "") -> str:
+    """The whole page: ``sections`` is ``[(heading, html)]`` (one ``<section>`` each)."""
+    nav = "".join(f'<a href="#{_anchor(t)}">{html.escape(t)}</a>' for t, _ in sections)
+    body = "\n".join(f'<section data-section="{_anchor(t)}"><h2 id="{_anchor(t)}">'
+                     f"{html.escape(t)}</h2>\n{content}</section>" for t, content in sections)
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        f'<meta name="generator" content="{GENERATOR}">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{html.escape(title)}</title><style>{_CSS}</style></head>\n"
+        f"<body><main><h1>{html.escape(title)}</h1>"
+        + (f'<p class="lead">{lead}</p>' if lead else "")
+        + f"<nav>{nav}</nav>\n{body}\n"
+        + (f"<footer>{footer}</footer>" if footer else "")
+        + "</main></body></html>\n")
+
+
+def is_our_page(path: str) -> bool:
+    """Whether ``path`` is a page this module wrote (its ``generator`` meta tag)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            head = f.read(2048)
+    except OSError:
+        return False
+    return f'content="{GENERATOR}"' in head
+
+
+def write_page(path: str, page: str) -> str:
+    """Writes ``page`` to ``path`` atomically. An existing file that this package did not
+    write is refused (``FileExistsError`` naming it)."""
+    if os.path.lexists(path) and not is_our_page(path):
+        raise FileExistsError(f"{path!r} exists and is not a keras-hardneg report; it is left "
+                              "as it is (give another output path).")
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(page)
+    os.replace(tmp, path)
+    return path

@@ -1,0 +1,304 @@
+"""The run report: what a run measured (or what a zoo entry holds), gathered into
+``report.html`` (:mod:`keras_hardneg.run.report_page` draws it).
+
+* :func:`write_run_report` -- from what a run holds in memory: :func:`~keras_hardneg.run.train`
+  calls it after writing ``results.json`` (``train(..., report=False)`` skips it);
+* :func:`report_target` -- ``keras-hardneg report RUN | ZOO_ENTRY``: a run directory (its
+  ``recipe.json``, ``history.json``, ``results.json``, ``baseline.json``, ``probe.json`` and
+  encoder: ``preset/``, else the last checkpoint), or a zoo entry (a folder with ``preset/``
+  and ``recipe.json``, or an entry's name) with the data given (``overrides``: the CLI's
+  ``--dataset``); anything else is refused in one line (:class:`RunDirectoryError`).
+
+The figures are set beside the *starting encoder*'s: the recipe's encoder as built with the
+recipe's seed before any step (for a pretrained backbone, the pretrained weights), measured by
+the same protocol (images: the kNN of ``baseline.json`` when the run measured it; the linear
+probe of the starting encoder is not measured, its cost being a training of its own). Where
+no probe was recorded (a zoo entry, a run trained before the report existed) the negatives are
+scored once for the starting and once for the trained encoder, on the encoder's features (a
+zoo entry keeps no projection head), and the page says so.
+"""
+
+from __future__ import annotations
+
+import datetime
+import html
+import json
+import os
+import time
+from typing import Any
+
+import keras
+import numpy as np
+
+from keras_hardneg.export.preset import PRESET_DIR
+from keras_hardneg.registry import SAMPLERS
+from keras_hardneg.run import probe as probe_lib
+from keras_hardneg.run import report_page as page
+from keras_hardneg.run.artifacts import RunDirectoryError, is_run_directory, restore_run
+from keras_hardneg.run.build import build_loss, build_model, build_view_maker, load_data
+from keras_hardneg.run.modality import TOKENIZER_FILE, modality_of
+from keras_hardneg.run.recipe import load_recipe
+
+__all__ = ["write_run_report", "report_target", "starting_figures", "make_probe_callback",
+           "REPORT_FILE"]
+
+REPORT_FILE = page.REPORT_FILE
+
+
+def _read_json(path: str) -> Any:
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def _probe_view_maker(recipe: dict[str, Any], modality: Any, x: Any) -> Any:
+    """A fresh view maker of the recipe's, seeded apart from the model's."""
+    seeded = {**recipe, "seed": int(recipe["seed"]) + probe_lib.PROBE_SEED_OFFSET}
+    return build_view_maker(seeded, modality.input_shape(x), **modality.view_context(x))
+
+
+def make_probe_callback(recipe: dict[str, Any], modality: Any, x_train: Any, y_train: Any,
+                        feed: Any, output_dir: str | None,
+                        start_epoch: int = 0) -> probe_lib.NegativesProbe:
+    """The :class:`~keras_hardneg.run.probe.NegativesProbe` of a run (its probe batch drawn
+    now; with a graph sampler, its batch statistics too)."""
+    batch = probe_lib.make_probe_batch(recipe, modality, x_train, y_train,
+                                       _probe_view_maker(recipe, modality, x_train))
+    sampler = labels = None
+    if SAMPLERS.get(recipe["sampler"]["name"]).tags.get("graph") and feed.sampler is not None:
+        sampler = feed.sampler
+        n = modality.num_examples(x_train)
+        labels = modality.labels_of(x_train, y_train, np.arange(n))
+    path = None if output_dir is None else os.path.join(output_dir, probe_lib.PROBE_FILE)
+    return probe_lib.NegativesProbe(batch, path, start_epoch=start_epoch, sampler=sampler,
+                                    sampler_labels=labels, seed=recipe["seed"])
+
+
+# --------------------------------------------------------------- starting point
+def _starting_encoder(recipe: dict[str, Any], x_train: Any) -> Any:
+    """The recipe's encoder as the run started it (built with the recipe's seed)."""
+    policy = keras.config.dtype_policy()
+    keras.config.set_dtype_policy(recipe["precision"])
+    try:
+        return build_model(recipe, x_train=x_train).encoder
+    finally:
+        keras.config.set_dtype_policy(policy)
+
+
+def starting_figures(recipe: dict[str, Any], modality: Any, encoder: Any, train: tuple,
+                     test: Any, baseline: dict[str, Any] | None) -> dict[str, Any]:
+    """The starting encoder's figures: ``baseline`` (``baseline.json``) where it has them,
+    else measured now on ``train`` / ``test`` by the modality's protocol (images: kNN only).
+    ``encoder``: the starting encoder, or a function returning it (called only if needed)."""
+    baseline = dict(baseline or {})
+    if baseline.get("knn_accuracy") is not None or modality.name == "image" and (
+            test is None or test[0] is None):
+        return baseline
+    quick = {**recipe, "evaluation": {**recipe["evaluation"], "linear_probe": False}}
+    if callable(encoder) and not isinstance(encoder, keras.layers.Layer):
+        encoder = encoder()
+    figures = modality.evaluate(encoder, quick, train, test)
+    figures.pop("linear_probe_accuracy", None)
+    figures.pop("evaluation_examples", None)
+    return {**figures, **baseline}
+
+
+def _encoder_probe(recipe: dict[str, Any], modality: Any, x: Any, y: Any, encoders: list,
+                   epochs: list) -> dict[str, Any]:
+    """Probe records on the encoders' features (where no probe was kept)."""
+    batch = probe_lib.make_probe_batch(recipe, modality, x, y,
+                                       _probe_view_maker(recipe, modality, x))
+    loss = build_loss(recipe)
+    records = []
+    for encoder, epoch in zip(encoders, epochs):
+        z1 = encoder(batch.view1, training=False)
+        z2 = encoder(batch.view2, training=False)
+        record = probe_lib.score_pairs(z1, z2, loss, batch.labels, scatter_seed=recipe["seed"])
+        record["epoch"] = int(epoch)
+        records.append(record)
+    return {"probe_size": len(batch.indices), "records": records,
+            "space": "encoder's features (no projection head kept: scored at the start and "
+                     "the end only)"}
+
+
+# ------------------------------------------------------------------------ page
+def _loss_name(recipe: dict[str, Any]) -> str:
+    return type(build_loss(recipe)).__name__
+
+
+def write_run_report(path: str, *, recipe: dict[str, Any], encoder: Any, train: tuple,
+                     test: Any, history: dict[str, list] | None, results: dict[str, Any],
+                     baseline: dict[str, Any] | None, probe: dict[str, Any] | None,
+                     where: str, what: str = "run", starting_encoder: Any = None,
+                     notes: str = "") -> dict[str, Any]:
+    """Writes the report of a trained ``encoder`` to ``path`` and returns ``{"path",
+    "seconds", "bytes", "probe_seconds"}``.
+
+    Args:
+        recipe: the run's recipe.
+        encoder: the trained encoder.
+        train, test: the evaluation splits (``(x, y)``; ``test`` may be None).
+        history: ``history.json``'s contents (or None).
+        results: the final figures (``results.json``).
+        baseline: ``baseline.json`` (or None).
+        probe: the probe's ``{"records": [...], ...}``; None: scored now on the encoder's
+            features (start and end).
+        where: the run directory or entry, as the page names it.
+        what: ``"run"`` or ``"zoo entry"``.
+        starting_encoder: the encoder before training (built from the recipe when None).
+        notes: more HTML for the figures section.
+    """
+    start = time.perf_counter()
+    modality = modality_of(recipe)
+    history = history or {}
+    x, y = train
+    labelled = y is not None or (modality.name == "image" and hasattr(x, "labels_of"))
+    built = {} if starting_encoder is None else {"encoder": starting_encoder}
+
+    def start_encoder():
+        if "encoder" not in built:
+            built["encoder"] = _starting_encoder(recipe, x)
+        return built["encoder"]
+
+    has_figures = bool(page.figure_rows(results))
+    start_figures = (starting_figures(recipe, modality, start_encoder, train, test, baseline)
+                     if has_figures else {})
+    if probe is None or not probe.get("records"):
+        probe = _encoder_probe(recipe, modality, x, y if labelled else None,
+                               [start_encoder(), encoder],
+                               [0, len(history.get("loss") or []) or recipe["epochs"]])
+    loss_name = _loss_name(recipe)
+    records = probe.get("records") or []
+    sections = [
+        ("Figures", page.figures_section(
+            results, start_figures, modality.describe_evaluation(recipe),
+            "Starting encoder: the recipe's encoder built with its seed, before any step "
+            "(measured by the same protocol; the linear probe is not rerun for it)." + notes)),
+        ("Curves per epoch", page.curves_section(history, start_figures, records)),
+        ("Negatives", page.negatives_section(probe, loss_name)),
+    ]
+    batches = page.sampler_section(records)
+    if batches is not None:
+        sections.append(("Sampler batches against uniform", batches))
+    sections += modality.report_sections(encoder, recipe, train, test)
+    sections.append(("Recipe", page.recipe_table(recipe)))
+    title = (f"{recipe['framework']['name']} + {recipe['loss']['name']} on "
+             f"{recipe['data']['name']}: what the negatives did")
+    epochs = len(history.get("loss") or [])
+    lead = (f"{what.capitalize()} <code>{html.escape(where)}</code> &middot; "
+            f"{html.escape(str(results.get('data') or recipe['data']['name']))} &middot; "
+            f"{modality.name} &middot; {epochs or recipe['epochs']} epochs"
+            + (f" &middot; {results['seconds']:.0f} s of training"
+               if isinstance(results.get("seconds"), (int, float)) else ""))
+    probe_cost = float(probe.get("seconds") or 0.0)
+    scorings = max(len(records), 1)
+    from keras_hardneg import __version__
+
+    def footer(seconds: float, size: str) -> str:
+        return (f"Written by keras-hardneg {__version__} on "
+                f"{datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}. Cost: the probe "
+                f"took {probe_cost:.2f} s over {scorings} scorings "
+                f"({1000 * probe_cost / scorings:.0f} ms each) during training; this page "
+                f"{seconds:.1f} s to make (figures, neighbours, t-SNE); {size}. One "
+                "self-contained file: no script, nothing fetched.")
+
+    html_page = page.render_page(title, sections, lead, footer(0.0, "SIZE"))
+    seconds = time.perf_counter() - start
+    size = f"{len(html_page.encode('utf-8')) / 1024:.0f} KB"
+    html_page = html_page.replace(footer(0.0, "SIZE"), footer(seconds, size))
+    page.write_page(path, html_page)
+    return {"path": path, "seconds": seconds, "bytes": os.path.getsize(path),
+            "probe_seconds": probe_cost}
+
+
+# --------------------------------------------------------------- from a folder
+def _zoo_folder(target: str, zoo: str | None) -> str | None:
+    """The folder of zoo entry ``target`` (a name), or None when it is not one."""
+    if os.path.sep in target or os.path.exists(target):
+        return None
+    from keras_hardneg import zoo as zoo_lib
+
+    try:
+        if target not in zoo_lib.entries(zoo):
+            return None
+        return zoo_lib.show(target, zoo)["path"]
+    except zoo_lib.ZooError as e:
+        raise RunDirectoryError(str(e)) from None
+
+
+def report_target(target: str, *, overrides: dict[str, Any] | None = None,
+                  output: str | None = None, zoo: str | None = None) -> dict[str, Any]:
+    """Writes the report of a run directory or of a zoo entry (see the module docstring);
+    returns :func:`write_run_report`'s dict plus ``"kind"``.
+
+    Args:
+        target: a run directory, a zoo entry's folder, or a zoo entry's name.
+        overrides: recipe keys to apply (the data: ``{"data": {...}}``).
+        output: the page to write (default ``RUN/report.html`` for a run,
+            ``./ENTRY-report.html`` for a zoo entry).
+        zoo: a zoo folder or URL (default: :func:`keras_hardneg.zoo.zoo_source`).
+
+    Raises:
+        RunDirectoryError: ``target`` is neither a run directory nor a zoo entry, or the
+            run has no trained encoder yet.
+    """
+    folder = os.path.abspath(target) if os.path.isdir(target) else _zoo_folder(target, zoo)
+    if folder is None:
+        raise RunDirectoryError(
+            f"{target!r} is neither a run directory (recipe.json + backup/, written by "
+            "`keras-hardneg train`) nor a zoo entry (a folder with preset/ and recipe.json, "
+            "or an entry name of `keras-hardneg zoo list`).")
+    preset = os.path.join(folder, PRESET_DIR)
+    has_preset = os.path.isfile(os.path.join(preset, "config.json"))
+    run = is_run_directory(folder)
+    if not run and not (has_preset and os.path.isfile(os.path.join(folder, "recipe.json"))):
+        raise RunDirectoryError(
+            f"{target!r} is neither a run directory (recipe.json + backup/, written by "
+            "`keras-hardneg train`) nor a zoo entry (a folder with preset/ and recipe.json).")
+    recipe_path = next(p for p in (os.path.join(folder, "trained_recipe.json"),
+                                   os.path.join(folder, "recipe.json")) if os.path.isfile(p))
+    recipe = load_recipe(recipe_path, overrides or None)
+    modality = modality_of(recipe)
+    if modality.name == "text":
+        for tokenizer in (os.path.join(folder, TOKENIZER_FILE),
+                          os.path.join(preset, "assets", TOKENIZER_FILE)):
+            if os.path.isfile(tokenizer):
+                recipe["data"]["tokenizer"] = tokenizer
+                break
+    if run and not has_preset:
+        encoder = restore_run(folder)[0].encoder  # an unfinished run: its last checkpoint
+    elif has_preset:
+        from keras_hardneg.export.preset import load_preset
+
+        encoder = load_preset(preset, trainable=False)
+    train, test, description = load_data(recipe)
+    results = _read_json(os.path.join(folder, "results.json")) or {}
+    history = _read_json(os.path.join(folder, "history.json")) or {}
+    baseline = _read_json(os.path.join(folder, "baseline.json")) if run else None
+    probe = probe_lib.read_probe(os.path.join(folder, probe_lib.PROBE_FILE)) if run else None
+    notes = ""
+    if not run or overrides:
+        # Measured now, on the data given: the trained and the starting encoder alike.
+        recorded = {k: v for k, v in results.items() if k in ("knn_accuracy",
+                                                              "linear_probe_accuracy",
+                                                              "svm_accuracy", "sts")}
+        quick = {**recipe, "evaluation": {**recipe["evaluation"], "linear_probe": False}}
+        unlabelled_images = modality.name == "image" and (test is None or test[0] is None)
+        results = ({} if unlabelled_images else
+                   modality.evaluate(encoder, quick, train, test))
+        results["data"] = description
+        if recorded:
+            notes = (" Measured now on the data given. Recorded with the entry: "
+                     + html.escape(", ".join(f"{k} {v:.4f}" for k, v in recorded.items()
+                                             if isinstance(v, (int, float)))) + ".")
+        baseline = None
+    if output is None:
+        output = (os.path.join(folder, REPORT_FILE) if run
+                  else os.path.abspath(f"{os.path.basename(folder.rstrip(os.sep))}-report.html"))
+    out = write_run_report(output, recipe=recipe, encoder=encoder, train=train, test=test,
+                           history=history, results=results, baseline=baseline, probe=probe,
+                           where=folder, what="run" if run else "zoo entry", notes=notes)
+    out["kind"] = "run" if run else "zoo entry"
+    return out
