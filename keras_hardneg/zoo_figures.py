@@ -48,7 +48,7 @@ from typing import Any
 
 __all__ = ["METRICS", "LOSS_TOKENS", "run_metrics", "summarize", "entry_metrics",
            "index_fields", "headline", "compare_summaries", "twin_candidate", "link_twins",
-           "format_summary", "format_difference", "verdict", "compare_records"]
+           "format_summary", "format_difference", "verdict", "compare_records", "twins_markdown"]
 
 #: metric -> (label, display scale): the figures an entry can carry, in headline order.
 METRICS = {
@@ -241,3 +241,41 @@ def compare_records(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
                              format_summary(metric, sa), format_summary(metric, sb),
                              ba.get("what") or bb.get("what") or ""))
     return {"names": names, "setting": setting, "metrics": metrics, "baseline": baseline}
+
+
+def twins_markdown(records: dict[str, dict[str, Any]]) -> list[str]:
+    """The twins table (markdown lines; ``[]`` without twins): every entry of index
+    ``records`` with an NT-Xent twin beside it -- models/README.md and the docs' zoo page."""
+    rows = []
+    for name in sorted(records, key=lambda n: ((records[n].get("twin") or {}).get("name", ""),
+                                                n)):
+        t = records[name].get("twin")
+        if not t:
+            continue
+        metric = t["metric"]
+        twin = records[t["name"]]
+        base = (records[name].get("baseline") or {}).get("metrics", {}).get(metric)
+        inside = {True: "**inside**", False: "outside", None: "one seed: not measured"}[
+            t["inside_spread"]]
+        rows.append(f"| `{name}` | {format_summary(metric, records[name]['metrics'][metric])}"
+                    f" | `{t['name']}` | {format_summary(metric, twin['metrics'][metric])} | "
+                    f"{format_difference(metric, t['difference'])} | {inside} | "
+                    f"{format_summary(metric, base)} |")
+    if not rows:
+        return []
+    return [
+        "", "## Twins: each entry beside its NT-Xent twin", "",
+        "The entries trained with hard negatives (HCL), debiasing or BatchSampler batches beside",
+        "their NT-Xent twin (the same recipe with NT-Xent and uniform batches), on the headline",
+        "figure (graphs: 10-fold SVM accuracy, %; sentences: STS avg, Spearman x 100; images:",
+        "kNN accuracy, %) as mean ± std over pre-training seeds (n); the weights are seed 0's.",
+        "The difference is **inside the spread** when it is no larger than the seed-to-seed",
+        "standard deviation of either entry: the seeds alone move the figure that much, so no",
+        "difference is shown. Before training: graphs, the same GIN at its random",
+        "initialisation (seeds 0-2); MiniLM, the zero-shot checkpoint. `keras-hardneg zoo",
+        "compare A B` prints every figure and seed; the cells and their commands are in",
+        "benchmarks/results/zoo_twins/ (docs/notes/zoo_twins.md).", "",
+        "| entry | figure | NT-Xent twin | twin's figure | difference | inside the spread? "
+        "| before training |",
+        "|---|---|---|---|---|---|---|",
+    ] + rows

@@ -155,43 +155,6 @@ def seeds_section(name, records):
     return lines
 
 
-def twins_table(records):
-    """models/README.md: every entry with an NT-Xent twin beside it."""
-    rows = []
-    for name in sorted(records, key=lambda n: ((records[n].get("twin") or {}).get("name", ""),
-                                                n)):
-        t = records[name].get("twin")
-        if not t:
-            continue
-        metric = t["metric"]
-        twin = records[t["name"]]
-        base = (records[name].get("baseline") or {}).get("metrics", {}).get(metric)
-        inside = {True: "**inside**", False: "outside", None: "one seed: not measured"}[
-            t["inside_spread"]]
-        rows.append(f"| `{name}` | {zf.format_summary(metric, records[name]['metrics'][metric])}"
-                    f" | `{t['name']}` | {zf.format_summary(metric, twin['metrics'][metric])} | "
-                    f"{zf.format_difference(metric, t['difference'])} | {inside} | "
-                    f"{zf.format_summary(metric, base)} |")
-    if not rows:
-        return []
-    return [
-        "", "## Twins: each entry beside its NT-Xent twin", "",
-        "The entries trained with hard negatives (HCL), debiasing or BatchSampler batches beside",
-        "their NT-Xent twin (the same recipe with NT-Xent and uniform batches), on the headline",
-        "figure (graphs: 10-fold SVM accuracy, %; sentences: STS avg, Spearman x 100; images:",
-        "kNN accuracy, %) as mean ± std over pre-training seeds (n); the weights are seed 0's.",
-        "The difference is **inside the spread** when it is no larger than the seed-to-seed",
-        "standard deviation of either entry: the seeds alone move the figure that much, so no",
-        "difference is shown. Before training: graphs, the same GIN at its random",
-        "initialisation (seeds 0-2); MiniLM, the zero-shot checkpoint. `keras-hardneg zoo",
-        "compare A B` prints every figure and seed; the cells and their commands are in",
-        "benchmarks/results/zoo_twins/ (docs/notes/zoo_twins.md).", "",
-        "| entry | figure | NT-Xent twin | twin's figure | difference | inside the spread? "
-        "| before training |",
-        "|---|---|---|---|---|---|---|",
-    ] + rows
-
-
 def _megabytes(record):
     return f"{sum(f['size'] for f in record['files'].values()) / 1e6:.1f} MB"
 
@@ -320,7 +283,7 @@ def main():
         "|---|---|---|---|---|---|---|---|",
     ]
     with open(os.path.join(HERE, "README.md"), "w") as f:
-        f.write("\n".join(header + rows + twins_table(index["entries"]) + recipes
+        f.write("\n".join(header + rows + zf.twins_markdown(index["entries"]) + recipes
                           + recipe_rows) + "\n")
     # Hashed after the cards above are written (a card rewritten here is one of the files).
     write_index(build_index(HERE), INDEX)
