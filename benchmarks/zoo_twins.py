@@ -502,13 +502,29 @@ def install_text(entry: str) -> None:
 
 # ------------------------------------------------------------------------------ commands
 def run_cells(kind: str, names: list[str], seeds: tuple[int, ...]) -> None:
+    """The cells without a JSON, seed-major (every entry's weights, seed 0, first). Two
+    drivers may share the list (e.g. one on the small TU sets): a cell is claimed with a
+    lock file holding the process id (benchmarks/grid.py; a dead owner's lock is taken
+    over, its run resuming from its checkpoint)."""
+    from grid import claim
+
     cell = {"graph": graph_cell, "text": text_cell, "baseline": baseline_cell}[kind]
-    for seed in seeds:  # seed-major: every entry's weights (seed 0) first
+    locks = os.path.join(WORK, "locks")
+    os.makedirs(locks, exist_ok=True)
+    for seed in seeds:
         for name in names:
+            if os.path.isfile(_cell_path(kind, name, seed)):
+                continue
+            lock = os.path.join(locks, f"{kind}__{name}__s{seed}.lock")
+            if not claim(lock):
+                print(f"{name} s{seed}: another driver has it", flush=True)
+                continue
             try:
                 cell(name, seed)
             except RuntimeError as e:
                 print(f"{name} s{seed} FAILED: {e}", flush=True)
+            finally:
+                os.remove(lock)
 
 
 def install(names: list[str]) -> None:
