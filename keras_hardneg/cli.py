@@ -395,6 +395,46 @@ def _figure_rows(result: dict[str, Any], recipe: dict[str, Any] | None) -> list:
     return rows
 
 
+def _seed_rows(name: str, results: dict[str, Any], recipe: dict[str, Any] | None) -> list:
+    """``zoo show``: the figures over seeds, the baseline and the twin named by
+    ``results.json`` (entries trained at several seeds)."""
+    from keras_hardneg import zoo_figures as zf
+
+    fields = zf.index_fields(results, recipe)
+    rows = []
+    if (results.get("seeds") or {}).get("per_seed"):
+        rows.append(("over seeds", "; ".join(
+            f"{zf.METRICS[k][0]} {zf.format_summary(k, v)}" for k, v in
+            fields["metrics"].items()) + f" (weights: seed {fields['weights_seed']})"))
+    if fields["baseline"]:
+        rows.append(("before training", "; ".join(
+            f"{zf.METRICS[k][0]} {zf.format_summary(k, v)}"
+            for k, v in fields["baseline"]["metrics"].items())
+            + f" ({fields['baseline']['what']})"))
+    if fields["twin_name"]:
+        rows.append(("NT-Xent twin", f"{fields['twin_name']} (keras-hardneg zoo compare "
+                                     f"{name} {fields['twin_name']})"))
+    return rows
+
+
+def _print_comparison(table: dict[str, Any]) -> None:
+    """``zoo compare A B``: the two entries' rows in columns."""
+    a, b = table["names"]
+    rows = [("", a, b, "")] + table["setting"] + table["metrics"]
+    notes = []
+    for label, va, vb, what in table["baseline"]:
+        rows.append((label, va, vb, ""))
+        if what and what not in notes:
+            notes.append(what)
+    w0 = max(len(r[0]) for r in rows)
+    w1 = max(len(r[1]) for r in rows)
+    w2 = max(len(r[2]) for r in rows)
+    for label, va, vb, note in rows:
+        print(f"{label:{w0}s}  {va:{w1}s}  {vb:{w2}s}  {note}".rstrip())
+    for note in notes:
+        print(f"before training: {note}")
+
+
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from keras_hardneg import run
     from keras_hardneg.registry import EVALUATIONS
@@ -625,6 +665,28 @@ def _print_zoo_list(zoo: Any, recipes: bool) -> None:
             print(f"{r['name']:38s} {r['modality']:8s} {r.get('why_no_weights', '-')}")
     elif recipe_rows:
         print(f"({len(recipe_rows)} recipe-only entries: zoo list --all)")
+    _print_twins(weights)
+
+
+def _print_twins(rows: list[dict[str, Any]]) -> None:
+    """``zoo list``: each entry with an NT-Xent twin beside it, the headline figure over
+    seeds and the difference, saying whether it is inside the seeds' spread."""
+    from keras_hardneg import zoo_figures as zf
+
+    twins = [r for r in rows if r.get("twin")]
+    if not twins:
+        return
+    by_name = {r["name"]: r for r in rows}
+    print("\nTwins (mean ± std over seeds (n); the difference is inside the spread when the "
+          "seeds of either entry vary as much; `zoo compare A B` for the rest):")
+    print(f"  {'entry':40s} {'figure':>17s}   {'NT-Xent twin':32s} {'twin':>17s}   difference")
+    for r in twins:
+        t = r["twin"]
+        metric = t["metric"]
+        print(f"- {r['name']:40s} {zf.format_summary(metric, r['metrics'][metric]):>17s}   "
+              f"{t['name']:32s} "
+              f"{zf.format_summary(metric, by_name[t['name']]['metrics'].get(metric)):>17s}   "
+              f"{zf.verdict(metric, t)}")
 
 
 def cmd_zoo(args: argparse.Namespace) -> int:
@@ -639,6 +701,16 @@ def cmd_zoo(args: argparse.Namespace) -> int:
             return 0
         if not args.name:
             raise CliError(f"zoo {args.action}: give NAME (one of `keras-hardneg zoo list`).")
+        if args.action == "compare":
+            if not args.directory:
+                raise CliError("zoo compare: give two entries, A B (e.g. graphcl-hard-mutag "
+                               "graphcl-ntxent-mutag).")
+            table = zoo.compare(args.name, args.directory)
+            if args.json:
+                print(json.dumps(table))
+            else:
+                _print_comparison(table)
+            return 0
         if args.action == "show":
             info = zoo.show(args.name)
             if args.json:
@@ -672,6 +744,7 @@ def cmd_zoo(args: argparse.Namespace) -> int:
             figure_rows = _figure_rows(results, info.get("recipe"))
             rows += figure_rows or [("figures", info.get("figures") or zoo_store.figures_text(
                 results))]
+            rows += _seed_rows(args.name, results, info.get("recipe"))
             if results.get("epochs_run") is not None:
                 rows.append(("epochs run", results["epochs_run"]))
             rows.append(("load", f"keras_hardneg.zoo.load({args.name!r})"))
@@ -836,23 +909,26 @@ def build_parser() -> argparse.ArgumentParser:
                                    "shipped with the package), else models/ of a clone, else "
                                    "that cache. `zoo list` names the entries with weights and "
                                    "where each is (--all: the recipes too), `zoo show NAME` "
-                                   "what one is, `zoo export NAME DIR` writes its TF Hub "
+                                   "what one is, `zoo compare A B` two entries' figures "
+                                   "side by side (over seeds, with the difference), "
+                                   "`zoo export NAME DIR` writes its TF Hub "
                                    "SavedModel (TensorFlow backend), `zoo publish NAME DIR` "
                                    "the folder to upload to host it. In Python: "
                                    "keras_hardneg.zoo.load(NAME) gives a trainable "
                                    "keras.Model under TensorFlow or JAX.")
-    p.add_argument("action", choices=("list", "show", "export", "publish"),
-                   help="list the entries, show NAME, export NAME DIR, or publish NAME DIR")
-    p.add_argument("name", nargs="?", help="entry name (show, export, publish)")
+    p.add_argument("action", choices=("list", "show", "compare", "export", "publish"),
+                   help="list the entries, show NAME, compare A B, export NAME DIR, or "
+                        "publish NAME DIR")
+    p.add_argument("name", nargs="?", help="entry name (show, export, publish; compare: A)")
     p.add_argument("directory", nargs="?",
                    help="folder to write: the SavedModel (export), the hosting folder "
-                        "(publish)")
+                        "(publish); compare: the second entry B")
     p.add_argument("--overwrite", action="store_true",
                    help="export/publish: replace what keras-hardneg wrote there before "
                         "(default: refuse; other files are never replaced)")
     p.add_argument("--all", action="store_true",
                    help="list: the recipe-only entries too, in a second table")
-    p.add_argument("--json", action="store_true", help="list/show: print JSON")
+    p.add_argument("--json", action="store_true", help="list/show/compare: print JSON")
     p.set_defaults(func=cmd_zoo)
 
     p = sub.add_parser("tune", help="Keras Tuner search over the loss's hyper-parameters",

@@ -186,6 +186,18 @@ def _input_text(record: dict) -> str:
     return ", ".join(f"{k} {v}" for k, v in spec.items())
 
 
+def _zoo_figures():
+    """``keras_hardneg/zoo_figures.py`` loaded by path (it imports nothing of the package:
+    no Keras or TensorFlow in the build): the twins table models/README.md also shows."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "_khn_zoo_figures", os.path.join(ROOT, PACKAGE, "zoo_figures.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def zoo_page(index_path: str, models_dir: str | None = None) -> str:
     """The zoo's page: every entry of the packaged index, those with weights first."""
     with open(index_path, encoding="utf-8") as f:
@@ -223,6 +235,7 @@ def zoo_page(index_path: str, models_dir: str | None = None) -> str:
             record.get("figures", ""), what, record.get("trained_on", ""),
             _mb(size) + (f" ({record['weights_dtype']})" if record.get("weights_dtype")
                          else "")]) + " |")
+    out += _zoo_figures().twins_markdown(entries)
     out += ["", f"## Recipes without weights yet ({len(recipes)})", "",
             "Each is a recipe a user can train (`keras-hardneg train --recipe "
             "models/NAME/recipe.json --dataset ...`).", "",
