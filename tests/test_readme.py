@@ -89,3 +89,13 @@ def test_site_home_quick_start_is_the_readme_one():
         return re.search(r"## Quick start\n\n```python\n(.*?)```", text, re.S).group(1)
 
     assert block(os.path.join("docs", "index.md")) == block("README.md")
+
+
+def test_readme_links_resolve():
+    """Every relative link and image of the README names a file of the repository (the
+    README links to the site's sources, docs/...)."""
+    text = open(os.path.join(ROOT, "README.md")).read()
+    targets = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text)
+    local = [t for t in targets if "://" not in t]
+    assert local, "the README links to no file"
+    assert [t for t in local if not os.path.exists(os.path.join(ROOT, t))] == []
