@@ -46,8 +46,8 @@ def get(identifier, **kwargs):
     """A contrastive loss from what ``keras.losses.get`` accepts, and the registry's names.
 
     ``identifier``: None (returns None, as Keras); a loss instance (returned as is); a
-    serialized config ``{"class_name": ..., "config": ...}`` (``keras.saving.serialize_keras_object``
-    or ``keras.losses.serialize`` output); a registered name (``"nt_xent"``, ``"debiased"``,
+    serialized config ``{"class_name": ..., "config": ...}`` (the output of
+    ``keras.saving.serialize_keras_object`` or ``keras.losses.serialize``); a registered name (``"nt_xent"``, ``"debiased"``,
     ``"hard"``, ``"ring"``, ``"unremix"``, or an alias) or class name
     (``"HardNegativeContrastiveLoss"``); a loss class; or a recipe section
     ``{"name": "hard", "beta": 2.0}``. ``kwargs`` (with a name or class) are the loss's
@@ -66,7 +66,10 @@ def get(identifier, **kwargs):
     """
     if identifier is None and not kwargs:
         return None
-    if isinstance(identifier, ContrastiveLoss) and not kwargs:
+    if isinstance(identifier, ContrastiveLoss):
+        if kwargs:
+            raise ValueError(f"keyword arguments ({', '.join(sorted(kwargs))}) apply to a loss "
+                             f"name or class, not to the instance {identifier!r}.")
         return identifier
     if isinstance(identifier, dict) and "class_name" in identifier and not kwargs:
         try:
