@@ -1,6 +1,6 @@
 """The negatives probe: what a run's negatives did, measured cheaply once an epoch.
 
-A fixed *probe batch* (at most :data:`PROBE_SIZE` training examples, seeded, with two views
+A fixed *probe batch* (:func:`probe_size` training examples, seeded, with two views
 drawn once by the recipe's own view maker under a seed of its own) is scored at the start of
 training ("epoch 0") and at the end of every epoch (:class:`NegativesProbe`), never inside a
 step: the model's :meth:`~keras_hardneg.models.ContrastiveModel.probe_projections` (inference
@@ -48,15 +48,21 @@ import numpy as np
 
 from keras_hardneg.losses import core, effective_negatives
 
-__all__ = ["PROBE_FILE", "PROBE_SIZE", "COSINE_BINS", "TOP_FRACTION", "SCATTER_POINTS",
+__all__ = ["PROBE_FILE", "PROBE_SIZE", "PROBE_FRACTION", "PROBE_MIN", "probe_size",
+           "COSINE_BINS", "TOP_FRACTION", "SCATTER_POINTS",
            "SAMPLER_BATCHES", "ProbeBatch", "make_probe_batch", "score_pairs",
            "sampler_statistics", "NegativesProbe", "read_probe", "store", "scatter_sample",
            "pair_arrays", "compiled_probe"]
 
 #: File of the per-epoch records in a run directory.
 PROBE_FILE = "probe.json"
-#: The probe batch holds at most this many examples (fewer: the recipe's batch size or N).
+#: The probe batch holds at most this many examples (:func:`probe_size`).
 PROBE_SIZE = 256
+#: ... and at most this share of the training set, but at least :data:`PROBE_MIN` examples:
+#: its one inference pass of ``2P`` examples is then about 1 % of an epoch's training
+#: compute (``N / B`` steps, each a forward and backward pass of ``2B``: about 3x a forward).
+PROBE_FRACTION = 0.03
+PROBE_MIN = 64
 #: Histogram bins of the anchor-negative cosines over [-1, 1].
 COSINE_BINS = 40
 #: "Most-weighted" negatives: this share of each anchor's negatives (at least one).
@@ -79,14 +85,26 @@ class ProbeBatch:
         self.labels = None if labels is None else np.asarray(labels).reshape(-1)
 
 
+def probe_size(num_examples: int, batch_size: int) -> int:
+    """Examples in the probe batch: ``min(PROBE_SIZE, B, max(PROBE_MIN, PROBE_FRACTION N),
+    N)`` (at least 2): like a training batch, but small beside a short epoch.
+
+    >>> probe_size(1437, 128), probe_size(50000, 512), probe_size(188, 32)
+    (64, 256, 32)
+    """
+    size = min(PROBE_SIZE, int(batch_size), max(PROBE_MIN, int(PROBE_FRACTION * num_examples)),
+               int(num_examples))
+    return max(2, size)
+
+
 def make_probe_batch(recipe: dict[str, Any], modality: Any, x: Any, y: Any,
                      view_maker: Any) -> ProbeBatch:
-    """The probe batch of a run: ``min(PROBE_SIZE, batch_size, N)`` training examples drawn
-    with the recipe's seed (plus :data:`PROBE_SEED_OFFSET`), their views drawn once by
+    """The probe batch of a run: :func:`probe_size` training examples drawn with the
+    recipe's seed (plus :data:`PROBE_SEED_OFFSET`), their views drawn once by
     ``view_maker`` (a fresh one, seeded likewise: the model's own generators are not
     touched) through :meth:`~keras_hardneg.run.modality.Modality.probe_views`."""
     n = modality.num_examples(x)
-    size = max(2, min(PROBE_SIZE, int(recipe["batch_size"]), n))
+    size = probe_size(n, recipe["batch_size"])
     seed = int(recipe["seed"]) + PROBE_SEED_OFFSET
     indices = np.sort(np.random.default_rng(seed).choice(n, size=size, replace=False))
     view1, view2, labels = modality.probe_views(x, y, indices, view_maker, seed)
