@@ -36,7 +36,7 @@ from keras_hardneg.run import probe as probe_lib
 from keras_hardneg.run import report_page as page
 from keras_hardneg.run.artifacts import RunDirectoryError, is_run_directory, restore_run
 from keras_hardneg.run.build import build_loss, build_model, build_view_maker, load_data
-from keras_hardneg.run.modality import TOKENIZER_FILE, modality_of
+from keras_hardneg.run.modality import modality_of
 from keras_hardneg.run.recipe import load_recipe
 
 __all__ = ["write_run_report", "report_target", "starting_figures", "make_probe_callback",
@@ -93,7 +93,7 @@ def starting_figures(recipe: dict[str, Any], modality: Any, encoder: Any, train:
     else measured now on ``train`` / ``test`` by the modality's protocol (images: kNN only).
     ``encoder``: the starting encoder, or a function returning it (called only if needed)."""
     baseline = dict(baseline or {})
-    if baseline.get("knn_accuracy") is not None or modality.name == "image" and (
+    if baseline.get("knn_accuracy") is not None or modality.knn_evaluation and (
             test is None or test[0] is None):
         return baseline
     quick = {**recipe, "evaluation": {**recipe["evaluation"], "linear_probe": False}}
@@ -167,7 +167,7 @@ def write_run_report(path: str, *, recipe: dict[str, Any], encoder: Any, train: 
     modality = modality_of(recipe)
     history = history or {}
     x, y = train
-    labelled = y is not None or (modality.name == "image" and hasattr(x, "labels_of"))
+    labelled = y is not None or hasattr(x, "labels_of")  # a source carries its labels
     built = {} if starting_encoder is None else {"encoder": starting_encoder}
 
     def start_encoder():
@@ -285,12 +285,9 @@ def report_target(target: str, *, overrides: dict[str, Any] | None = None,
                                    os.path.join(folder, "recipe.json")) if os.path.isfile(p))
     recipe = load_recipe(recipe_path, overrides or None)
     modality = modality_of(recipe)
-    if modality.name == "text":
-        for tokenizer in (os.path.join(folder, TOKENIZER_FILE),
-                          os.path.join(preset, "assets", TOKENIZER_FILE)):
-            if os.path.isfile(tokenizer):
-                recipe["data"]["tokenizer"] = tokenizer
-                break
+    for kept in (folder, os.path.join(preset, "assets")):  # a run's files, else the preset's
+        if modality.restore_run_files(recipe, kept):
+            break
     if run and not has_preset:
         encoder = restore_run(folder)[0].encoder  # an unfinished run: its last checkpoint
     elif has_preset:
@@ -309,7 +306,7 @@ def report_target(target: str, *, overrides: dict[str, Any] | None = None,
                                                               "linear_probe_accuracy",
                                                               "svm_accuracy", "sts")}
         quick = {**recipe, "evaluation": {**recipe["evaluation"], "linear_probe": False}}
-        unlabelled_images = modality.name == "image" and (test is None or test[0] is None)
+        unlabelled_images = modality.knn_evaluation and (test is None or test[0] is None)
         results = ({} if unlabelled_images else
                    modality.evaluate(encoder, quick, train, test))
         results["data"] = description
