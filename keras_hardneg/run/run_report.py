@@ -119,8 +119,8 @@ def _encoder_probe(recipe: dict[str, Any], modality: Any, x: Any, y: Any, encode
         record["epoch"] = int(epoch)
         records.append(record)
     return {"probe_size": len(batch.indices), "records": records,
-            "space": "encoder's features (no projection head kept: scored at the start and "
-                     "the end only)"}
+            "space": "encoder's features (no per-epoch probe was kept for this encoder: "
+                     "scored at the start and the end only)"}
 
 
 # ------------------------------------------------------------------------ page
