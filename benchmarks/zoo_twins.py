@@ -262,6 +262,26 @@ def _strip_machine_paths(folder: str) -> None:
                 f.write(_portable_text(text))
 
 
+def _fill_provenance(preset: str) -> None:
+    """The preset card's provenance from the preset's own metadata (``save_preset`` leaves
+    the card's versions and date empty; ``metadata.json`` records them), and the
+    TensorFlow that trained it (every cell here ran under the TensorFlow backend)."""
+    import tensorflow as tf
+
+    path = os.path.join(preset, "model_card.json")
+    card, meta = _read(path), _read(os.path.join(preset, "metadata.json"))
+    filled = {"library_version": meta.get("keras_hardneg_version"),
+              "keras_version": meta.get("keras_version"), "created": meta.get("date"),
+              "tensorflow_version": tf.__version__ if meta.get("backend") == "tensorflow"
+              else None}
+    changed = {k: v for k, v in filled.items() if card.get(k) is None and v is not None}
+    if changed:
+        card.update(changed)
+        with open(path, "w") as f:
+            json.dump(card, f, indent=1)
+            f.write("\n")
+
+
 def install_graph(entry: str) -> None:
     """models/<entry>: seed 0's preset, history and trained recipe (from its run folder, if
     still there), and results.json: seed 0's figures, the seeds' and the baseline's."""
@@ -296,6 +316,7 @@ def install_graph(entry: str) -> None:
         shutil.rmtree(run_dir)
     if not os.path.isdir(os.path.join(target, "preset")):
         return
+    _fill_provenance(os.path.join(target, "preset"))
     folder = tu_folder(entry)
     results = {
         "svm_accuracy": cell["svm_accuracy"], "svm_accuracy_std": cell["svm_accuracy_std"],
@@ -466,6 +487,7 @@ def install_text(entry: str) -> None:
         write_preset(model, portable(recipe), portable(results), portable(description),
                      final, x_train=x[0], run_dir=run_dir, weights_dtype="float16")
         tm._same_weights(os.path.join(run_dir, "preset16"), final)
+        _fill_provenance(final)
         with open(os.path.join(target, "recipe.json"), "w") as f:
             json.dump(portable(recipe), f, indent=1, sort_keys=True)
         shutil.copyfile(os.path.join(run_dir, "history.json"),
@@ -480,13 +502,29 @@ def install_text(entry: str) -> None:
 
 # ------------------------------------------------------------------------------ commands
 def run_cells(kind: str, names: list[str], seeds: tuple[int, ...]) -> None:
+    """The cells without a JSON, seed-major (every entry's weights, seed 0, first). Two
+    drivers may share the list (e.g. one on the small TU sets): a cell is claimed with a
+    lock file holding the process id (benchmarks/grid.py; a dead owner's lock is taken
+    over, its run resuming from its checkpoint)."""
+    from grid import claim
+
     cell = {"graph": graph_cell, "text": text_cell, "baseline": baseline_cell}[kind]
-    for seed in seeds:  # seed-major: every entry's weights (seed 0) first
+    locks = os.path.join(WORK, "locks")
+    os.makedirs(locks, exist_ok=True)
+    for seed in seeds:
         for name in names:
+            if os.path.isfile(_cell_path(kind, name, seed)):
+                continue
+            lock = os.path.join(locks, f"{kind}__{name}__s{seed}.lock")
+            if not claim(lock):
+                print(f"{name} s{seed}: another driver has it", flush=True)
+                continue
             try:
                 cell(name, seed)
             except RuntimeError as e:
                 print(f"{name} s{seed} FAILED: {e}", flush=True)
+            finally:
+                os.remove(lock)
 
 
 def install(names: list[str]) -> None:

@@ -327,8 +327,8 @@ def MoCo(encoder: keras.Model, projection_dims: Sequence[int] = (2048, 128),  # 
         version: ``"v2"`` or ``"v3"``.
         predictor_dims: ``(hidden, output)`` of the v3 predictor (default
             ``(4 * d, d)`` with ``d = projection_dims[-1]``).
-        augmentation, head_version, gather_across_replicas, memory_bank_size,
-            sync_batchnorm: as in :class:`SimCLR`.
+        augmentation, head_version, gather_across_replicas, memory_bank_size, sync_batchnorm:
+            as in :class:`SimCLR`.
         seed: seed of the v2 initial queue (unused for v3).
 
     Returns:
