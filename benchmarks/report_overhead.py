@@ -9,7 +9,8 @@ monitor, the backup, the probe). The first epoch of each run (which traces the c
 functions) is left out. Reported: the median epoch time of each run, the ratio on/off of each
 pair, the median of the ratios, and from the runs with the report: the probe's own seconds an
 epoch (timed inside the callback; ``direct_fraction`` is that over the epoch time without the
-report, a measure that the machine's noise moves less than the ratio of two noisy totals),
+report, a measure that the machine's noise moves less than the ratio of two noisy totals;
+``direct_cpu_fraction`` the same in CPU seconds of the whole process, steadier still),
 the first scoring's (which compiles the probe) and the page's bytes.
 
 Usage::
@@ -23,6 +24,7 @@ Writes ``benchmarks/results/report_overhead[_NAME].json`` (``--output``).
 
 import argparse
 import json
+import math
 import os
 import platform
 import shutil
@@ -41,20 +43,24 @@ def _epoch_times(recipe, report, root, index):
 
     from keras_hardneg import run
 
-    marks = []
+    marks, cpu = [], []
 
     class Clock(keras.callbacks.Callback):
         def on_epoch_begin(self, epoch, logs=None):
             marks.append(time.perf_counter())
+            cpu.append(time.process_time())
 
         def on_train_end(self, logs=None):
             marks.append(time.perf_counter())
+            cpu.append(time.process_time())
 
     out = os.path.join(root, f"run{index}-{'on' if report else 'off'}")
     result = run.train(recipe, out, resume=False, verbose=0, export=False, report=report,
                        extra_callbacks=[Clock()])
     epochs = [b - a for a, b in zip(marks[:-1], marks[1:])][1:]  # the first epoch left out
+    epochs_cpu = [b - a for a, b in zip(cpu[:-1], cpu[1:])][1:]
     info = {"epoch_seconds": epochs, "median": statistics.median(epochs),
+            "epoch_cpu_seconds": epochs_cpu, "median_cpu": statistics.median(epochs_cpu),
             "fit_seconds": result["seconds"]}
     if report:
         probe = json.load(open(os.path.join(out, "probe.json")))
@@ -63,6 +69,7 @@ def _epoch_times(recipe, report, root, index):
         # each epoch's scoring (the first, at the start, compiles the probe)
         info["probe_epoch_seconds"] = [r["seconds"] for r in probe["records"][1:]]
         info["probe_compile_seconds"] = probe["records"][0]["seconds"]
+        info["probe_epoch_cpu_seconds"] = [r["cpu_seconds"] for r in probe["records"][1:]]
         info["report_bytes"] = os.path.getsize(os.path.join(out, "report.html"))
         info["knn"] = result.get("knn_accuracy")
     shutil.rmtree(out, ignore_errors=True)
@@ -107,11 +114,21 @@ def main(argv=None):
     finally:
         shutil.rmtree(root, ignore_errors=True)
     ratios = [p["ratio"] for p in pairs]
+
+    def balanced(key):
+        """Geometric mean of the pairs' on/off ratios and its standard error (in log
+        units): the orders alternate, so the first-run-of-a-pair effect cancels."""
+        logs = [math.log(p["on"][key] / p["off"][key]) for p in pairs]
+        err = statistics.stdev(logs) / math.sqrt(len(logs)) if len(logs) > 1 else None
+        return math.exp(statistics.mean(logs)), err
     on = [p["on"] for p in pairs]
     summary = {
         "dataset": args.dataset, "limit_per_class": args.limit_per_class,
         "image_size": args.image_size, "epochs": args.epochs,
         "batch_size": recipe["batch_size"], "pairs": pairs,
+        "geomean_ratio": balanced("median")[0], "geomean_ratio_log_se": balanced("median")[1],
+        "geomean_cpu_ratio": balanced("median_cpu")[0],
+        "geomean_cpu_ratio_log_se": balanced("median_cpu")[1],
         "median_ratio": statistics.median(ratios), "min_ratio": min(ratios),
         "max_ratio": max(ratios),
         "median_epoch_ms_off": 1000 * statistics.median(p["off"]["median"] for p in pairs),
@@ -122,6 +139,17 @@ def main(argv=None):
         # the probe's own time an epoch over the epoch's time without it, run by run
         "direct_fraction": statistics.median(
             statistics.median(p["on"]["probe_epoch_seconds"]) / p["off"]["median"]
+            for p in pairs),
+        # the same in CPU seconds (every thread of the process): what the probe takes from
+        # the machine over what an epoch takes, steadier than wall time on a busy machine
+        "probe_cpu_ms_per_epoch": 1000 * statistics.median(
+            statistics.median(r["probe_epoch_cpu_seconds"]) for r in on),
+        "median_epoch_cpu_ms_off": 1000 * statistics.median(p["off"]["median_cpu"]
+                                                            for p in pairs),
+        "median_cpu_ratio": statistics.median(p["on"]["median_cpu"] / p["off"]["median_cpu"]
+                                              for p in pairs),
+        "direct_cpu_fraction": statistics.median(
+            statistics.median(p["on"]["probe_epoch_cpu_seconds"]) / p["off"]["median_cpu"]
             for p in pairs),
         "report_kb": statistics.median(r["report_bytes"] for r in on) / 1024,
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",

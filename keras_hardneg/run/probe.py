@@ -322,7 +322,7 @@ class NegativesProbe(keras.callbacks.Callback):
     def _score(self, epoch: int) -> None:
         import time
 
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         loss = self.model.contrastive_loss
         key = _loss_key(loss)
         if self._compiled is None or self._compiled[0] != key:
@@ -351,6 +351,7 @@ class NegativesProbe(keras.callbacks.Callback):
         self.records = kept + [record]
         self._last = (arrays, record)
         record["seconds"] = round(time.perf_counter() - start, 5)
+        record["cpu_seconds"] = round(time.process_time() - cpu, 5)  # every thread's
         self._write()
         self.seconds += time.perf_counter() - start
 
