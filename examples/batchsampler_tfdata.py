@@ -25,12 +25,11 @@ import numpy as np
 
 import keras_hardneg as khn
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-CIFAR = os.path.join(HERE, "..", "..", "shared", "data", "cifar10-jpg")
-
 parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
-parser.add_argument("--data", default=CIFAR, help="an image folder with class sub-folders "
-                    "(CIFAR-10 JPEG's train/ by default)")
+parser.add_argument("--data", default="cifar10",
+                    help="CIFAR-10 (default: fetched once into ~/.keras/datasets, as "
+                         "keras.datasets does) or an image folder with class sub-folders "
+                         "(or train/ inside)")
 parser.add_argument("--output", default="runs/examples/batchsampler")
 parser.add_argument("--limit-per-class", type=int, default=200)
 parser.add_argument("--epochs", type=int, default=4)
@@ -48,10 +47,8 @@ if min(args.limit_per_class, args.epochs, args.batch_size) < 1:
     parser.error("--limit-per-class, --epochs and --batch-size must be >= 1")
 os.makedirs(args.output, exist_ok=True)
 start_all = time.perf_counter()
-folder = os.path.join(args.data, "train") if os.path.isdir(os.path.join(args.data, "train")) \
-    else args.data
-x, y = khn.data.load_image_folder_arrays(folder, image_size=32,
-                                         limit_per_class=args.limit_per_class)
+(x, y), _, _ = khn.data.load_dataset(args.data, image_size=32,
+                                     limit_per_class=args.limit_per_class)
 batch_size = min(args.batch_size, len(x))
 print(f"{len(x)} images, batch {batch_size}")
 
@@ -105,8 +102,9 @@ for name, sampler in samplers.items():
         callbacks.append(khn.callbacks.GraphRefreshCallback(
             sampler, every_n_steps=sampler.steps_per_epoch))
     t0 = time.perf_counter()
+    # shuffle=False: the sampler orders the batches (fit's shuffle does not apply to tf.data)
     logs = model.fit(dataset, steps_per_epoch=sampler.steps_per_epoch, epochs=args.epochs,
-                     verbose=0, callbacks=callbacks).history
+                     shuffle=False, verbose=0, callbacks=callbacks).history
     curves[name] = logs
     print(f"{name:>12}: negative cosine per epoch "
           f"{[round(v, 3) for v in logs['negative_cosine']]}, false-negative rate "

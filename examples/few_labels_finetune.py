@@ -12,8 +12,9 @@ Run time: 7 min 21 s (CPU 6 min 05 s) with the defaults (300 test images, 25 tra
     python examples/few_labels_finetune.py --steps 300 --test-per-class 1000   # longer, closer
     python examples/few_labels_finetune.py --smoke
 
-Images are float32 in [0, 1] (`khn.data.load_image_folder_arrays` gives them so), the input
-the zoo's image encoders take.
+Images are float32 in [0, 1] (`khn.data.load_dataset` gives them so), the input the zoo's
+image encoders take; CIFAR-10 is fetched once into ~/.keras/datasets (the archive
+`keras.datasets.cifar10` fetches), or `--data` names a folder with train/ and test/.
 """
 
 import argparse
@@ -27,10 +28,12 @@ import numpy as np
 import keras_hardneg as khn
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-CIFAR = os.path.join(HERE, "..", "..", "shared", "data", "cifar10-jpg")
+# In a clone the zoo is models/ beside examples/ (else $KERAS_HARDNEG_ZOO, or the cache).
+CLONE_ZOO = os.path.join(HERE, "..", "models")
 
 parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
-parser.add_argument("--data", default=CIFAR, help="CIFAR-10 JPEG folder (train/, test/)")
+parser.add_argument("--data", default="cifar10",
+                    help="CIFAR-10 (default: fetched once into ~/.keras/datasets, as keras.datasets does) or an image folder with train/ and test/")
 parser.add_argument("--entry", default="simclr-hard-cifar10", help="zoo entry")
 parser.add_argument("--output", default="runs/examples/few_labels")
 parser.add_argument("--labels-per-class", default="1,10,100")
@@ -57,10 +60,9 @@ balanced test subset; the smaller label budgets are the first images of each cla
 pool, so every budget's labelled set contains the smaller ones.
 """
 
-x_pool, y_pool = khn.data.load_image_folder_arrays(
-    os.path.join(args.data, "train"), image_size=32, limit_per_class=budgets[-1])
-x_test, y_test = khn.data.load_image_folder_arrays(
-    os.path.join(args.data, "test"), image_size=32, limit_per_class=args.test_per_class)
+(x_pool, y_pool), (x_test, y_test), _ = khn.data.load_dataset(
+    args.data, image_size=32, limit_per_class=budgets[-1],
+    test_limit_per_class=args.test_per_class)
 num_classes = int(y_pool.max()) + 1
 rank_in_class = np.zeros(len(y_pool), int)
 for c in range(num_classes):
@@ -76,7 +78,9 @@ print(f"labelled pool {x_pool.shape}, test {x_test.shape}, {x_pool.dtype} in "
 (`keras.models.clone_model` re-initialises every layer).
 """
 
-pretrained = khn.zoo.load(args.entry)
+zoo = (CLONE_ZOO if khn.zoo.is_zoo_folder(CLONE_ZOO) and not os.environ.get(khn.zoo.ZOO_ENV)
+       else None)
+pretrained = khn.zoo.load(args.entry, zoo=zoo)
 print(f"{args.entry}: {pretrained.count_params():,} parameters, output {pretrained.output_shape}")
 
 

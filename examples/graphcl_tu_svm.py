@@ -1,7 +1,8 @@
 """
 Title: Graph classification: GraphCL pre-training on a TU dataset, then an SVM
 Shows: GraphCL (You et al., NeurIPS 2020) with the hard-negative loss pre-trains a GIN
-    encoder on the graphs of a TU-format folder (MUTAG by default) without their labels;
+    encoder on the graphs of a TU set (MUTAG by default, fetched once from the TU host) or a
+    TU-format folder, without their labels;
     the papers' evaluation follows: an RBF SVM on the frozen graph embeddings, 10-fold
     cross-validated, beside the same SVM on the untrained encoder's embeddings; the
     loss and the embeddings (PCA) are plotted.
@@ -10,7 +11,8 @@ Run time: 41 s (CPU 21 s) with the defaults (MUTAG, 188 graphs, GIN 3 x 32, 20 e
     suite runs.
 
     python examples/graphcl_tu_svm.py
-    python examples/graphcl_tu_svm.py --data ../shared/data/tudataset/PROTEINS --epochs 20
+    python examples/graphcl_tu_svm.py --data PROTEINS --epochs 20
+    python examples/graphcl_tu_svm.py --data path/to/MY_SET      # a TU-format folder
     python examples/graphcl_tu_svm.py --smoke
 """
 
@@ -25,12 +27,12 @@ import keras_hardneg as khn
 from keras_hardneg.augment.graph_views import GraphViews
 from keras_hardneg.data.graph_feed import GraphFeed
 from keras_hardneg.data.graphs import load_tu
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-MUTAG = os.path.join(HERE, "..", "..", "shared", "data", "tudataset", "MUTAG")
+from keras_hardneg.data.public import tu_folder
 
 parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
-parser.add_argument("--data", default=MUTAG, help="a TU-format folder (D_A.txt, ...)")
+parser.add_argument("--data", default="MUTAG",
+                    help="a TU set by name (MUTAG, PROTEINS, ...: fetched once into "
+                         "~/.keras/datasets/tudataset) or a TU-format folder (D_A.txt, ...)")
 parser.add_argument("--output", default="runs/examples/graphcl")
 parser.add_argument("--epochs", type=int, default=20)
 parser.add_argument("--batch-size", type=int, default=64)
@@ -49,11 +51,13 @@ start_all = time.perf_counter()
 """
 ## The graphs
 
-`load_tu` reads the folder into a `GraphSet`: node features are one-hot node labels when
-the folder has them (else one-hot degrees), edges in both directions.
+`tu_folder` fetches a TU set by name once from its public host (as PyTorch Geometric and
+DGL do; the counts checked against the published statistics) into the cache; `load_tu`
+reads the folder into a `GraphSet`: node features are one-hot node labels when the folder
+has them (else one-hot degrees), edges in both directions.
 """
 
-graphs = load_tu(args.data)
+graphs = load_tu(args.data if os.path.isdir(args.data) else tu_folder(args.data))
 if args.smoke:
     graphs = graphs.subset(np.arange(40))
 print(f"{graphs.name}: {len(graphs)} graphs, {graphs.num_classes} classes, node features "

@@ -24,11 +24,9 @@ import numpy as np
 
 import keras_hardneg as khn
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-CIFAR = os.path.join(HERE, "..", "..", "shared", "data", "cifar10-jpg")
-
 parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
-parser.add_argument("--data", default=CIFAR, help="CIFAR-10 JPEG folder (train/, test/)")
+parser.add_argument("--data", default="cifar10",
+                    help="CIFAR-10 (default: fetched once into ~/.keras/datasets, as keras.datasets does) or an image folder with train/ and test/")
 parser.add_argument("--output", default="runs/examples/moco_ring")
 parser.add_argument("--limit-per-class", type=int, default=200)
 parser.add_argument("--epochs", type=int, default=4)
@@ -49,11 +47,9 @@ keras.utils.set_random_seed(0)
 os.makedirs(args.output, exist_ok=True)
 start_all = time.perf_counter()
 
-x, y = khn.data.load_image_folder_arrays(os.path.join(args.data, "train"), image_size=32,
-                                         limit_per_class=args.limit_per_class)
-x_test, y_test = khn.data.load_image_folder_arrays(
-    os.path.join(args.data, "test"), image_size=32,
-    limit_per_class=max(2, args.limit_per_class // 4))
+(x, y), (x_test, y_test), _ = khn.data.load_dataset(
+    args.data, image_size=32, limit_per_class=args.limit_per_class,
+    test_limit_per_class=max(2, args.limit_per_class // 4))
 print(f"train {x.shape}, kNN test {x_test.shape}")
 
 """

@@ -2,7 +2,8 @@
 Title: Sentence search with a zoo sentence encoder and a ScaNN index
 Shows: the zoo's sentence encoder (`simcse-minilm-ntxent-wiki`: all-MiniLM-L6-v2 after one
     epoch of unsupervised SimCSE; without the `[pretrained]` extra, the small Transformer
-    `quickthought-ntxent-wiki`) embeds Wikipedia sentences from ../shared/data/text; a
+    `quickthought-ntxent-wiki`) embeds Wikipedia sentences (SimCSE's wiki1m, fetched
+    once, or your own text files); a
     ScaNN index (tree + asymmetric hashing + exact re-ranking) answers nearest-neighbour
     queries; the top 5 of a few queries are printed, and the index's recall@10 is measured
     against exact (brute-force) search over the same embeddings.
@@ -13,6 +14,7 @@ Run time: 2 min 30 s (CPU 1 min 46 s) with the defaults (MiniLM, 4,000 sentences
 
     python examples/sentence_search.py
     python examples/sentence_search.py --sentences 40000 --entry quickthought-ntxent-wiki
+    python examples/sentence_search.py --corpus my_sentences.txt
     python examples/sentence_search.py --smoke
 """
 
@@ -26,17 +28,17 @@ import numpy as np
 import keras_hardneg as khn
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-TEXT = os.path.join(HERE, "..", "..", "shared", "data", "text", "corpus")
+# In a clone the zoo is models/ beside examples/ (else $KERAS_HARDNEG_ZOO, or the cache).
+CLONE_ZOO = os.path.join(HERE, "..", "models")
 QUERIES = ["The city is the capital of the province.",
            "He played football for the national team.",
            "The album was released by a record label.",
            "The river flows into the sea."]
 
 parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
-parser.add_argument("--corpus", nargs="+",
-                    default=[os.path.join(TEXT, "wiki1m_prefix.txt"),
-                             os.path.join(TEXT, "extra", "gensim_wiki.txt")],
-                    help="text files, one sentence per line")
+parser.add_argument("--corpus", nargs="+", default=["wiki1m"],
+                    help="text files, one sentence per line (default: wiki1m, SimCSE's "
+                         "Wikipedia sentences, fetched once into ~/.keras/datasets)")
 parser.add_argument("--entry", default=None, help="zoo entry (default: MiniLM if keras_hub "
                     "is installed, else quickthought-ntxent-wiki)")
 parser.add_argument("--sentences", type=int, default=4000, help="how many to index")
@@ -60,11 +62,13 @@ start_all = time.perf_counter()
 ## The corpus
 
 Sentences are read in file order (the first file first), deduplicated, and kept if they
-have 5 to 60 words.
+have 5 to 60 words. `wiki1m` names SimCSE's million Wikipedia sentences
+(`khn.data.public.sentence_corpus`: fetched once from the authors' Hugging Face dataset).
 """
 
+files = [khn.data.public.sentence_corpus(p) if p == "wiki1m" else p for p in args.corpus]
 sentences, seen = [], set()
-for path in args.corpus:
+for path in files:
     with open(path, encoding="utf-8") as f:
         for line in f:
             s = line.strip()
@@ -75,7 +79,7 @@ for path in args.corpus:
                 break
     if len(sentences) == args.sentences:
         break
-print(f"{len(sentences)} sentences from {', '.join(os.path.basename(p) for p in args.corpus)}")
+print(f"{len(sentences)} sentences from {', '.join(os.path.basename(p) for p in files)}")
 
 """
 ## The encoder and its tokenizer
@@ -86,7 +90,9 @@ tokenizer that made its ids ships in the preset's `assets/`.
 
 from keras_hardneg.export.preset import TOKENIZER_ASSET  # noqa: E402
 
-encoder = khn.zoo.load(args.entry)
+zoo = (CLONE_ZOO if khn.zoo.is_zoo_folder(CLONE_ZOO) and not os.environ.get(khn.zoo.ZOO_ENV)
+       else None)
+encoder = khn.zoo.load(args.entry, zoo=zoo)
 tokenizer = khn.data.load_tokenizer(
     os.path.join(encoder.preset_metadata["path"], "assets", TOKENIZER_ASSET))
 

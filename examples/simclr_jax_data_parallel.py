@@ -34,11 +34,10 @@ import numpy as np  # noqa: E402
 
 import keras_hardneg as khn  # noqa: E402
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-CIFAR = os.path.join(HERE, "..", "..", "shared", "data", "cifar10-jpg")
 
 parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
-parser.add_argument("--data", default=CIFAR, help="CIFAR-10 JPEG folder (train/, test/)")
+parser.add_argument("--data", default="cifar10",
+                    help="CIFAR-10 (default: fetched once into ~/.keras/datasets, as keras.datasets does) or an image folder with train/ and test/")
 parser.add_argument("--output", default="runs/examples/simclr_jax")
 parser.add_argument("--limit-per-class", type=int, default=200)
 parser.add_argument("--width", type=int, default=8)
@@ -74,11 +73,9 @@ batch_size = args.batch_size - args.batch_size % len(devices)
 print(f"backend {keras.backend.backend()}, {len(devices)} devices: "
       f"{[str(d) for d in devices]}; global batch {batch_size}")
 
-x, y = khn.data.load_image_folder_arrays(os.path.join(args.data, "train"), image_size=32,
-                                         limit_per_class=args.limit_per_class)
-x_test, y_test = khn.data.load_image_folder_arrays(
-    os.path.join(args.data, "test"), image_size=32,
-    limit_per_class=max(2, args.limit_per_class // 4))
+(x, y), (x_test, y_test), _ = khn.data.load_dataset(
+    args.data, image_size=32, limit_per_class=args.limit_per_class,
+    test_limit_per_class=max(2, args.limit_per_class // 4))
 steps = len(x) // batch_size  # full batches only: every device gets the same share
 x, y = x[:steps * batch_size], y[:steps * batch_size]
 

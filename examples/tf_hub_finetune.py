@@ -26,10 +26,12 @@ import numpy as np
 import keras_hardneg as khn
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-CIFAR = os.path.join(HERE, "..", "..", "shared", "data", "cifar10-jpg")
+# In a clone the zoo is models/ beside examples/ (else $KERAS_HARDNEG_ZOO, or the cache).
+CLONE_ZOO = os.path.join(HERE, "..", "models")
 
 parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
-parser.add_argument("--data", default=CIFAR, help="CIFAR-10 JPEG folder (train/, test/)")
+parser.add_argument("--data", default="cifar10",
+                    help="CIFAR-10 (default: fetched once into ~/.keras/datasets, as keras.datasets does) or an image folder with train/ and test/")
 parser.add_argument("--entry", default="simclr-hard-cifar10-r18w8-cpu", help="zoo entry")
 parser.add_argument("--output", default="runs/examples/tf_hub")
 parser.add_argument("--train-per-class", type=int, default=100)
@@ -53,17 +55,17 @@ Any Keras 3 encoder (TensorFlow backend) exports; here a zoo entry. The export i
 this example owns: `overwrite=True` replaces an export of this package, never other files.
 """
 
-encoder = (khn.zoo.load(args.entry) if args.entry else
+zoo = (CLONE_ZOO if khn.zoo.is_zoo_folder(CLONE_ZOO) and not os.environ.get(khn.zoo.ZOO_ENV)
+       else None)
+encoder = (khn.zoo.load(args.entry, zoo=zoo) if args.entry else
            khn.encoders.small_convnet((32, 32, 3), width=4))
 hub_dir = os.path.join(args.output, "hub_encoder")
 card = khn.export.export_encoder(encoder, hub_dir, overwrite=True)
 print(f"exported {args.entry or 'a small ConvNet'} to {hub_dir}: {card.output_dim}-d features")
 
-x, y = khn.data.load_image_folder_arrays(os.path.join(args.data, "train"), image_size=32,
-                                         limit_per_class=args.train_per_class)
-x_test, y_test = khn.data.load_image_folder_arrays(os.path.join(args.data, "test"),
-                                                   image_size=32,
-                                                   limit_per_class=args.test_per_class)
+(x, y), (x_test, y_test), _ = khn.data.load_dataset(
+    args.data, image_size=32, limit_per_class=args.train_per_class,
+    test_limit_per_class=args.test_per_class)
 num_classes = int(y.max()) + 1
 
 """

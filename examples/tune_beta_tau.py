@@ -89,7 +89,8 @@ records = khn.tuning.collect_records(tuner, hypermodel)
 print(khn.tuning.format_table(records, hypermodel.objective_name))
 fig_path = khn.tuning.plot_objective(
     records, os.path.join(args.output, "examples_tuner.png"), hypermodel.objective_name,
-    title=f"Bayesian search, {len(records)} trials of {args.epochs} epochs (digits)")
+    title=f"Bayesian search, {len(records)} trial{'s' * (len(records) != 1)} of "
+          f"{args.epochs} epoch{'s' * (args.epochs != 1)} (digits)")
 best = tuner.get_best_hyperparameters(1)[0].values
 score = max(r["objective"] for r in records if r["objective"] is not None)
 print(f"plot: {fig_path}")

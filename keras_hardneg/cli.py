@@ -1,4 +1,5 @@
-"""The ``keras-hardneg`` command line: ``train``, ``evaluate``, ``export``, ``tune``, ``zoo``.
+"""The ``keras-hardneg`` command line: ``train``, ``evaluate``, ``report``, ``export``,
+``tune``, ``zoo``.
 
 Every subcommand has ``--help``; the choices and help of the component flags come from
 the registries. Errors in the user's input (a missing file, a bad recipe key, an
@@ -106,7 +107,8 @@ def _recipe_key_flags() -> dict[str, str]:
     keys = {f"{section}.{key}": _flag(key) for section, key in _SECTION_FLAGS}
     keys.update({key: _flag(key) for key in _RUN_FLAGS})
     keys.update({f"{section}.name": _flag(section) for section in _COMPONENT_FLAGS})
-    keys.update({"data.image_size": "--image-size", "data.limit_per_class": "--limit-per-class"})
+    keys.update({"data.image_size": "--image-size", "data.limit_per_class": "--limit-per-class",
+                 "data.data_dir": "--data-dir"})
     return keys
 
 
@@ -122,8 +124,14 @@ def _add_model_flags(p: argparse.ArgumentParser) -> None:
                                      "evaluation), a "
                                      "TU graph folder (graph recipe: GraphCL), or a .txt file of "
                                      "sentences (text recipe: SimCSE)")
+    g.add_argument("--data-dir", help="where data fetched by name is cached (cifar10, "
+                                      "tu:NAME, text:NAME; default ~/.keras/datasets) or "
+                                      "prepared (tfds:NAME; default $TFDS_DATA_DIR, else "
+                                      "~/tensorflow_datasets): a folder holding it already "
+                                      "needs no network")
     g.add_argument("--benchmark-dir", help="text: evaluate on the STS sets under this folder "
-                                           "at the end (the layout of shared/data/text)")
+                                           "at the end (SentEval's layout: STS/, SICK/, ...; "
+                                           "SimCSE's senteval.tar holds it)")
     g.add_argument("--preset", help="text: fine-tune this pretrained BERT-family checkpoint "
                                     "(a Hugging Face-format folder, or a keras-hub preset) "
                                     "with unsupervised SimCSE (t 0.05, lr 3e-5, batch 64 unless "
@@ -155,17 +163,34 @@ def _add_model_flags(p: argparse.ArgumentParser) -> None:
 def _data_overrides(args: argparse.Namespace) -> dict[str, Any]:
     from keras_hardneg.data import dataset_spec
 
+    data_dir = getattr(args, "data_dir", None)
+    if data_dir is not None:
+        data_dir = os.path.abspath(os.path.expanduser(data_dir))
     if args.dataset:
         try:
-            return {"data": dataset_spec(args.dataset, image_size=args.image_size,
-                                         limit_per_class=args.limit_per_class)}
+            spec = dataset_spec(args.dataset, image_size=args.image_size,
+                                limit_per_class=args.limit_per_class)
         except ValueError as e:
             if "'data." in str(e):
                 raise
             raise CliError(f"--dataset {args.dataset!r}: {e}") from None
+        if data_dir is not None:
+            spec = _with_data_dir(spec, data_dir)
+        return {"data": spec}
     data = {k: v for k, v in (("image_size", args.image_size),
-                              ("limit_per_class", args.limit_per_class)) if v is not None}
+                              ("limit_per_class", args.limit_per_class),
+                              ("data_dir", data_dir)) if v is not None}
     return {"data": data} if data else {}
+
+
+def _with_data_dir(spec: dict[str, Any], data_dir: str) -> dict[str, Any]:
+    """``--data-dir``: the cache (or tfds data folder) of data fetched by name."""
+    from keras_hardneg.registry import DATASETS
+
+    if "data_dir" not in DATASETS.get(spec["name"]).params:
+        raise CliError(f"--data-dir applies to data fetched by name (cifar10, cifar100, "
+                       f"tfds:NAME, tu:NAME, text:NAME); --dataset gives {spec['name']!r}.")
+    return {**spec, "data_dir": data_dir}
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -272,7 +297,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         verbose = args.verbose if args.verbose is not None else (  # no \r in log files
             1 if sys.stdout.isatty() else 2)
         result = run.train(recipe, output, resume=not args.no_resume, verbose=verbose,
-                           export=not args.no_export, distribution=args.distribution)
+                           export=not args.no_export, distribution=args.distribution,
+                           report=not args.no_report)
     except (BackupError, run.RecipeError) as e:  # the API's words -> the flags
         raise CliError(str(e).replace("resume=False", "--no-resume")
                        .replace("choose another output folder", "another --output")
@@ -290,6 +316,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     ] + _figure_rows(result, recipe)
     if isinstance(result.get("evaluation"), str):  # unlabeled images: evaluation off
         rows.append(("evaluation", result["evaluation"]))
+    elif _modality(recipe) == "text" and not recipe["evaluation"].get("benchmark_dir"):
+        rows.append(("evaluation", "none: give --benchmark-dir DIR (STS/SICK in SentEval's "
+                                   "layout, e.g. SimCSE's senteval.tar) to score STS"))
     from keras_hardneg.run.report import clamp_warning
 
     warning = clamp_warning(result.get("history") or {})
@@ -298,8 +327,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     rows += [(label, os.path.join(output, name)) for label, name in (
         ("run directory", ""), ("recipe", "recipe.json"), ("history", "history.json"),
         ("history plot", "history.png"), ("results", "results.json"),
-        ("resume state", "backup")) if name != "history.png" or os.path.isfile(
-            os.path.join(output, name))]
+        ("run report", "report.html"),
+        ("resume state", "backup")) if name not in ("history.png", "report.html")
+        or os.path.isfile(os.path.join(output, name))]
     if result.get("export_dir"):
         rows += [("exported encoder", result["export_dir"]),
                  ("model card", os.path.join(result["export_dir"], "model_card.md"))]
@@ -307,12 +337,19 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def _modality(recipe: dict[str, Any]) -> str:
+    from keras_hardneg.registry import DATASETS
+
+    return DATASETS.get(recipe["data"]["name"]).tags.get("modality", "image")
+
+
 def _image_size_note(recipe: dict[str, Any]) -> str:
-    """``" (images resized to 32x32)"`` for an image run; "" for graphs and text."""
+    """``" (images resized to 32x32)"`` for data that takes ``image_size`` (images); ""
+    for graphs and text."""
     from keras_hardneg.registry import DATASETS
 
     data = recipe["data"]
-    if DATASETS.get(data["name"]).tags.get("modality", "image") != "image":
+    if "image_size" not in DATASETS.get(data["name"]).params:
         return ""
     size = data.get("image_size")
     if size:
@@ -347,6 +384,9 @@ def _figure_rows(result: dict[str, Any], recipe: dict[str, Any] | None) -> list:
     if "svm_accuracy" in result:
         rows.append(("SVM accuracy", f"{result['svm_accuracy']:.4f} +- "
                                      f"{result['svm_accuracy_std']:.4f} (10-fold CV)"))
+        if result.get("svm_accuracy_epoch0") is not None:
+            rows.append(("SVM before training", f"{result['svm_accuracy_epoch0']:.4f} (the "
+                                                "random encoder, epoch 0)"))
     for group in ("sts", "senteval"):
         if isinstance(result.get(group), dict):
             scores = result[group]
@@ -411,7 +451,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         raise CliError("give an encoder (a run or SavedModel directory) or --preset DIR.")
     path = os.path.abspath(args.encoder)
     if not os.path.exists(path):
-        raise CliError(f"encoder {args.encoder!r}: no such SavedModel or run directory.")
+        path = _zoo_entry_folder(args.encoder)
     if args.recipe and not os.path.isfile(args.recipe):
         raise CliError(f"--recipe {args.recipe!r}: file not found.")
     if args.benchmark_dir and not os.path.isdir(args.benchmark_dir):
@@ -452,6 +492,23 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _zoo_entry_folder(name: str) -> str:
+    """``evaluate NAME``: the folder of zoo entry ``NAME`` (fetched when a zoo URL is set)."""
+    from keras_hardneg import zoo
+
+    try:
+        known = zoo.entries()
+    except zoo.ZooError:
+        known = {}
+    if name not in known:
+        raise CliError(f"encoder {name!r}: no such SavedModel or run directory, and not a zoo "
+                       "entry (`keras-hardneg zoo list`).")
+    try:
+        return zoo.entry_folder(name)
+    except zoo.ZooError as e:
+        raise CliError(str(e)) from None
+
+
 def _evaluate_preset(args: argparse.Namespace) -> int:
     """``evaluate --preset DIR``: the pretrained encoder as it is (zero-shot) on STS."""
     from keras_hardneg.data import pretrained_tokenizer
@@ -464,8 +521,8 @@ def _evaluate_preset(args: argparse.Namespace) -> int:
                        "not both.")
     if not args.benchmark_dir or not os.path.isdir(args.benchmark_dir):
         raise CliError(f"--benchmark-dir {args.benchmark_dir!r}: a pretrained text encoder is "
-                       "scored on the STS sets: give their folder (the layout of "
-                       "shared/data/text).")
+                       "scored on the STS sets: give their folder (SentEval's layout: "
+                       "STS/, SICK/, ...; SimCSE's senteval.tar holds it).")
     preset = _preset_path(args.preset)
     start = time.perf_counter()
     tokenizer = pretrained_tokenizer(preset)
@@ -481,6 +538,33 @@ def _evaluate_preset(args: argparse.Namespace) -> int:
     _print_summary("evaluation", rows)
     if args.json:
         print(json.dumps(result), flush=True)
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from keras_hardneg import run
+    from keras_hardneg.run.run_report import report_target
+
+    if args.recipe and not os.path.isfile(args.recipe):
+        raise CliError(f"--recipe {args.recipe!r}: file not found.")
+    overrides = _data_overrides(args)
+    if args.recipe:
+        with open(args.recipe) as f:
+            given = json.load(f)
+        overrides = {**({"data": given["data"]} if "data" in given else {}), **overrides}
+    output = os.path.abspath(args.output) if args.output else None
+    if output is not None:
+        _output_folder(os.path.dirname(output), "--output's folder")
+    start = time.perf_counter()
+    try:
+        out = report_target(args.target, overrides=overrides or None, output=output)
+    except (run.RunDirectoryError, FileExistsError) as e:
+        raise CliError(str(e)) from None
+    _print_summary("report", [
+        (out["kind"], args.target), ("report", out["path"]),
+        ("size", f"{out['bytes'] / 1024:.0f} KB (one self-contained file: open it in a "
+                 "browser)"),
+        ("time", f"{time.perf_counter() - start:.1f} s")])
     return 0
 
 
@@ -557,16 +641,21 @@ def _print_zoo_list(zoo: Any, recipes: bool) -> None:
     if not weights:
         print("(no entry with weights)")
     print()
+    seen = {r["where"] for r in weights}
     if kind == "folder":
         print(f"here: the zoo folder {where}")
-    else:
+    if "cached" in seen:  # a legend only for what the table shows
         print(f"cached: in {zoo_store.cache_root()} (verified; no request)")
-        if kind == "url":
-            print(f"fetch: from {where} at the first zoo.load, each file checked against the "
-                  "index shipped with keras-hardneg")
-        else:
-            print(f"not here: set {zoo.ZOO_ENV} to a URL or folder of the zoo (a copy of the "
-                  "repository's models/, or what `keras-hardneg zoo publish` writes) to fetch")
+    if "fetch" in seen:
+        print(f"fetch: from {where} at the first zoo.load, each file checked against the "
+              "index shipped with keras-hardneg")
+    if "damaged" in seen:
+        print("damaged: files differ from the index (the zoo folder's, or the cached copy: "
+              + (f"fetched again at the next zoo.load)" if kind == "url" else
+                 f"set {zoo.ZOO_ENV} to fetch it again, or delete it)"))
+    if "unavailable" in seen:
+        print(f"not here: set {zoo.ZOO_ENV} to a URL or folder of the zoo (a copy of the "
+              "repository's models/, or what `keras-hardneg zoo publish` writes) to fetch")
     recipe_rows = [r for r in rows if r["status"] != "weights"]
     if recipes:
         print(f"\nRecipes without weights ({len(recipe_rows)}; train one from a clone with "
@@ -628,20 +717,33 @@ def cmd_zoo(args: argparse.Namespace) -> int:
                 print(json.dumps(info, default=str))
                 return 0
             meta, results = info["preset"], info["results"] or {}
-            rows = [("path", info["path"]), ("modality", meta["modality"]),
-                    ("input", meta["input"])]
+            from keras_hardneg import zoo_store
             from keras_hardneg.export.preset import image_contract, uses_keras_hub
 
+            if info["path"]:
+                rows = [("path", info["path"])]
+            else:  # shown from the index: nothing fetched
+                rows = [("where", {"fetch": f"not fetched yet ({info['size'] / 1e6:.1f} MB "
+                                            "at the first zoo.load)",
+                                   "unavailable": f"not here (set {zoo.ZOO_ENV} to fetch "
+                                                  "it)",
+                                   "damaged": "cached copy damaged"}.get(info["where"],
+                                                                         info["where"]))]
+            rows += [("modality", meta["modality"]), ("input", meta["input"])]
             contract = image_contract(meta["path"]) if meta.get("path") else None
             if contract:
                 rows.append(("images", contract))
-            if meta.get("path") and uses_keras_hub(meta["path"]):
+            hub = (uses_keras_hub(meta["path"]) if meta.get("path") else
+                   "keras_hub" in meta.get("needs", []))
+            if hub:
                 rows.append(("needs", "keras-hub (the [pretrained] extra); keras-hub imports "
                                       "TensorFlow when it is installed, also under JAX"))
             rows += [("features", meta["output_dim"]),
                     ("parameters", f"{meta['parameter_count']:,}"),
                     ("weights", meta["weights_dtype"])]
-            rows += _figure_rows(results, info.get("recipe"))
+            figure_rows = _figure_rows(results, info.get("recipe"))
+            rows += figure_rows or [("figures", info.get("figures") or zoo_store.figures_text(
+                results))]
             rows += _seed_rows(args.name, results, info.get("recipe"))
             if results.get("epochs_run") is not None:
                 rows.append(("epochs run", results["epochs_run"]))
@@ -696,6 +798,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-resume", action="store_true",
                    help="start over even if OUTPUT has a backup")
     p.add_argument("--no-export", action="store_true", help="do not write the SavedModel")
+    p.add_argument("--no-report", action="store_true",
+                   help="do not score the negatives probe each epoch nor write report.html "
+                        "(`keras-hardneg report OUTPUT` writes a page later, without the "
+                        "per-epoch probe)")
     p.add_argument("--verbose", type=int, choices=[0, 1, 2], default=None,
                    help="1: a progress bar per epoch, 2: one line per epoch, 0: silent "
                         "(default: 1 on a terminal, 2 when the output goes to a file or "
@@ -720,7 +826,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "the sets under --benchmark-dir. With --json the last stdout "
                                    "line is the result as one JSON object.")
     p.add_argument("encoder", nargs="?", help="SavedModel directory written by export/train, "
-                                              "or a run directory (or --preset instead)")
+                                              "a run directory, or a zoo entry's name (or "
+                                              "--preset instead)")
     p.add_argument("--preset", help="text: score this pretrained BERT-family checkpoint as it "
                                     "is (zero-shot; a Hugging Face-format folder or a keras-hub "
                                     "preset) on the sets under --benchmark-dir")
@@ -730,8 +837,10 @@ def build_parser() -> argparse.ArgumentParser:
                                     "the run)")
     p.add_argument("--dataset", help="'digits', 'tfds:NAME', an image folder or a TU graph "
                                      "folder (default: the run's data)")
-    p.add_argument("--benchmark-dir", help="text: folder of the STS/SentEval sets (the layout "
-                                           "of shared/data/text)")
+    p.add_argument("--data-dir", help="where data fetched by name is cached or prepared "
+                                      "(as for train)")
+    p.add_argument("--benchmark-dir", help="text: folder of the STS/SentEval sets (SentEval's "
+                                           "layout: STS/, SICK/, ...)")
     p.add_argument("--senteval", action="store_true",
                    help="text: also run SentEval (MR, CR, SUBJ, MPQA, TREC, MRPC)")
     p.add_argument("--max-tokens", type=_number(int, "--max-tokens"),
@@ -755,6 +864,31 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seed of the data split and the probe (default: the run's, else 0)")
     p.add_argument("--json", action="store_true", help="also print the result as JSON")
     p.set_defaults(func=cmd_evaluate)
+
+    p = sub.add_parser("report", help="write report.html: what a run's negatives did, as a "
+                                      "page to open in a browser",
+                       description="Write the run report of a run directory (RUN/report.html; "
+                                   "`train` writes it too) or of a zoo entry (a folder or an "
+                                   "entry name, with the data given: --dataset; written to "
+                                   "ENTRY-report.html here unless --output). One "
+                                   "self-contained HTML file: the recipe, the figures beside "
+                                   "the starting encoder's, the curves per epoch, what the "
+                                   "negatives did (similarity histograms, the loss's weight "
+                                   "of each negative, effective number of negatives, "
+                                   "same-class negatives) and the modality's own views "
+                                   "(nearest neighbours, 2-D map, nearest sentences).")
+    p.add_argument("target", help="a run directory, a zoo entry folder or a zoo entry name")
+    p.add_argument("--dataset", help="the data: 'digits', 'tfds:NAME', an image folder, a TU "
+                                     "graph folder or a text file (default: the run's; a zoo "
+                                     "entry's recipe names data of its own machine)")
+    p.add_argument("--recipe", help="take the data section from this recipe")
+    p.add_argument("--image-size", type=_number(int, "--image-size"),
+                   help="resize the images to this side (default: the recipe's)")
+    p.add_argument("--limit-per-class", type=_number(int, "--limit-per-class"),
+                   help="image folders: at most this many images per class")
+    p.add_argument("--output", help="the page to write (default: RUN/report.html, or "
+                                    "./ENTRY-report.html for a zoo entry)")
+    p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("export", help="export the encoder of a training run as a SavedModel",
                        description="Rebuild a run from RUN_DIR/recipe.json and its last "

@@ -50,13 +50,14 @@ from typing import Any
 import keras
 
 from keras_hardneg import zoo_figures, zoo_store
-from keras_hardneg.export.preset import (PRESET_DIR, TOKENIZER_ASSET, PresetError,
-                                         find_preset, is_preset, load_preset,
-                                         read_preset_metadata)
+from keras_hardneg.export.preset import (PRESET_DIR, PresetError, find_preset, is_preset,
+                                         load_preset, read_preset_metadata)
+from keras_hardneg.registry import get_modality
 from keras_hardneg.zoo_store import ZooError
 
-__all__ = ["ZOO_ENV", "ZooError", "zoo_source", "zoo_dir", "list", "entries", "catalog",
-           "show", "load", "export", "publish", "compare"]
+__all__ = ["ZOO_ENV", "ZooError", "zoo_source", "zoo_dir", "is_zoo_folder", "list",
+           "entries", "catalog", "show", "entry_folder", "load", "export", "publish",
+           "compare"]
 
 #: The environment variable naming where the zoo is hosted (a URL or a folder); ``zoo=``
 #: arguments take precedence.
@@ -64,8 +65,24 @@ ZOO_ENV = "KERAS_HARDNEG_ZOO"
 
 
 def _beside_package() -> str:
-    """``models/`` beside the package folder (exists in a clone or ``pip install -e``)."""
+    """``models/`` beside the package folder (our zoo in a clone or ``pip install -e``; in
+    a site-packages install, possibly another distribution's ``models`` package)."""
     return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "models")
+
+
+def is_zoo_folder(path: str | None) -> bool:
+    """Whether ``path`` is keras-hardneg's zoo: a folder holding at least one entry of the
+    index shipped with the package (a subfolder of that name with ``recipe.json`` or a
+    preset). ``models/`` of a clone is; another package's ``models`` folder is not."""
+    if not path or not os.path.isdir(path):
+        return False
+    try:
+        index = zoo_store.read_index()
+    except ZooError:
+        return False
+    return any(os.path.isfile(os.path.join(path, name, "recipe.json"))
+               or is_preset(os.path.join(path, name, PRESET_DIR))
+               for name in index if os.path.isdir(os.path.join(path, name)))
 
 
 def zoo_source(zoo: str | None = None) -> tuple[str, str | None]:
@@ -84,7 +101,7 @@ def zoo_source(zoo: str | None = None) -> tuple[str, str | None]:
             raise ZooError(f"{what} {given!r}: no such folder, and not a URL "
                            f"({', '.join(s + '://' for s in zoo_store.URL_SCHEMES)}).")
     beside = _beside_package()
-    return ("folder", beside) if os.path.isdir(beside) else ("cache", None)
+    return ("folder", beside) if is_zoo_folder(beside) else ("cache", None)
 
 
 def zoo_dir(path: str | None = None) -> str:
@@ -132,11 +149,7 @@ def _entry(name: str, zoo: str | None) -> str:
         raise ZooError(f"`name` must be an entry name (a string); got {name!r}.")
     kind, where = zoo_source(zoo)
     known = entries(zoo)
-    if name not in known:
-        close = [n for n in known if name in n or n in name][:5]
-        hint = f" Close: {', '.join(close)}." if close else ""
-        raise ZooError(f"`name` {name!r} is not a zoo entry.{hint} Entries with weights: "
-                       f"{', '.join(n for n, t in known.items() if t) or 'none'}.")
+    _known_name(name, known)
     if kind != "folder":
         return _remote_entry(name, kind, where, known[name])
     folder = os.path.join(where, name)
@@ -144,7 +157,33 @@ def _entry(name: str, zoo: str | None) -> str:
         raise ZooError(f"zoo entry {name!r} has a recipe but no trained weights yet (train it: "
                        f"keras-hardneg train --recipe {os.path.join(folder, 'recipe.json')} "
                        "--output RUN).")
+    from keras_hardneg.export.preset import uses_keras_hub
+
+    _check_packages(name, {"needs": ["keras_hub"] if uses_keras_hub(
+        os.path.join(folder, PRESET_DIR)) else []})
     return folder
+
+
+def _known_name(name: str, known: dict[str, bool]) -> None:
+    """Raises :class:`ZooError` for a name that is no entry, with the closest names."""
+    if name in known:
+        return
+    import difflib
+
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+    close += [n for n in known if (name in n or n in name) and n not in close]
+    hint = f" Did you mean {', '.join(close[:5])}?" if close else ""
+    raise ZooError(f"`name` {name!r} is not a zoo entry.{hint} Entries with weights: "
+                   f"{', '.join(n for n, t in known.items() if t) or 'none'}.")
+
+
+def _check_packages(name: str, record: dict[str, Any]) -> None:
+    """Raises :class:`ZooError` before anything is fetched or built when entry ``name``
+    needs a package that is not installed."""
+    missing = zoo_store.missing_packages(record)
+    if missing:
+        raise ZooError(f"zoo entry {name!r} needs {'; '.join(missing)} (nothing was fetched "
+                       "or loaded).")
 
 
 def _remote_entry(name: str, kind: str, url: str | None, trained: bool) -> str:
@@ -154,16 +193,21 @@ def _remote_entry(name: str, kind: str, url: str | None, trained: bool) -> str:
                        f"from a clone: keras-hardneg train --recipe models/{name}/recipe.json "
                        f"--output RUN).")
     record = zoo_store.read_index()[name]
-    cached = zoo_store.cached_entry(name, record)
+    _check_packages(name, record)
+    cached, damage = zoo_store.cache_state(name, record)
     if cached:
         return cached
     if kind == "url":
         return zoo_store.fetch_entry(name, record, url)
-    raise ZooError(f"zoo entry {name!r} is not in the cache "
-                   f"({os.path.join(zoo_store.cache_root(), name)}) and no zoo is set to fetch "
-                   f"it from: set {ZOO_ENV} (or pass zoo=) to a URL or folder of the zoo (a "
-                   "copy of the repository's models/, or a folder written by `keras-hardneg "
-                   "zoo publish`).")
+    folder = os.path.join(zoo_store.cache_root(), name)
+    where = (f"set {ZOO_ENV} (or pass zoo=) to a URL or folder of the zoo (a copy of the "
+             "repository's models/, or a folder written by `keras-hardneg zoo publish`)")
+    if damage:
+        raise ZooError(f"the cached copy of zoo entry {name!r} in {folder} is damaged "
+                       f"({damage}): {where} to fetch it again (it replaces the damaged "
+                       "copy), or delete that folder.")
+    raise ZooError(f"zoo entry {name!r} is not in the cache ({folder}) and no zoo is set to "
+                   f"fetch it from: {where}.")
 
 
 def _read_json(path: str) -> Any:
@@ -174,15 +218,52 @@ def _read_json(path: str) -> Any:
 
 
 def show(name: str, zoo: str | None = None) -> dict[str, Any]:
-    """What an entry is: ``{"name", "path", "preset": metadata, "results": results.json,
-    "recipe": the recipe trained}`` (``trained_recipe.json`` where the training changed the
-    entry's ``recipe.json``, e.g. the GPU plan)."""
-    folder = _entry(name, zoo)
+    """What an entry is: ``{"name", "path", "where", "preset": metadata, "results":
+    results.json, "recipe": the recipe trained, "figures": one line}`` (``trained_recipe.json``
+    where the training changed the entry's ``recipe.json``, e.g. the GPU plan).
+
+    Nothing is fetched: an entry neither in a zoo folder nor in the cache is shown from the
+    index shipped with the package (``path``, ``results`` and ``recipe`` are then ``None``;
+    ``preset`` holds the index's modality, input, features, parameters and weights dtype)."""
+    if not isinstance(name, str) or not name:
+        raise ZooError(f"`name` must be an entry name (a string); got {name!r}.")
+    kind, where = zoo_source(zoo)
+    known = entries(zoo)
+    _known_name(name, known)
+    if not known[name]:
+        raise ZooError(f"zoo entry {name!r} has a recipe but no trained weights yet.")
+    if kind == "folder":
+        folder = os.path.join(where, name)
+        place = "local"
+    else:
+        folder = zoo_store.cached_entry(name, zoo_store.read_index()[name])
+        place = "cached" if folder else ("fetch" if kind == "url" else "unavailable")
+    if folder is None:
+        record = zoo_store.read_index()[name]
+        meta = {k: record.get(k) for k in ("modality", "input", "output_dim",
+                                           "parameter_count", "weights_dtype")}
+        meta.update(path=None, needs=record.get("needs", []))
+        return {"name": name, "path": None, "where": place, "preset": meta, "results": None,
+                "recipe": None, "figures": record.get("figures", "-"),
+                "size": sum(f["size"] for f in record["files"].values())}
     recipe = (_read_json(os.path.join(folder, "trained_recipe.json"))
               or _read_json(os.path.join(folder, "recipe.json")))
-    return {"name": name, "path": folder,
+    results = _read_json(os.path.join(folder, "results.json"))
+    return {"name": name, "path": folder, "where": place,
             "preset": read_preset_metadata(os.path.join(folder, PRESET_DIR)),
-            "results": _read_json(os.path.join(folder, "results.json")), "recipe": recipe}
+            "results": results, "recipe": recipe,
+            "figures": zoo_store.figures_text(results)}
+
+
+def entry_folder(name: str, zoo: str | None = None) -> str:
+    """The folder of entry ``name`` with weights (``preset/``, ``recipe.json``,
+    ``results.json``, ...): in the zoo folder, or in the cache (fetched first from a zoo URL
+    when it is not there). What ``keras-hardneg evaluate NAME`` evaluates.
+
+    Raises:
+        ZooError: as :func:`load`.
+    """
+    return _entry(name, zoo)
 
 
 def load(name: str, trainable: bool = True, zoo: str | None = None) -> keras.Model:
@@ -221,16 +302,9 @@ def export(name: str, directory: str, *, overwrite: bool = False,
     card_path = os.path.join(preset, "model_card.json")
     card = exporting.ModelCard.from_dict(_read_json(card_path)) if os.path.isfile(
         card_path) else None
-    spec = meta.get("input", {})
-    if meta["modality"] == "graph":
-        kwargs = {"input_signature": exporting.graph_input_signature(int(spec["feature_dim"]))}
-    elif meta["modality"] == "text":
-        kwargs = {"input_signature": exporting.text_input_signature(int(spec["max_length"]))}
-        tokenizer = os.path.join(preset, "assets", TOKENIZER_ASSET)
-        if os.path.isfile(tokenizer):
-            kwargs["assets"] = {TOKENIZER_ASSET: tokenizer}
-    else:
-        kwargs = {"input_shape": tuple(spec["input_shape"])}
+    modality = get_modality(meta["modality"])
+    kwargs = modality.export_arguments(meta.get("input", {}),
+                                       modality.run_assets(os.path.join(preset, "assets")))
     directory = os.path.abspath(directory)
     exporting.export_encoder(model, directory, model_card=card, overwrite=overwrite, **kwargs)
     shutil.copytree(preset, os.path.join(directory, PRESET_DIR))
@@ -242,7 +316,8 @@ def catalog(zoo: str | None = None) -> builtins.list[dict[str, Any]]:
     for a zoo folder, read from the folder, sizes without hashes) without ``files``, plus
     ``name``, ``size`` (bytes a fetch brings) and ``where``: ``"local"`` (in the zoo
     folder), ``"cached"``, ``"fetch"`` (fetched from the zoo URL at first load),
-    ``"unavailable"`` (in the index, but no zoo URL or folder is set), or ``"recipe"`` (no
+    ``"unavailable"`` (in the index, but no zoo URL or folder is set), ``"damaged"`` (a
+    copy whose files differ from the index: fetched again from a zoo URL), or ``"recipe"`` (no
     weights)."""
     kind, where = zoo_source(zoo)
     if kind == "folder":
@@ -258,10 +333,10 @@ def catalog(zoo: str | None = None) -> builtins.list[dict[str, Any]]:
             place = "recipe"
         elif kind == "folder":
             place = "local" if name in loadable else "damaged"
-        elif zoo_store.cached_entry(name, record):
-            place = "cached"
         else:
-            place = "fetch" if kind == "url" else "unavailable"
+            cached, damage = zoo_store.cache_state(name, record)
+            place = ("cached" if cached else "damaged" if damage else
+                     "fetch" if kind == "url" else "unavailable")
         row = {k: v for k, v in record.items() if k != "files"}
         row.update(name=name, where=place,
                    size=sum(f["size"] for f in record["files"].values()))

@@ -37,21 +37,24 @@ Example:
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import posixpath
 import shutil
+import sys
 import tempfile
 import urllib.parse
 from typing import Any
 
 from keras_hardneg import zoo_figures
 from keras_hardneg._io import sha256_file
+from keras_hardneg.registry import DATASETS, DEFAULT_MODALITY
 
 __all__ = ["INDEX_FORMAT", "INDEX_PATH", "RECORD_FILE", "ZooError", "read_index",
            "write_index", "build_index", "entry_record", "entry_files", "figures_text",
-           "why_no_weights", "is_url", "cache_root", "cached_entry", "fetch_entry",
-           "verify_files"]
+           "why_no_weights", "is_url", "cache_root", "cached_entry", "cache_state",
+           "fetch_entry", "verify_files", "missing_packages"]
 
 INDEX_FORMAT = "keras_hardneg.zoo_index/1"
 #: The index shipped with the package (package data).
@@ -110,8 +113,11 @@ def figures_text(results: dict[str, Any] | None) -> str:
 
 
 def _modality(recipe: dict[str, Any]) -> str:
+    """The modality of the data ``recipe`` names: its dataset's registered ``modality`` tag."""
     data = (recipe or {}).get("data", {}).get("name")
-    return {"tu": "graph", "text_file": "text"}.get(data, "image")
+    if data not in DATASETS:
+        return DEFAULT_MODALITY
+    return DATASETS.get(data).tags.get("modality", DEFAULT_MODALITY)
 
 
 #: tfds datasets that tfds cannot fetch itself (their licence asks for a manual download).
@@ -152,11 +158,14 @@ def entry_record(folder: str, *, hashes: bool = True) -> dict[str, Any]:
     preset = os.path.join(folder, PRESET_DIR)
     if is_preset(preset):
         meta = _read_json(os.path.join(preset, "metadata.json"))
+        from keras_hardneg.export.preset import uses_keras_hub
+
         record = {"status": "weights", "modality": meta.get("modality", "image"),
                   "input": meta.get("input", {}), "output_dim": meta.get("output_dim"),
                   "parameter_count": meta.get("parameter_count"),
                   "weights_dtype": meta.get("weights_dtype"),
-                  "figures": figures_text(results), "trained_on": _trained_on(results)}
+                  "figures": figures_text(results), "trained_on": _trained_on(results),
+                  "needs": ["keras_hub"] if uses_keras_hub(preset) else []}
         record.update(zoo_figures.index_fields(results, recipe))  # seeds, baseline, twin
     else:
         record = {"status": "recipe", "modality": _modality(recipe),
@@ -243,14 +252,39 @@ def verify_files(folder: str, files: dict[str, dict[str, Any]]) -> list[str]:
     return problems
 
 
+#: Optional packages an entry may need (the index record's ``needs``) -> how to get them.
+PACKAGES = {"keras_hub": "keras-hub, the [pretrained] extra: pip install "
+                         "'keras-hardneg[pretrained]'"}
+
+
+def missing_packages(record: dict[str, Any]) -> list[str]:
+    """What of ``record["needs"]`` is not installed, as :data:`PACKAGES` says it."""
+    import importlib.util
+
+    return [PACKAGES.get(m, m) for m in record.get("needs", [])
+            if importlib.util.find_spec(m) is None]
+
+
+def cache_state(name: str, record: dict[str, Any]) -> tuple[str | None, str | None]:
+    """``(folder, None)`` when the cache holds exactly what ``record`` lists (checked by
+    SHA-256); ``(None, None)`` when it holds nothing of entry ``name``; ``(None, what is
+    wrong)`` when it holds a damaged or outdated copy."""
+    folder = os.path.join(cache_root(), name)
+    if not os.path.isdir(folder):
+        return None, None
+    stamp = _read_json(os.path.join(folder, RECORD_FILE))
+    if not isinstance(stamp, dict):
+        return None, f"{RECORD_FILE} is missing (an interrupted or foreign copy)"
+    if stamp.get("record", {}).get("files") != record["files"]:
+        return None, "it was fetched for another version of the zoo index"
+    problems = verify_files(folder, record["files"])
+    return (None, problems[0]) if problems else (folder, None)
+
+
 def cached_entry(name: str, record: dict[str, Any]) -> str | None:
     """The cache folder of entry ``name`` if it holds exactly what ``record`` lists
     (checked by SHA-256), else ``None``."""
-    folder = os.path.join(cache_root(), name)
-    stamp = _read_json(os.path.join(folder, RECORD_FILE)) if os.path.isdir(folder) else None
-    if not isinstance(stamp, dict) or stamp.get("record", {}).get("files") != record["files"]:
-        return None
-    return None if verify_files(folder, record["files"]) else folder
+    return cache_state(name, record)[0]
 
 
 def _origin(base_url: str, name: str, rel: str) -> str:
@@ -261,51 +295,65 @@ def fetch_entry(name: str, record: dict[str, Any], base_url: str) -> str:
     """Fetches entry ``name``'s files from ``base_url`` (``URL/NAME/FILE``) into the cache,
     each checked against ``record``'s SHA-256; returns the cache folder.
 
+    One fetch of an entry at a time (a lock beside it: the processes of a multi-worker run
+    that all call ``zoo.load`` fetch it once, the others wait and take that copy). Files
+    land in a temporary folder renamed into place when all are verified: a process killed
+    half-way leaves no entry (its temporary folder is removed by the next fetch), a failed
+    fetch leaves none either. Written to a file or a pipe, one plain line per entry.
+
     Raises:
         ZooError: a file that cannot be fetched or does not match (nothing is cached then).
     """
-    from keras.utils import get_file
+    from keras_hardneg.data import fetch
 
     if not is_url(base_url):
         raise ZooError(f"`zoo` {base_url!r} is not a URL ({', '.join(URL_SCHEMES)}).")
     root = cache_root()
+    final = os.path.join(root, name)
     os.makedirs(root, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix=f".fetch-{name}-", dir=root)
-    try:
-        for rel, want in sorted(record["files"].items()):
-            origin = _origin(base_url, name, rel)
-            subdir, fname = posixpath.split(rel)
-            try:
-                get_file(fname=fname, origin=origin, cache_dir=tmp,
-                         cache_subdir=subdir.replace("/", os.sep) or ".",
-                         file_hash=want["sha256"], hash_algorithm="sha256")
-            except ValueError:
-                raise ZooError(f"zoo entry {name!r}: {origin} does not match the SHA-256 of "
-                               "the zoo index shipped with keras-hardneg (the host's file "
-                               "differs from the indexed one); nothing was cached.") from None
-            except Exception as e:  # noqa: BLE001 -- get_file raises a bare Exception
-                raise ZooError(f"zoo entry {name!r}: cannot fetch {origin} "
-                               f"({str(e).splitlines()[0] if str(e) else type(e).__name__}); "
-                               "nothing was cached.") from None
-        problems = verify_files(tmp, record["files"])
-        if problems:  # get_file checked each; this guards the whole set (sizes, names)
-            raise ZooError(f"zoo entry {name!r} from {base_url}: {problems[0]}; nothing was "
-                           "cached.")
-        with open(os.path.join(tmp, RECORD_FILE), "w") as f:
-            json.dump({"format": RECORD_FORMAT, "name": name, "source": base_url,
-                       "record": record}, f, indent=1, sort_keys=True)
-        final = os.path.join(root, name)
-        if os.path.exists(final):
-            if cached_entry(name, record):  # another process finished first
-                return final
-            old = tempfile.mkdtemp(prefix=f".stale-{name}-", dir=root)
-            os.rmdir(old)
-            os.replace(final, old)
-            os.replace(tmp, final)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, final)
-        return final
-    finally:
-        if os.path.isdir(tmp):
-            shutil.rmtree(tmp, ignore_errors=True)
+    with fetch.locked(final):
+        if cached_entry(name, record):  # another process fetched it while this one waited
+            return final
+        fetch.remove_orphans(root, name)  # what killed fetches left
+        for stale in glob.glob(os.path.join(root, f".stale-{glob.escape(name)}-*")):
+            shutil.rmtree(stale, ignore_errors=True)
+        size = sum(f["size"] for f in record["files"].values())
+        if not (hasattr(sys.stdout, "isatty") and sys.stdout.isatty()):
+            print(f"fetching zoo entry {name} ({len(record['files'])} files, "
+                  f"{fetch.size_text(size)}) from {base_url}", flush=True)
+        tmp = fetch.temp_dir(root, name)
+        try:
+            for rel, want in sorted(record["files"].items()):
+                origin = _origin(base_url, name, rel)
+                subdir, fname = posixpath.split(rel)
+                folder = os.path.join(tmp, *subdir.split("/")) if subdir else tmp
+                os.makedirs(folder, exist_ok=True)
+                try:
+                    fetch.fetch_file(origin, folder, fname, sha256=want["sha256"],
+                                     what=f"zoo entry {name!r}", announce=False)
+                except fetch.FetchError as e:
+                    if "SHA-256" in str(e):
+                        raise ZooError(f"zoo entry {name!r}: {origin} does not match the "
+                                       "SHA-256 of the zoo index shipped with keras-hardneg "
+                                       "(the host's file differs from the indexed one); "
+                                       "nothing was cached.") from None
+                    raise ZooError(str(e)) from None
+            problems = verify_files(tmp, record["files"])
+            if problems:  # fetch_file checked each; this guards the whole set (sizes, names)
+                raise ZooError(f"zoo entry {name!r} from {base_url}: {problems[0]}; nothing "
+                               "was cached.")
+            with open(os.path.join(tmp, RECORD_FILE), "w") as f:
+                json.dump({"format": RECORD_FORMAT, "name": name, "source": base_url,
+                           "record": record}, f, indent=1, sort_keys=True)
+            if os.path.exists(final):  # a damaged or outdated copy: replaced whole
+                old = tempfile.mkdtemp(prefix=f".stale-{name}-", dir=root)
+                os.rmdir(old)
+                os.replace(final, old)
+                os.replace(tmp, final)
+                shutil.rmtree(old, ignore_errors=True)
+            else:
+                os.replace(tmp, final)
+        finally:
+            if os.path.isdir(tmp):
+                shutil.rmtree(tmp, ignore_errors=True)
+    return final

@@ -248,7 +248,7 @@ def main():
         "a logistic-regression linear probe, 50k train -> 10k test; graphs, 10-fold SVM accuracy",
         "(mean ± std over folds); sentences, STS Spearman x 100 and SentEval accuracy (figures",
         "made before the English STS files arrived used a Portuguese translation: void, see",
-        "docs/benchmarks.md). \"N of 200\" epochs: the run stopped before its schedule ended.",
+        "docs/benchmarks/sentences.md). \"N of 200\" epochs: the run stopped before its schedule ended.",
         "A text entry takes token ids from the tokenizer in its `preset/assets/tokenizer.json`",
         "(`keras_hardneg.data.load_tokenizer`); one built on a pretrained BERT",
         "(`simcse-minilm-ntxent-wiki`) needs the `[pretrained]` extra (keras-hub).", "",

@@ -150,7 +150,7 @@ def test_zoo_list_names_the_entries_with_weights_and_each_loads():
 
 
 def test_zoo_refuses_unknown_and_untrained_entries_in_one_line(tmp_path, monkeypatch):
-    with pytest.raises(khn.zoo.ZooError, match="not a zoo entry. Close: .*simclr-ntxent-cifar10,"):
+    with pytest.raises(khn.zoo.ZooError, match="not a zoo entry. Did you mean .*simclr-ntxent-cifar10,"):
         khn.zoo.load("simclr-ntxent")
     with pytest.raises(khn.zoo.ZooError, match="no trained weights yet.*keras-hardneg train"):
         khn.zoo.load("simclr-ring-stl10")

@@ -6,7 +6,10 @@ and labels int64 ``[B]``.
 * :class:`ShuffledBatches`: shuffled batches of arrays as a ``keras.utils.PyDataset``
   (the uniform feed without TensorFlow).
 * :func:`tfds_dataset`: a prepared TensorFlow Datasets dataset (TensorFlow, imported on call).
-* :mod:`sources`: the datasets a recipe can name; :func:`dataset_spec` parses ``--dataset``.
+* :mod:`sources`: the datasets a recipe can name; :func:`dataset_spec` parses ``--dataset``,
+  :func:`load_dataset` loads one.
+* :mod:`public`: datasets by name fetched once into ``~/.keras/datasets``
+  (:func:`load_cifar`, TU sets, SimCSE's sentences; :mod:`fetch`: the cache and the host).
 * :mod:`text`: sentence files as token ids (:class:`TokenizedSentences`, the ``text_file``
   source); :mod:`tokenizer`: :func:`train_tokenizer`, :func:`load_tokenizer`,
   :func:`wordllama_start` (the ``tokenizers`` package, imported on use).
@@ -26,7 +29,8 @@ from keras_hardneg.data.image_folder import (
     load_image_folder_arrays,
     scan_image_folder,
 )
-from keras_hardneg.data.sources import dataset_spec
+from keras_hardneg.data.public import load_cifar
+from keras_hardneg.data.sources import dataset_spec, load_dataset
 from keras_hardneg.data.text import TokenizedSentences, read_sentences, text_file
 from keras_hardneg.data.tfds_loader import tfds_dataset, to_rgb_float
 from keras_hardneg.data.tokenizer import (SentenceTokenizer, load_tokenizer, pretrained_tokenizer,
@@ -36,6 +40,8 @@ __all__ = [
     "TensorFlowBackendRequiredError",
     "TensorFlowRequiredError",
     "dataset_spec",
+    "load_cifar",
+    "load_dataset",
     "GraphSet",
     "IMAGE_EXTENSIONS",
     "ImageFolderReport",

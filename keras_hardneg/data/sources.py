@@ -30,7 +30,7 @@ import numpy as np
 
 from keras_hardneg.registry import DATASETS, ConfigError, Param
 
-__all__ = ["dataset_spec", "digits", "cifar10", "cifar100", "image_folder", "tfds", "synthetic",
+__all__ = ["dataset_spec", "load_dataset", "digits", "cifar10", "cifar100", "image_folder", "tfds", "synthetic",
            "ARRAY_BUDGET_BYTES"]
 
 Splits = tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray], str]
@@ -153,8 +153,23 @@ def image_folder(seed: int, train: str | None = None, test: str | None = None,
         test_arrays = (train_arrays[0][order[cut:]], train_arrays[1][order[cut:]])
         train_arrays = (train_arrays[0][order[:cut]], train_arrays[1][order[:cut]])
     desc = (f"image folder {train} ({len(train_arrays[0])} images"
-            f"{', limited' if limit_per_class else ''})")
+            f"{', limited' if limit_per_class else ''}){_grey_note(train_arrays[0])}")
     return train_arrays, test_arrays, desc
+
+
+def _grey_note(images: np.ndarray) -> str:
+    """``"; N grayscale images, their one channel repeated as R, G and B"`` when some
+    images have three equal channels (a grayscale file decoded to RGB), else ``""``."""
+    if not isinstance(images, np.ndarray) or images.ndim != 4 or images.shape[-1] != 3 \
+            or not len(images):
+        return ""
+    grey = ((images[..., 0] == images[..., 1]) & (images[..., 1] == images[..., 2])).reshape(
+        len(images), -1).all(axis=1)
+    count = int(grey.sum())
+    if not count:
+        return ""
+    which = "all" if count == len(images) else f"{count} of {len(images)}"
+    return f"; {which} grayscale, their one channel repeated as R, G and B"
 
 
 @DATASETS.register(
@@ -257,7 +272,7 @@ def _unlabeled_folder(train, test, size, access, on_error, seed, test_fraction,
                                       limit_per_class=limit)
     desc = (f"image folder {train} ({len(images)} unlabeled images{', limited' if limit else ''}"
             ", resized to "
-            f"{size[0]}x{size[1]})")
+            f"{size[0]}x{size[1]}){_grey_note(images)}")
     if not test:
         return (images, None), None, desc + "; no evaluation"
     labelled = load_image_folder_arrays(test, image_size=size, on_error=on_error,
@@ -372,3 +387,19 @@ def dataset_spec(text: str, **overrides: Any) -> dict[str, Any]:
     spec.update({k: v for k, v in overrides.items() if v is not None})
     DATASETS.check(spec["name"], spec, where="recipe key", prefix="data.")
     return spec
+
+
+def load_dataset(dataset: str = "digits", seed: int = 0, **keys: Any) -> Splits:
+    """The splits of a ``--dataset`` string (:func:`dataset_spec`) with recipe keys
+    ``keys`` (``image_size``, ``limit_per_class``, ``test_limit_per_class``, ...):
+    ``((x_train, y_train), (x_test, y_test), description)`` as the dataset's source gives
+    them (images float32 in ``[0, 1]``). What a script takes for ``--data``: a folder, or
+    a name fetched once (``"cifar10"``, ``"tu:MUTAG"``, ...).
+
+    Example:
+    >>> (x, y), (xt, yt), desc = load_dataset("digits", image_size=16)
+    >>> x.shape
+    (1437, 16, 16, 3)
+    """
+    spec = dataset_spec(dataset, **keys)
+    return DATASETS.build(spec.pop("name"), seed, **spec)

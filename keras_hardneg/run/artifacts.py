@@ -49,6 +49,18 @@ def loss_hyperparameters(loss: Any) -> dict[str, Any]:
     return {k: v for k, v in loss.get_config().items() if k not in KERAS_CONFIG_KEYS}
 
 
+def card_title(recipe: dict[str, Any]) -> str:
+    """The recipe's ``name``, or, for the default name (``"run"``), what was trained:
+    ``"simclr + hard on digits"``."""
+    from keras_hardneg.run.recipe import RUN_PARAMS
+
+    if recipe["name"] != RUN_PARAMS["name"].default:
+        return recipe["name"]
+    data = recipe["data"]
+    what = data.get("dataset") or data.get("corpus") or data["name"]
+    return f"{recipe['framework']['name']} + {recipe['loss']['name']} on {what}"
+
+
 def model_card(model: Any, recipe: dict[str, Any], results: dict[str, Any],
                description: str) -> Any:
     """The :class:`~keras_hardneg.export.ModelCard` of a trained run: the recipe's
@@ -62,7 +74,7 @@ def model_card(model: Any, recipe: dict[str, Any], results: dict[str, Any],
     fields = {f.name for f in dataclasses.fields(export.ModelCard)}
     figures = {k: results[k] for k in modality.result_keys if results.get(k) is not None}
     card = export.ModelCard(
-        name=recipe["name"],
+        name=card_title(recipe),
         description=f"{recipe['framework']['name']} encoder pre-trained with keras-hardneg",
         framework=recipe["framework"]["name"],
         loss=type(loss).__name__,
@@ -264,8 +276,8 @@ def _benchmark_dir(modality: Any, benchmark_dir: str | None, recipe: Any) -> str
     bench = benchmark_dir or (recipe or {}).get("evaluation", {}).get("benchmark_dir")
     if not bench:
         raise RunDirectoryError(f"a {modality.name} encoder is evaluated on "
-                                f"{modality.benchmark_sets}: give --benchmark-dir DIR (the "
-                                "layout of shared/data/text).")
+                                f"{modality.benchmark_sets}: give --benchmark-dir DIR "
+                                "(SentEval's layout: STS/, SICK/, ...).")
     return bench
 
 

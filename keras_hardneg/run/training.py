@@ -133,7 +133,7 @@ def _evaluation_splits(modality, recipe, train_split, test_split):
     the training images are unlabeled and a labelled folder is given as ``test``, that
     folder split by ``data.test_fraction`` (seeded)."""
     x, y = train_split
-    if modality.name != "image" or y is not None or test_split is None or \
+    if not modality.knn_evaluation or y is not None or test_split is None or \
             is_random_access(x) or is_random_access(test_split[0]) or test_split[1] is None:
         return train_split, test_split
     xt, yt = test_split
@@ -145,7 +145,7 @@ def _evaluation_splits(modality, recipe, train_split, test_split):
 def _unlabeled(modality, test_split) -> bool:
     """An image run without labels (a folder of unlabeled images): no monitor, no
     evaluation."""
-    return modality.name == "image" and not _labelled(test_split)
+    return modality.knn_evaluation and not _labelled(test_split)
 
 
 def _labelled(split) -> bool:
@@ -157,9 +157,10 @@ def _labelled(split) -> bool:
 
 def _baseline(modality, model, recipe, train_split, test_split, output_dir, start_epoch,
               verbose):
-    """The random encoder's kNN accuracy ("epoch 0", the final evaluation's protocol
-    without the probe) of an image run with labels, so that a user sees what pre-training
-    bought; measured at a fresh start and stored in ``output_dir/baseline.json``."""
+    """The random encoder's headline figure ("epoch 0": :meth:`Modality.baseline`, e.g. an
+    image run's kNN accuracy, a graph run's SVM accuracy), so that a user sees what
+    pre-training bought; measured at a fresh start and stored in
+    ``output_dir/baseline.json``."""
     path = os.path.join(output_dir, BASELINE_FILE)
     if start_epoch:
         try:
@@ -167,16 +168,15 @@ def _baseline(modality, model, recipe, train_split, test_split, output_dir, star
                 return json.load(f)
         except (OSError, ValueError):
             return None
-    if modality.name != "image" or not recipe["evaluation"].get("monitor_every") \
-            or not _labelled(test_split):
+    figures = modality.baseline(model.encoder, recipe, train_split, test_split)
+    if not figures:
         return None
-    quick = {**recipe, "evaluation": {**recipe["evaluation"], "linear_probe": False}}
-    figures = modality.evaluate(model.encoder, quick, train_split, test_split)
-    baseline = {"knn_accuracy": float(figures["knn_accuracy"])}
+    baseline = {key: float(value) for key, value in figures.items()}
     atomic_write_json(path, baseline, indent=1)
     if verbose:
-        print(f"epoch 0 (random encoder): kNN accuracy {baseline['knn_accuracy']:.4f}",
-              flush=True)
+        print("epoch 0 (random encoder): " + ", ".join(
+            f"{key.replace('_', ' ').replace('knn', 'kNN').replace('svm', 'SVM')} {value:.4f}"
+            for key, value in baseline.items()), flush=True)
     return baseline
 
 
@@ -192,7 +192,8 @@ def _write_report(recipe, model, train_split, test_split, history, results, base
     try:
         write_run_report(path, recipe=recipe, encoder=model.encoder, train=train_split,
                          test=test_split, history=history, results=results,
-                         baseline=baseline, probe=probe, where=output_dir)
+                         baseline=baseline, probe=probe, where=output_dir,
+                         probe_path=probe_cb.path if probe is not None else None)
     except Exception as e:  # noqa: BLE001 -- the run is complete; the page can be redone
         warnings.warn(f"report.html was not written ({type(e).__name__}: {e}); write it with "
                       f"`keras-hardneg report {output_dir}`.", stacklevel=3)
@@ -390,8 +391,8 @@ def train(recipe: Any, output_dir: str, *, resume: bool = True, verbose: Any = "
             images_per_second=(trained_now * feed.steps_per_epoch * recipe["batch_size"] / seconds
                                if seconds > 0 and trained_now else None),
             data=description, modality=modality.name, output_dir=output_dir)
-        if baseline is not None:
-            results["knn_accuracy_epoch0"] = baseline["knn_accuracy"]
+        for key, value in (baseline or {}).items():
+            results[f"{key}_epoch0"] = value
         if place.num_workers > 1:
             results["distribution"] = dist.describe()
         if export and keras.backend.backend() != "tensorflow":

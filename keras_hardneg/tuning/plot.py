@@ -11,6 +11,8 @@ Example:
 
 import math
 
+from keras_hardneg.tuning.records import trial_number
+
 __all__ = ["plot_objective"]
 
 
@@ -46,11 +48,12 @@ def plot_objective(records, path, objective_name="objective", title=None):
         bx, by = xy(best)
         ax.scatter([bx], [by], marker="*", s=400, facecolors="none", edgecolors="red",
                    linewidths=1.5, zorder=3,
-                   label=f"best: trial {best['trial_id']} ({best['objective']:.4g})")
-        for r in done:
+                   label=f"best: trial {trial_number(best['trial_id'])} "
+                         f"({best['objective']:.4g})")
+        for r in done:  # numbered from 1, as Keras Tuner and the table number them
             x, y = xy(r)
-            ax.annotate(str(r["trial_id"]), (x, y), textcoords="offset points", xytext=(5, 4),
-                        fontsize=7)
+            ax.annotate(trial_number(r["trial_id"]), (x, y), textcoords="offset points",
+                        xytext=(5, 4), fontsize=7)
     if failed:
         xs, ys = zip(*(xy(r) for r in failed))
         ax.scatter(xs, ys, marker="x", c="0.5", s=50, zorder=2, label="failed")

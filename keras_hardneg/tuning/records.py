@@ -7,7 +7,11 @@ A record is a plain dict per trial::
     {"trial_id": "0", "status": "COMPLETED", "objective": 0.93,
      "objective_name": "knn_accuracy", "beta": 1.2, "tau_plus": 0.05,
      "hyperparameters": {"beta": 1.2, "tau_plus": 0.05}, "seed": 123, "epochs": 1,
-     "seconds": 12.3, "knn_accuracy": 0.93, "finished_at": "2026-...", "error": None}
+     "seconds": 12.3, "fit_seconds": 9.8, "knn_accuracy": 0.93, "finished_at": "2026-...",
+     "error": None}
+
+``seconds`` is the whole trial (building, pre-training, evaluation), the time Keras Tuner
+prints as "Trial N Complete [...]"; ``fit_seconds`` the pre-training alone.
 
 ``beta`` / ``tau_plus`` are the values the trial's loss actually used (searched or
 fixed by the recipe; ``0.0`` for losses equivalent to ``beta = 0`` / ``tau_plus = 0``,

@@ -26,6 +26,7 @@ Example:
 import datetime
 import json
 import os
+import time
 
 import keras
 import keras_tuner
@@ -61,9 +62,18 @@ def _recording(tuner_cls):
             self.hypermodel.declare_hyperparameters(hp)
             self.oracle.update_space(hp)
 
+        def on_trial_begin(self, trial):
+            self._trial_started = time.perf_counter()
+            super().on_trial_begin(trial)
+
         def on_trial_end(self, trial):
             info = dict(self.hypermodel.last_trial_info or {})
             self.hypermodel.last_trial_info = None
+            started = getattr(self, "_trial_started", None)
+            if started is not None:  # the whole trial (build, fit, evaluation), as Keras
+                info["fit_seconds"] = info.get("seconds")  # Tuner's "Trial N Complete [..]"
+                info["seconds"] = time.perf_counter() - started
+                self._trial_started = None
             info["finished_at"] = datetime.datetime.now().isoformat(timespec="seconds")
             atomic_write_json(
                 os.path.join(self.get_trial_dir(trial.trial_id), records_lib.INFO_FILE), info,
@@ -112,7 +122,7 @@ def collect_records(tuner, hypermodel):
         for name in ("knn_accuracy", "linear_probe_accuracy"):
             if trial.metrics.exists(name):
                 rec[name] = float(trial.metrics.get_last_value(name))
-        for key in ("seed", "epochs", "seconds", "final_loss", "finished_at"):
+        for key in ("seed", "epochs", "seconds", "fit_seconds", "final_loss", "finished_at"):
             rec[key] = info.get(key)
         error = info.get("error")
         if status != "COMPLETED" and not error and trial.message:

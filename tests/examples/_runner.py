@@ -3,8 +3,9 @@
 printed and how long it took: ``python _runner.py JOBS.json RESULTS.json``.
 
 ``JOBS.json`` is a list of ``{"name", "script", "argv"}``; ``RESULTS.json`` maps each name
-to ``{"ok", "error", "output", "seconds"}`` and is rewritten after every example, so a
-crash leaves the finished ones recorded. Used by ``test_examples.py``.
+to ``{"ok", "error", "output", "seconds", "warnings"}`` (every Python warning the example
+raised, each once) and is rewritten after every example, so a crash leaves the finished ones
+recorded. Used by ``test_examples.py``.
 """
 
 import contextlib
@@ -14,6 +15,7 @@ import runpy
 import sys
 import time
 import traceback
+import warnings
 
 
 def main(jobs_path, results_path):
@@ -28,8 +30,11 @@ def main(jobs_path, results_path):
         start = time.perf_counter()
         ok, error = True, ""
         sys.argv = [job["script"], *job["argv"]]
+        caught = []
         try:
-            with contextlib.redirect_stdout(buffer):
+            with contextlib.redirect_stdout(buffer), warnings.catch_warnings(record=True) as w:
+                warnings.simplefilter("always")
+                caught = w
                 runpy.run_path(job["script"], run_name="__main__")
         except SystemExit as e:  # argparse errors and explicit exits
             ok = e.code in (None, 0)
@@ -38,7 +43,9 @@ def main(jobs_path, results_path):
             ok, error = False, traceback.format_exc()
         seconds = round(time.perf_counter() - start, 1)
         results[job["name"]] = {"ok": ok, "error": error, "output": buffer.getvalue(),
-                                "seconds": seconds}
+                                "seconds": seconds,
+                                "warnings": sorted({f"{w.category.__name__}: {w.message}"
+                                                    for w in caught})}
         print(f"{job['name']}: {'ok' if ok else 'FAILED'} in {seconds} s", flush=True)
         with open(results_path, "w") as f:
             json.dump(results, f, indent=1)

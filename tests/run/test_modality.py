@@ -147,6 +147,17 @@ def test_cli_trains_graphcl_on_a_tu_folder(graph_run):
     assert card["metrics"]["svm_accuracy"] == pytest.approx(results["svm_accuracy"])
 
 
+def test_a_graph_run_reports_the_untrained_encoders_svm_accuracy(graph_run):
+    """Issue 47, item 9: the image summary puts the random encoder's kNN beside the trained
+    one; a graph run had no such baseline. Now its random encoder's SVM accuracy."""
+    results = json.loads((graph_run / "results.json").read_text())
+    assert 0.0 <= results["svm_accuracy_epoch0"] <= 1.0
+    rows = dict(cli._figure_rows(results, None))
+    assert rows["SVM before training"].startswith(f"{results['svm_accuracy_epoch0']:.4f}")
+    assert json.loads((graph_run / "baseline.json").read_text()) == {
+        "svm_accuracy": results["svm_accuracy_epoch0"]}
+
+
 @pytest.mark.parametrize("where", ["run", "export"])
 def test_evaluate_reproduces_a_graph_run(graph_run, where, capsys):
     results = json.loads((graph_run / "results.json").read_text())

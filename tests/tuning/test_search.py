@@ -106,3 +106,39 @@ def test_bad_arguments(tmp_path, kwargs, name):
     with pytest.raises(ValueError, match=rf"`{name}"):
         tuning.run_search(**args)
     assert not (tmp_path / "bad" / "results.json").exists()
+
+
+def test_trial_seconds_are_the_whole_trial_as_keras_tuner_times_it(tmp_path, monkeypatch):
+    """Issue 47, item 9: ``seconds`` was the pre-training alone, less than Keras Tuner's
+    "Trial N Complete [...]" (which also counts building and the evaluation)."""
+    import time
+
+    original = hypermodel_lib.ContrastiveHyperModel.evaluate
+
+    def slow_evaluate(self, encoder, recipe=None):
+        time.sleep(1.0)
+        return original(self, encoder, recipe)
+
+    monkeypatch.setattr(hypermodel_lib.ContrastiveHyperModel, "evaluate", slow_evaluate)
+    (trial,) = _search(tmp_path / "time", trials=1)
+    assert trial["seconds"] >= trial["fit_seconds"] + 1.0, trial
+
+
+def test_the_plot_numbers_trials_as_the_table_does(tmp_path, monkeypatch):
+    """Issue 47, item 9: the plot said "best: trial 0" where the table said trial 1."""
+    from keras_hardneg.tuning import plot
+
+    labels = []
+    recs = [{"trial_id": "0", "status": "COMPLETED", "objective": 0.9, "beta": 1.0,
+             "tau_plus": 0.1}]
+    from matplotlib.axes import Axes
+
+    real = Axes.scatter
+
+    def scatter(self, *args, **kwargs):
+        labels.append(kwargs.get("label"))
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Axes, "scatter", scatter)
+    plot.plot_objective(recs, str(tmp_path / "p.png"))
+    assert "best: trial 1 (0.9)" in labels  # the table's number (records.trial_number)

