@@ -8,6 +8,7 @@ installed with seed 0's weights and its figures over the seeds, beside the untra
     nice -n 19 python benchmarks/zoo_twins.py text [--entries E ...]
     python benchmarks/zoo_twins.py install [E ...]       # models/E from its cells
     python benchmarks/zoo_twins.py status                # what is done, per entry
+    python benchmarks/zoo_twins.py report                # the notes' tables (markdown)
     python models/make_index.py                          # then: the index, README, cards
 
 Every command is resumable: a cell whose JSON exists is skipped; a killed training run
@@ -550,9 +551,74 @@ def status() -> None:
         print(f"text     {name:42s} seeds {done('text', name)}")
 
 
+def report() -> None:
+    """Markdown tables of every cell (docs/notes/zoo_twins.md): each entry's figure per seed
+    and over the seeds, its NT-Xent twin's, the difference and whether it is inside the
+    spread, the baseline, and the times."""
+    from keras_hardneg import zoo_figures as zf
+
+    def cells(kind, name):
+        return {str(s): _read(_cell_path(kind, name, s)) for s in SEEDS
+                if os.path.isfile(_cell_path(kind, name, s))}
+
+    def block(kind, names, metric, twin_of, base_of):
+        scale = zf.METRICS[metric][1]
+        print(f"| entry | seed 0 | seed 1 | seed 2 | mean ± std (n) | NT-Xent twin | difference "
+              f"| before training |")
+        print("|---|---|---|---|---|---|---|---|")
+        for name in names:
+            got = cells(kind, name)
+            if not got:
+                continue
+            per = {s: _metric(c, metric) for s, c in got.items()}
+            summary = zf.summarize(per)
+            twin = twin_of(name)
+            twin_cells = cells(kind, twin) if twin else {}
+            note = "-"
+            if twin_cells:
+                other = zf.summarize({s: _metric(c, metric) for s, c in twin_cells.items()})
+                note = zf.verdict(metric, zf.compare_summaries(summary, other))
+            base = base_of(name)
+            print(f"| `{name}` | " + " | ".join(
+                f"{per[str(s)] * scale:.2f}" if str(s) in per else "-" for s in SEEDS)
+                + f" | {zf.format_summary(metric, summary)} | {twin or '-'} | {note} | "
+                f"{zf.format_summary(metric, base) if base else '-'} |")
+
+    def graph_base(name):
+        folder = tu_folder(name)
+        got = {str(s): _read(_cell_path("baseline", folder, s))["svm_accuracy"] for s in SEEDS
+               if os.path.isfile(_cell_path("baseline", folder, s))}
+        return zf.summarize(got) if got else None
+
+    graphs = sorted(graph_entries(), key=lambda n: (tu_folder(n), "ntxent-" not in n, n))
+    print("### Graphs: 10-fold SVM accuracy (%)\n")
+    block("graph", graphs, "svm_accuracy",
+          lambda n: None if n == f"graphcl-ntxent-{n.rsplit('-', 1)[1]}"
+          else f"graphcl-ntxent-{n.rsplit('-', 1)[1]}", graph_base)
+    zero = _read(os.path.join(ROOT, ZERO_SHOT))
+    for metric in ("sts_avg", "senteval_avg"):
+        print(f"\n### MiniLM: {zf.METRICS[metric][0]}\n")
+        block("text", list(TEXT_ENTRIES), metric,
+              lambda n: None if n == TEXT_TWIN else TEXT_TWIN,
+              lambda n: zf.summarize({"0": _metric(zero, metric)}))
+    print("\n### Times (seconds, on the shared 2-core machine at nice 19)\n")
+    print("| kind | cells | train: min-max | whole cell: min-max |")
+    print("|---|---|---|---|")
+    for kind, key, whole in (("graph", "train_seconds", "command_seconds"),
+                             ("text", "train_seconds", "evaluate_seconds")):
+        found = [_read(p) for p in glob.glob(os.path.join(OUT, kind, "*.json"))]
+        found = [c for c in found if c.get(key) is not None and "source" not in c]
+        if found:
+            t = [c[key] for c in found]
+            w = [c[whole] + (c[key] if kind == "text" else 0) for c in found if c.get(whole)]
+            print(f"| {kind} | {len(found)} | {min(t):.0f}-{max(t):.0f} | "
+                  f"{min(w):.0f}-{max(w):.0f} |")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("what", choices=["graph", "baseline", "text", "install", "status"])
+    p.add_argument("what", choices=["graph", "baseline", "text", "install", "status",
+                                     "report"])
     p.add_argument("names", nargs="*", help="install: entries (default: all with cells)")
     p.add_argument("--entries", nargs="+", help="graph/text: these entries only")
     p.add_argument("--datasets", nargs="+", help="baseline: these TU folders only")
@@ -571,6 +637,8 @@ def main() -> None:
         install(a.names or [n for n in graph_entries() + list(TEXT_ENTRIES)
                             if os.path.isfile(_cell_path(
                                 "text" if n in TEXT_ENTRIES else "graph", n, WEIGHTS_SEED))])
+    elif a.what == "report":
+        report()
     else:
         status()
 

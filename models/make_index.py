@@ -155,6 +155,36 @@ def seeds_section(name, records):
     return lines
 
 
+#: The README's zoo table (its header line): make_index rewrites its rows from the index
+#: (tests/test_readme.py checks that they name the index's entries with their figures).
+README_TABLE = "| entry | input -> features | figures | trained on |"
+
+
+def _readme_input(record):
+    spec, modality = record.get("input") or {}, record.get("modality")
+    if modality == "image":
+        h, w = (spec.get("input_shape") or [None, None])[:2]
+        return f"images {h}x{w} -> {record.get('output_dim')}"
+    return f"{'graphs' if modality == 'graph' else 'sentences'} -> {record.get('output_dim')}"
+
+
+def update_readme_table(index, path=os.path.join(HERE, os.pardir, "README.md")):
+    """Rewrites the rows of the README's zoo table from ``index`` (every entry with
+    weights, its figures and where it was trained); the rest of the README is untouched."""
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    if README_TABLE not in lines:
+        return
+    start = lines.index(README_TABLE) + 2  # header, separator
+    end = start
+    while end < len(lines) and lines[end].startswith("| `"):
+        end += 1
+    rows = [f"| `{name}` | {_readme_input(r)} | {r['figures']} | {r['trained_on']} |"
+            for name, r in sorted(index["entries"].items()) if r["status"] == "weights"]
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines[:start] + rows + lines[end:]))
+
+
 def _megabytes(record):
     return f"{sum(f['size'] for f in record['files'].values()) / 1e6:.1f} MB"
 
@@ -287,6 +317,7 @@ def main():
                           + recipe_rows) + "\n")
     # Hashed after the cards above are written (a card rewritten here is one of the files).
     write_index(build_index(HERE), INDEX)
+    update_readme_table(build_index(HERE))
     print(f"indexed {len(rows) + len(recipe_rows)} entries ({len(rows)} with weights) in "
           f"models/README.md and {os.path.normpath(INDEX)}")
 
