@@ -256,13 +256,15 @@ def tu_folder(name: str, data_dir: str | None = None) -> str:
         ValueError: ``name`` is not a TU set name.
         FetchError: no network (says what to give instead), or the content differs.
     """
-    from keras_hardneg.data.graphs import is_tu_folder
-
     if not isinstance(name, str) or not _TU_NAME.fullmatch(name):
         raise ValueError(f"`dataset` must be a TU set name such as 'MUTAG' or 'IMDB-BINARY' "
                          f"(letters, digits, '_' and '-'); got {name!r}.")
     root = os.path.join(data_home(data_dir), "tudataset")
     url = f"{TU_HOST}/{name}.zip"
+
+    def is_tu_folder(folder: str) -> bool:  # the files every TU set has (data.graphs reads)
+        return all(os.path.isfile(os.path.join(folder, f"{name}_{part}.txt"))
+                   for part in ("A", "graph_indicator", "graph_labels"))
 
     def build(tmp: str) -> dict[str, Any]:
         zip_dir = os.path.join(tmp, ".zip")
