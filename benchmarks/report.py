@@ -1,6 +1,6 @@
 """Plots and tables from ``benchmarks/results/quality/*.json`` (called by ``run_all.py``).
 
-Writes ``<quality_dir>/summary.md`` (the table docs/benchmarks.md quotes) and PNGs
+Writes ``<quality_dir>/summary.md`` (the table docs/benchmarks/quality.md quotes) and PNGs
 into ``docs/img/`` (quick mode: ``benchmarks/results/quick/img/``).
 """
 

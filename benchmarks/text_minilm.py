@@ -4,7 +4,7 @@ sampler x seed, on a CPU budget; every cell's STS figures as JSON with its comma
     python benchmarks/text_minilm.py subset               # writes the training subset
     python benchmarks/text_minilm.py zeroshot             # evaluate --preset (the start)
     nohup python benchmarks/text_minilm.py grid --minutes 60 > /tmp/minilm_grid.log 2>&1 &
-    python benchmarks/text_minilm.py report [--write]     # the docs/benchmarks.md table
+    python benchmarks/text_minilm.py report [--write]     # the docs/benchmarks/sentences.md table
     python benchmarks/text_minilm.py zoo                  # models/simcse-minilm-ntxent-wiki
     python benchmarks/text_minilm.py zeroshot --cut       # the start at the grid's 32 ids
 
@@ -236,7 +236,7 @@ PAPER_ROWS = [
 ]
 QUICKTHOUGHT = os.path.join(ROOT, "benchmarks", "results", "text",
                             "quickthought_zoo_english_sts.json")
-DOCS = os.path.join(ROOT, "docs", "benchmarks.md")
+DOCS = os.path.join(ROOT, "docs", "benchmarks", "sentences.md")
 TABLE_START, TABLE_END = "<!-- MINILM_TABLE -->", "<!-- MINILM_TABLE_END -->"
 
 
@@ -310,7 +310,7 @@ def report(write: bool = False) -> None:
 ZOO_ENTRY = "simcse-minilm-ntxent-wiki"
 ZOO_RUN = "/tmp/minilm_zoo/run"
 ZOO_STORED = "/tmp/minilm_zoo/preset16"  # the float16 preset the figures are computed on
-ZOO_CELL = ("nt_xent", "uniform", 0)  # the best cell of the grid (docs/benchmarks.md)
+ZOO_CELL = ("nt_xent", "uniform", 0)  # the best cell of the grid (docs/benchmarks/sentences.md)
 
 
 def zoo() -> None:
@@ -421,7 +421,7 @@ if __name__ == "__main__":
     p.add_argument("--minutes", type=float, default=60.0)
     p.add_argument("--cut", action="store_true", help="zeroshot: sentences cut at 32 ids")
     p.add_argument("--write", action="store_true",
-                   help="report: write the table into docs/benchmarks.md")
+                   help="report: write the table into docs/benchmarks/sentences.md")
     a = p.parse_args()
     {"subset": make_subset, "zeroshot": lambda: zeroshot(a.cut),
      "report": lambda: report(a.write),

@@ -8,6 +8,7 @@ installed with seed 0's weights and its figures over the seeds, beside the untra
     nice -n 19 python benchmarks/zoo_twins.py text [--entries E ...]
     python benchmarks/zoo_twins.py install [E ...]       # models/E from its cells
     python benchmarks/zoo_twins.py status                # what is done, per entry
+    python benchmarks/zoo_twins.py report                # the notes' tables (markdown)
     python models/make_index.py                          # then: the index, README, cards
 
 Every command is resumable: a cell whose JSON exists is skipped; a killed training run
@@ -262,6 +263,26 @@ def _strip_machine_paths(folder: str) -> None:
                 f.write(_portable_text(text))
 
 
+def _fill_provenance(preset: str) -> None:
+    """The preset card's provenance from the preset's own metadata (``save_preset`` leaves
+    the card's versions and date empty; ``metadata.json`` records them), and the
+    TensorFlow that trained it (every cell here ran under the TensorFlow backend)."""
+    import tensorflow as tf
+
+    path = os.path.join(preset, "model_card.json")
+    card, meta = _read(path), _read(os.path.join(preset, "metadata.json"))
+    filled = {"library_version": meta.get("keras_hardneg_version"),
+              "keras_version": meta.get("keras_version"), "created": meta.get("date"),
+              "tensorflow_version": tf.__version__ if meta.get("backend") == "tensorflow"
+              else None}
+    changed = {k: v for k, v in filled.items() if card.get(k) is None and v is not None}
+    if changed:
+        card.update(changed)
+        with open(path, "w") as f:
+            json.dump(card, f, indent=1)
+            f.write("\n")
+
+
 def install_graph(entry: str) -> None:
     """models/<entry>: seed 0's preset, history and trained recipe (from its run folder, if
     still there), and results.json: seed 0's figures, the seeds' and the baseline's."""
@@ -296,6 +317,7 @@ def install_graph(entry: str) -> None:
         shutil.rmtree(run_dir)
     if not os.path.isdir(os.path.join(target, "preset")):
         return
+    _fill_provenance(os.path.join(target, "preset"))
     folder = tu_folder(entry)
     results = {
         "svm_accuracy": cell["svm_accuracy"], "svm_accuracy_std": cell["svm_accuracy_std"],
@@ -466,6 +488,7 @@ def install_text(entry: str) -> None:
         write_preset(model, portable(recipe), portable(results), portable(description),
                      final, x_train=x[0], run_dir=run_dir, weights_dtype="float16")
         tm._same_weights(os.path.join(run_dir, "preset16"), final)
+        _fill_provenance(final)
         with open(os.path.join(target, "recipe.json"), "w") as f:
             json.dump(portable(recipe), f, indent=1, sort_keys=True)
         shutil.copyfile(os.path.join(run_dir, "history.json"),
@@ -480,13 +503,29 @@ def install_text(entry: str) -> None:
 
 # ------------------------------------------------------------------------------ commands
 def run_cells(kind: str, names: list[str], seeds: tuple[int, ...]) -> None:
+    """The cells without a JSON, seed-major (every entry's weights, seed 0, first). Two
+    drivers may share the list (e.g. one on the small TU sets): a cell is claimed with a
+    lock file holding the process id (benchmarks/grid.py; a dead owner's lock is taken
+    over, its run resuming from its checkpoint)."""
+    from grid import claim
+
     cell = {"graph": graph_cell, "text": text_cell, "baseline": baseline_cell}[kind]
-    for seed in seeds:  # seed-major: every entry's weights (seed 0) first
+    locks = os.path.join(WORK, "locks")
+    os.makedirs(locks, exist_ok=True)
+    for seed in seeds:
         for name in names:
+            if os.path.isfile(_cell_path(kind, name, seed)):
+                continue
+            lock = os.path.join(locks, f"{kind}__{name}__s{seed}.lock")
+            if not claim(lock):
+                print(f"{name} s{seed}: another driver has it", flush=True)
+                continue
             try:
                 cell(name, seed)
             except RuntimeError as e:
                 print(f"{name} s{seed} FAILED: {e}", flush=True)
+            finally:
+                os.remove(lock)
 
 
 def install(names: list[str]) -> None:
@@ -512,9 +551,74 @@ def status() -> None:
         print(f"text     {name:42s} seeds {done('text', name)}")
 
 
+def report() -> None:
+    """Markdown tables of every cell (docs/notes/zoo_twins.md): each entry's figure per seed
+    and over the seeds, its NT-Xent twin's, the difference and whether it is inside the
+    spread, the baseline, and the times."""
+    from keras_hardneg import zoo_figures as zf
+
+    def cells(kind, name):
+        return {str(s): _read(_cell_path(kind, name, s)) for s in SEEDS
+                if os.path.isfile(_cell_path(kind, name, s))}
+
+    def block(kind, names, metric, twin_of, base_of):
+        scale = zf.METRICS[metric][1]
+        print(f"| entry | seed 0 | seed 1 | seed 2 | mean ± std (n) | NT-Xent twin | difference "
+              f"| before training |")
+        print("|---|---|---|---|---|---|---|---|")
+        for name in names:
+            got = cells(kind, name)
+            if not got:
+                continue
+            per = {s: _metric(c, metric) for s, c in got.items()}
+            summary = zf.summarize(per)
+            twin = twin_of(name)
+            twin_cells = cells(kind, twin) if twin else {}
+            note = "-"
+            if twin_cells:
+                other = zf.summarize({s: _metric(c, metric) for s, c in twin_cells.items()})
+                note = zf.verdict(metric, zf.compare_summaries(summary, other))
+            base = base_of(name)
+            print(f"| `{name}` | " + " | ".join(
+                f"{per[str(s)] * scale:.2f}" if str(s) in per else "-" for s in SEEDS)
+                + f" | {zf.format_summary(metric, summary)} | {twin or '-'} | {note} | "
+                f"{zf.format_summary(metric, base) if base else '-'} |")
+
+    def graph_base(name):
+        folder = tu_folder(name)
+        got = {str(s): _read(_cell_path("baseline", folder, s))["svm_accuracy"] for s in SEEDS
+               if os.path.isfile(_cell_path("baseline", folder, s))}
+        return zf.summarize(got) if got else None
+
+    graphs = sorted(graph_entries(), key=lambda n: (tu_folder(n), "ntxent-" not in n, n))
+    print("### Graphs: 10-fold SVM accuracy (%)\n")
+    block("graph", graphs, "svm_accuracy",
+          lambda n: None if n == f"graphcl-ntxent-{n.rsplit('-', 1)[1]}"
+          else f"graphcl-ntxent-{n.rsplit('-', 1)[1]}", graph_base)
+    zero = _read(os.path.join(ROOT, ZERO_SHOT))
+    for metric in ("sts_avg", "senteval_avg"):
+        print(f"\n### MiniLM: {zf.METRICS[metric][0]}\n")
+        block("text", list(TEXT_ENTRIES), metric,
+              lambda n: None if n == TEXT_TWIN else TEXT_TWIN,
+              lambda n: zf.summarize({"0": _metric(zero, metric)}))
+    print("\n### Times (seconds, on the shared 2-core machine at nice 19)\n")
+    print("| kind | cells | train: min-max | whole cell: min-max |")
+    print("|---|---|---|---|")
+    for kind, key, whole in (("graph", "train_seconds", "command_seconds"),
+                             ("text", "train_seconds", "evaluate_seconds")):
+        found = [_read(p) for p in glob.glob(os.path.join(OUT, kind, "*.json"))]
+        found = [c for c in found if c.get(key) is not None and "source" not in c]
+        if found:
+            t = [c[key] for c in found]
+            w = [c[whole] + (c[key] if kind == "text" else 0) for c in found if c.get(whole)]
+            print(f"| {kind} | {len(found)} | {min(t):.0f}-{max(t):.0f} | "
+                  f"{min(w):.0f}-{max(w):.0f} |")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("what", choices=["graph", "baseline", "text", "install", "status"])
+    p.add_argument("what", choices=["graph", "baseline", "text", "install", "status",
+                                     "report"])
     p.add_argument("names", nargs="*", help="install: entries (default: all with cells)")
     p.add_argument("--entries", nargs="+", help="graph/text: these entries only")
     p.add_argument("--datasets", nargs="+", help="baseline: these TU folders only")
@@ -533,6 +637,8 @@ def main() -> None:
         install(a.names or [n for n in graph_entries() + list(TEXT_ENTRIES)
                             if os.path.isfile(_cell_path(
                                 "text" if n in TEXT_ENTRIES else "graph", n, WEIGHTS_SEED))])
+    elif a.what == "report":
+        report()
     else:
         status()
 

@@ -1,4 +1,5 @@
-"""The ``keras-hardneg`` command line: ``train``, ``evaluate``, ``export``, ``tune``, ``zoo``.
+"""The ``keras-hardneg`` command line: ``train``, ``evaluate``, ``report``, ``export``,
+``tune``, ``zoo``.
 
 Every subcommand has ``--help``; the choices and help of the component flags come from
 the registries. Errors in the user's input (a missing file, a bad recipe key, an
@@ -296,7 +297,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         verbose = args.verbose if args.verbose is not None else (  # no \r in log files
             1 if sys.stdout.isatty() else 2)
         result = run.train(recipe, output, resume=not args.no_resume, verbose=verbose,
-                           export=not args.no_export, distribution=args.distribution)
+                           export=not args.no_export, distribution=args.distribution,
+                           report=not args.no_report)
     except (BackupError, run.RecipeError) as e:  # the API's words -> the flags
         raise CliError(str(e).replace("resume=False", "--no-resume")
                        .replace("choose another output folder", "another --output")
@@ -325,8 +327,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     rows += [(label, os.path.join(output, name)) for label, name in (
         ("run directory", ""), ("recipe", "recipe.json"), ("history", "history.json"),
         ("history plot", "history.png"), ("results", "results.json"),
-        ("resume state", "backup")) if name != "history.png" or os.path.isfile(
-            os.path.join(output, name))]
+        ("run report", "report.html"),
+        ("resume state", "backup")) if name not in ("history.png", "report.html")
+        or os.path.isfile(os.path.join(output, name))]
     if result.get("export_dir"):
         rows += [("exported encoder", result["export_dir"]),
                  ("model card", os.path.join(result["export_dir"], "model_card.md"))]
@@ -341,11 +344,12 @@ def _modality(recipe: dict[str, Any]) -> str:
 
 
 def _image_size_note(recipe: dict[str, Any]) -> str:
-    """``" (images resized to 32x32)"`` for an image run; "" for graphs and text."""
+    """``" (images resized to 32x32)"`` for data that takes ``image_size`` (images); ""
+    for graphs and text."""
     from keras_hardneg.registry import DATASETS
 
     data = recipe["data"]
-    if DATASETS.get(data["name"]).tags.get("modality", "image") != "image":
+    if "image_size" not in DATASETS.get(data["name"]).params:
         return ""
     size = data.get("image_size")
     if size:
@@ -389,6 +393,46 @@ def _figure_rows(result: dict[str, Any], recipe: dict[str, Any] | None) -> list:
             rows.append((group.upper() if group == "sts" else "SentEval", ", ".join(
                 f"{k} {v:.2f}" for k, v in scores.items() if isinstance(v, (int, float)))))
     return rows
+
+
+def _seed_rows(name: str, results: dict[str, Any], recipe: dict[str, Any] | None) -> list:
+    """``zoo show``: the figures over seeds, the baseline and the twin named by
+    ``results.json`` (entries trained at several seeds)."""
+    from keras_hardneg import zoo_figures as zf
+
+    fields = zf.index_fields(results, recipe)
+    rows = []
+    if (results.get("seeds") or {}).get("per_seed"):
+        rows.append(("over seeds", "; ".join(
+            f"{zf.METRICS[k][0]} {zf.format_summary(k, v)}" for k, v in
+            fields["metrics"].items()) + f" (weights: seed {fields['weights_seed']})"))
+    if fields["baseline"]:
+        rows.append(("before training", "; ".join(
+            f"{zf.METRICS[k][0]} {zf.format_summary(k, v)}"
+            for k, v in fields["baseline"]["metrics"].items())
+            + f" ({fields['baseline']['what']})"))
+    if fields["twin_name"]:
+        rows.append(("NT-Xent twin", f"{fields['twin_name']} (keras-hardneg zoo compare "
+                                     f"{name} {fields['twin_name']})"))
+    return rows
+
+
+def _print_comparison(table: dict[str, Any]) -> None:
+    """``zoo compare A B``: the two entries' rows in columns."""
+    a, b = table["names"]
+    rows = [("", a, b, "")] + table["setting"] + table["metrics"]
+    notes = []
+    for label, va, vb, what in table["baseline"]:
+        rows.append((label, va, vb, ""))
+        if what and what not in notes:
+            notes.append(what)
+    w0 = max(len(r[0]) for r in rows)
+    w1 = max(len(r[1]) for r in rows)
+    w2 = max(len(r[2]) for r in rows)
+    for label, va, vb, note in rows:
+        print(f"{label:{w0}s}  {va:{w1}s}  {vb:{w2}s}  {note}".rstrip())
+    for note in notes:
+        print(f"before training: {note}")
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
@@ -497,6 +541,33 @@ def _evaluate_preset(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from keras_hardneg import run
+    from keras_hardneg.run.run_report import report_target
+
+    if args.recipe and not os.path.isfile(args.recipe):
+        raise CliError(f"--recipe {args.recipe!r}: file not found.")
+    overrides = _data_overrides(args)
+    if args.recipe:
+        with open(args.recipe) as f:
+            given = json.load(f)
+        overrides = {**({"data": given["data"]} if "data" in given else {}), **overrides}
+    output = os.path.abspath(args.output) if args.output else None
+    if output is not None:
+        _output_folder(os.path.dirname(output), "--output's folder")
+    start = time.perf_counter()
+    try:
+        out = report_target(args.target, overrides=overrides or None, output=output)
+    except (run.RunDirectoryError, FileExistsError) as e:
+        raise CliError(str(e)) from None
+    _print_summary("report", [
+        (out["kind"], args.target), ("report", out["path"]),
+        ("size", f"{out['bytes'] / 1024:.0f} KB (one self-contained file: open it in a "
+                 "browser)"),
+        ("time", f"{time.perf_counter() - start:.1f} s")])
+    return 0
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     from keras_hardneg import run
 
@@ -594,6 +665,28 @@ def _print_zoo_list(zoo: Any, recipes: bool) -> None:
             print(f"{r['name']:38s} {r['modality']:8s} {r.get('why_no_weights', '-')}")
     elif recipe_rows:
         print(f"({len(recipe_rows)} recipe-only entries: zoo list --all)")
+    _print_twins(weights)
+
+
+def _print_twins(rows: list[dict[str, Any]]) -> None:
+    """``zoo list``: each entry with an NT-Xent twin beside it, the headline figure over
+    seeds and the difference, saying whether it is inside the seeds' spread."""
+    from keras_hardneg import zoo_figures as zf
+
+    twins = [r for r in rows if r.get("twin")]
+    if not twins:
+        return
+    by_name = {r["name"]: r for r in rows}
+    print("\nTwins (mean ± std over seeds (n); the difference is inside the spread when the "
+          "seeds of either entry vary as much; `zoo compare A B` for the rest):")
+    print(f"  {'entry':40s} {'figure':>17s}   {'NT-Xent twin':32s} {'twin':>17s}   difference")
+    for r in twins:
+        t = r["twin"]
+        metric = t["metric"]
+        print(f"- {r['name']:40s} {zf.format_summary(metric, r['metrics'][metric]):>17s}   "
+              f"{t['name']:32s} "
+              f"{zf.format_summary(metric, by_name[t['name']]['metrics'].get(metric)):>17s}   "
+              f"{zf.verdict(metric, t)}")
 
 
 def cmd_zoo(args: argparse.Namespace) -> int:
@@ -608,6 +701,16 @@ def cmd_zoo(args: argparse.Namespace) -> int:
             return 0
         if not args.name:
             raise CliError(f"zoo {args.action}: give NAME (one of `keras-hardneg zoo list`).")
+        if args.action == "compare":
+            if not args.directory:
+                raise CliError("zoo compare: give two entries, A B (e.g. graphcl-hard-mutag "
+                               "graphcl-ntxent-mutag).")
+            table = zoo.compare(args.name, args.directory)
+            if args.json:
+                print(json.dumps(table))
+            else:
+                _print_comparison(table)
+            return 0
         if args.action == "show":
             info = zoo.show(args.name)
             if args.json:
@@ -641,6 +744,7 @@ def cmd_zoo(args: argparse.Namespace) -> int:
             figure_rows = _figure_rows(results, info.get("recipe"))
             rows += figure_rows or [("figures", info.get("figures") or zoo_store.figures_text(
                 results))]
+            rows += _seed_rows(args.name, results, info.get("recipe"))
             if results.get("epochs_run") is not None:
                 rows.append(("epochs run", results["epochs_run"]))
             rows.append(("load", f"keras_hardneg.zoo.load({args.name!r})"))
@@ -694,6 +798,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-resume", action="store_true",
                    help="start over even if OUTPUT has a backup")
     p.add_argument("--no-export", action="store_true", help="do not write the SavedModel")
+    p.add_argument("--no-report", action="store_true",
+                   help="do not score the negatives probe each epoch nor write report.html "
+                        "(`keras-hardneg report OUTPUT` writes a page later, without the "
+                        "per-epoch probe)")
     p.add_argument("--verbose", type=int, choices=[0, 1, 2], default=None,
                    help="1: a progress bar per epoch, 2: one line per epoch, 0: silent "
                         "(default: 1 on a terminal, 2 when the output goes to a file or "
@@ -757,6 +865,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="also print the result as JSON")
     p.set_defaults(func=cmd_evaluate)
 
+    p = sub.add_parser("report", help="write report.html: what a run's negatives did, as a "
+                                      "page to open in a browser",
+                       description="Write the run report of a run directory (RUN/report.html; "
+                                   "`train` writes it too) or of a zoo entry (a folder or an "
+                                   "entry name, with the data given: --dataset; written to "
+                                   "ENTRY-report.html here unless --output). One "
+                                   "self-contained HTML file: the recipe, the figures beside "
+                                   "the starting encoder's, the curves per epoch, what the "
+                                   "negatives did (similarity histograms, the loss's weight "
+                                   "of each negative, effective number of negatives, "
+                                   "same-class negatives) and the modality's own views "
+                                   "(nearest neighbours, 2-D map, nearest sentences).")
+    p.add_argument("target", help="a run directory, a zoo entry folder or a zoo entry name")
+    p.add_argument("--dataset", help="the data: 'digits', 'tfds:NAME', an image folder, a TU "
+                                     "graph folder or a text file (default: the run's; a zoo "
+                                     "entry's recipe names data of its own machine)")
+    p.add_argument("--recipe", help="take the data section from this recipe")
+    p.add_argument("--image-size", type=_number(int, "--image-size"),
+                   help="resize the images to this side (default: the recipe's)")
+    p.add_argument("--limit-per-class", type=_number(int, "--limit-per-class"),
+                   help="image folders: at most this many images per class")
+    p.add_argument("--output", help="the page to write (default: RUN/report.html, or "
+                                    "./ENTRY-report.html for a zoo entry)")
+    p.set_defaults(func=cmd_report)
+
     p = sub.add_parser("export", help="export the encoder of a training run as a SavedModel",
                        description="Rebuild a run from RUN_DIR/recipe.json and its last "
                                    "checkpoint and write a reusable TF2 SavedModel (TF Hub "
@@ -776,23 +909,26 @@ def build_parser() -> argparse.ArgumentParser:
                                    "shipped with the package), else models/ of a clone, else "
                                    "that cache. `zoo list` names the entries with weights and "
                                    "where each is (--all: the recipes too), `zoo show NAME` "
-                                   "what one is, `zoo export NAME DIR` writes its TF Hub "
+                                   "what one is, `zoo compare A B` two entries' figures "
+                                   "side by side (over seeds, with the difference), "
+                                   "`zoo export NAME DIR` writes its TF Hub "
                                    "SavedModel (TensorFlow backend), `zoo publish NAME DIR` "
                                    "the folder to upload to host it. In Python: "
                                    "keras_hardneg.zoo.load(NAME) gives a trainable "
                                    "keras.Model under TensorFlow or JAX.")
-    p.add_argument("action", choices=("list", "show", "export", "publish"),
-                   help="list the entries, show NAME, export NAME DIR, or publish NAME DIR")
-    p.add_argument("name", nargs="?", help="entry name (show, export, publish)")
+    p.add_argument("action", choices=("list", "show", "compare", "export", "publish"),
+                   help="list the entries, show NAME, compare A B, export NAME DIR, or "
+                        "publish NAME DIR")
+    p.add_argument("name", nargs="?", help="entry name (show, export, publish; compare: A)")
     p.add_argument("directory", nargs="?",
                    help="folder to write: the SavedModel (export), the hosting folder "
-                        "(publish)")
+                        "(publish); compare: the second entry B")
     p.add_argument("--overwrite", action="store_true",
                    help="export/publish: replace what keras-hardneg wrote there before "
                         "(default: refuse; other files are never replaced)")
     p.add_argument("--all", action="store_true",
                    help="list: the recipe-only entries too, in a second table")
-    p.add_argument("--json", action="store_true", help="list/show: print JSON")
+    p.add_argument("--json", action="store_true", help="list/show/compare: print JSON")
     p.set_defaults(func=cmd_zoo)
 
     p = sub.add_parser("tune", help="Keras Tuner search over the loss's hyper-parameters",

@@ -25,12 +25,13 @@ mismatch is refused in one line and nothing half-written is cached.
   :mod:`keras_hardneg.encoders.normalization`) -> features ``[B, F]``; graphs the padded graph batch; text token ids
   ``[B, L]`` int32 (the tokenizer in ``preset/assets/tokenizer.json``);
 * :func:`show` -- an entry's metadata, figures and recipe;
+* :func:`compare` -- two entries' figures side by side (over seeds, with the difference);
 * :func:`export` -- the TF Hub SavedModel of an entry (TensorFlow backend), written from the
   preset, with the preset inside it;
 * :func:`publish` -- the folder a maintainer uploads to host an entry (served as a zoo URL).
 
-The command line has the same: ``keras-hardneg zoo list [--all]|show NAME|export NAME
-DIR|publish NAME DIR``.
+The command line has the same: ``keras-hardneg zoo list [--all]|show NAME|compare A B|export
+NAME DIR|publish NAME DIR``.
 
 Example (in a clone of the repository, or with ``KERAS_HARDNEG_ZOO`` set):
 
@@ -48,14 +49,15 @@ from typing import Any
 
 import keras
 
-from keras_hardneg import zoo_store
-from keras_hardneg.export.preset import (PRESET_DIR, TOKENIZER_ASSET, PresetError,
-                                         find_preset, is_preset, load_preset,
-                                         read_preset_metadata)
+from keras_hardneg import zoo_figures, zoo_store
+from keras_hardneg.export.preset import (PRESET_DIR, PresetError, find_preset, is_preset,
+                                         load_preset, read_preset_metadata)
+from keras_hardneg.registry import get_modality
 from keras_hardneg.zoo_store import ZooError
 
 __all__ = ["ZOO_ENV", "ZooError", "zoo_source", "zoo_dir", "is_zoo_folder", "list",
-           "entries", "catalog", "show", "entry_folder", "load", "export", "publish"]
+           "entries", "catalog", "show", "entry_folder", "load", "export", "publish",
+           "compare"]
 
 #: The environment variable naming where the zoo is hosted (a URL or a folder); ``zoo=``
 #: arguments take precedence.
@@ -300,16 +302,9 @@ def export(name: str, directory: str, *, overwrite: bool = False,
     card_path = os.path.join(preset, "model_card.json")
     card = exporting.ModelCard.from_dict(_read_json(card_path)) if os.path.isfile(
         card_path) else None
-    spec = meta.get("input", {})
-    if meta["modality"] == "graph":
-        kwargs = {"input_signature": exporting.graph_input_signature(int(spec["feature_dim"]))}
-    elif meta["modality"] == "text":
-        kwargs = {"input_signature": exporting.text_input_signature(int(spec["max_length"]))}
-        tokenizer = os.path.join(preset, "assets", TOKENIZER_ASSET)
-        if os.path.isfile(tokenizer):
-            kwargs["assets"] = {TOKENIZER_ASSET: tokenizer}
-    else:
-        kwargs = {"input_shape": tuple(spec["input_shape"])}
+    modality = get_modality(meta["modality"])
+    kwargs = modality.export_arguments(meta.get("input", {}),
+                                       modality.run_assets(os.path.join(preset, "assets")))
     directory = os.path.abspath(directory)
     exporting.export_encoder(model, directory, model_card=card, overwrite=overwrite, **kwargs)
     shutil.copytree(preset, os.path.join(directory, PRESET_DIR))
@@ -327,8 +322,9 @@ def catalog(zoo: str | None = None) -> builtins.list[dict[str, Any]]:
     kind, where = zoo_source(zoo)
     if kind == "folder":
         loadable = set(list(zoo))
-        records = {name: zoo_store.entry_record(os.path.join(where, name), hashes=False)
-                   for name in entries(zoo)}
+        records = zoo_figures.link_twins({
+            name: zoo_store.entry_record(os.path.join(where, name), hashes=False)
+            for name in entries(zoo)})
     else:
         records = zoo_store.read_index()
     out = []
@@ -346,6 +342,38 @@ def catalog(zoo: str | None = None) -> builtins.list[dict[str, Any]]:
                    size=sum(f["size"] for f in record["files"].values()))
         out.append(row)
     return out
+
+
+def compare(a: str, b: str, zoo: str | None = None) -> dict[str, Any]:
+    """Entries ``a`` and ``b`` side by side, from the index (nothing is fetched): what tells
+    them apart (framework, loss, sampler), each figure as mean ± std over seeds with the
+    difference and whether it is inside the seeds' spread, the per-seed values, and the
+    figures before training (:func:`keras_hardneg.zoo_figures.compare_records`).
+
+    Raises:
+        ZooError: an unknown entry, or one without weights.
+    """
+    rows = {row["name"]: row for row in catalog(zoo)}
+    for given, flag in ((a, "a"), (b, "b")):
+        if given not in rows:
+            raise ZooError(f"`{flag}` {given!r} is not a zoo entry (keras-hardneg zoo list).")
+        if rows[given]["status"] != "weights":
+            raise ZooError(f"`{flag}` {given!r} has a recipe but no weights: nothing to "
+                           "compare.")
+    return zoo_figures.compare_records(rows[a], rows[b])
+
+
+def _linked_record(name: str, record: dict[str, Any], zoo: str | None) -> dict[str, Any]:
+    """``record`` with its ``twin`` and ``twinned_by`` (:mod:`keras_hardneg.zoo_figures`),
+    linked against the zoo's other entries as the index links them."""
+    kind, where = zoo_source(zoo)
+    if kind == "folder":
+        others = {n: zoo_store.entry_record(os.path.join(where, n), hashes=False)
+                  for n in entries(zoo)}
+    else:
+        others = zoo_store.read_index()
+    others[name] = record
+    return zoo_figures.link_twins(others)[name]
 
 
 #: What ``publish`` writes beside an entry's files (the index record, for the maintainer).
@@ -395,7 +423,7 @@ def publish(name: str, directory: str, *, overwrite: bool = False,
         if os.path.exists(target) and not overwrite:
             raise FileExistsError(f"{target} is already published: pass overwrite=True "
                                   "(--overwrite) to replace it.")
-    record = zoo_store.entry_record(folder)
+    record = _linked_record(name, zoo_store.entry_record(folder), zoo)
     os.makedirs(directory, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix=f".publish-{name}-", dir=directory)
     try:

@@ -9,7 +9,9 @@ parts that need no folder of entries:
   written from the repository's ``models/`` by ``python models/make_index.py``. One record
   per entry: ``status`` (``"weights"`` or ``"recipe"``), ``modality``, ``input`` (the
   preset's input contract), ``output_dim``, ``parameter_count``, ``weights_dtype``,
-  ``figures``, ``trained_on``, or ``why_no_weights`` for a recipe, and ``files``:
+  ``figures``, ``trained_on``, the figures over seeds, baseline and NT-Xent twin of
+  :mod:`keras_hardneg.zoo_figures` (``metrics``, ``weights_seed``, ``baseline``,
+  ``twin``, ``twinned_by``, ``setting``), or ``why_no_weights`` for a recipe, and ``files``:
   ``{relative path: {"size": bytes, "sha256": hex}}`` -- the files a fetch brings
   (``preset/**``, ``recipe.json``, ``trained_recipe.json``, ``results.json``,
   ``model_card.md``; not the SavedModel ``encoder/``, which ``zoo export`` rebuilds);
@@ -45,7 +47,9 @@ import tempfile
 import urllib.parse
 from typing import Any
 
+from keras_hardneg import zoo_figures
 from keras_hardneg._io import sha256_file
+from keras_hardneg.registry import DATASETS, DEFAULT_MODALITY
 
 __all__ = ["INDEX_FORMAT", "INDEX_PATH", "RECORD_FILE", "ZooError", "read_index",
            "write_index", "build_index", "entry_record", "entry_files", "figures_text",
@@ -109,8 +113,11 @@ def figures_text(results: dict[str, Any] | None) -> str:
 
 
 def _modality(recipe: dict[str, Any]) -> str:
+    """The modality of the data ``recipe`` names: its dataset's registered ``modality`` tag."""
     data = (recipe or {}).get("data", {}).get("name")
-    return {"tu": "graph", "text_file": "text"}.get(data, "image")
+    if data not in DATASETS:
+        return DEFAULT_MODALITY
+    return DATASETS.get(data).tags.get("modality", DEFAULT_MODALITY)
 
 
 #: tfds datasets that tfds cannot fetch itself (their licence asks for a manual download).
@@ -159,6 +166,7 @@ def entry_record(folder: str, *, hashes: bool = True) -> dict[str, Any]:
                   "weights_dtype": meta.get("weights_dtype"),
                   "figures": figures_text(results), "trained_on": _trained_on(results),
                   "needs": ["keras_hub"] if uses_keras_hub(preset) else []}
+        record.update(zoo_figures.index_fields(results, recipe))  # seeds, baseline, twin
     else:
         record = {"status": "recipe", "modality": _modality(recipe),
                   "why_no_weights": why_no_weights(recipe)}
@@ -183,7 +191,7 @@ def build_index(root: str) -> dict[str, Any]:
         if os.path.isfile(os.path.join(folder, "recipe.json")) or is_preset(
                 os.path.join(folder, PRESET_DIR)):
             entries[name] = entry_record(folder)
-    return {"format": INDEX_FORMAT, "entries": entries}
+    return {"format": INDEX_FORMAT, "entries": zoo_figures.link_twins(entries)}
 
 
 def write_index(index: dict[str, Any], path: str = INDEX_PATH) -> str:

@@ -12,6 +12,7 @@ import json
 import os
 import re
 
+from keras_hardneg import zoo_figures as zf
 from keras_hardneg.zoo_store import build_index, figures_text, write_index
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -105,6 +106,85 @@ def _card_markdown(name, recipe):
     return open(encoder_card).read() if os.path.isfile(encoder_card) else None
 
 
+def _with_name(records, name):
+    return {**records[name], "name": name}
+
+
+def seeds_section(name, records):
+    """The card's figures over seeds beside the NT-Xent twin and before training
+    (:func:`keras_hardneg.zoo_figures.compare_records`, as ``zoo compare`` prints them);
+    [] for an entry trained at one seed without twin or baseline."""
+    record = records[name]
+    metrics = record.get("metrics") or {}
+    several = any(m["n"] > 1 for m in metrics.values())
+    if not (several or record.get("baseline")):
+        return []
+    twin = (record.get("twin") or {}).get("name")
+    lines = ["", "## Figures over seeds" + (", beside the NT-Xent twin" if twin else ""), ""]
+    seeds = sorted({s for m in metrics.values() for s in m["per_seed"]})
+    lines.append(f"Pre-trained at seeds {', '.join(seeds)}: each figure is the mean ± std over "
+                 f"the seeds (n); the weights are seed {record['weights_seed']}'s.")
+    if twin:
+        table = zf.compare_records(_with_name(records, name), _with_name(records, twin))
+        lines += ["", f"| | `{name}` | NT-Xent twin `{twin}` | difference |", "|---|---|---|---|"]
+    else:
+        table = zf.compare_records(_with_name(records, name), _with_name(records, name))
+        lines += ["", f"| | `{name}` |", "|---|---|"]
+    for label, va, vb, note in table["metrics"]:
+        label = label.strip()
+        if label == f"seed {record['weights_seed']}":
+            label += " (the weights)"
+        lines.append(f"| {label} | {va} | {vb} | {note} |" if twin else f"| {label} | {va} |")
+    for label, va, vb, _ in table["baseline"]:
+        lines.append(f"| {label} | {va} | {vb} | |" if twin else f"| {label} | {va} |")
+    if record.get("baseline"):
+        lines += ["", f"Before training: {record['baseline']['what']}."]
+    if twin:
+        t = record["twin"]
+        lines += ["", f"Against its twin, {zf.METRICS[t['metric']][0]}: "
+                  f"{zf.verdict(t['metric'], t)}" + (
+                      " -- the seeds alone move the figure that much: no difference is shown."
+                      if t["inside_spread"] else "" if t["inside_spread"] is None else
+                      " -- larger than either entry's seed-to-seed spread.")]
+    for other in record.get("twinned_by") or []:
+        t = records[other]["twin"]
+        lines.append(f"- `{other}` against this entry: {zf.verdict(t['metric'], t)}")
+    if record.get("twinned_by"):
+        lines.insert(-len(record["twinned_by"]), "")
+        lines.insert(-len(record["twinned_by"]), "Its twins (`keras-hardneg zoo compare A B`):")
+    return lines
+
+
+#: The README's zoo table (its header line): make_index rewrites its rows from the index
+#: (tests/test_readme.py checks that they name the index's entries with their figures).
+README_TABLE = "| entry | input -> features | figures | trained on |"
+
+
+def _readme_input(record):
+    spec, modality = record.get("input") or {}, record.get("modality")
+    if modality == "image":
+        h, w = (spec.get("input_shape") or [None, None])[:2]
+        return f"images {h}x{w} -> {record.get('output_dim')}"
+    return f"{'graphs' if modality == 'graph' else 'sentences'} -> {record.get('output_dim')}"
+
+
+def update_readme_table(index, path=os.path.join(HERE, os.pardir, "README.md")):
+    """Rewrites the rows of the README's zoo table from ``index`` (every entry with
+    weights, its figures and where it was trained); the rest of the README is untouched."""
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    if README_TABLE not in lines:
+        return
+    start = lines.index(README_TABLE) + 2  # header, separator
+    end = start
+    while end < len(lines) and lines[end].startswith("| `"):
+        end += 1
+    rows = [f"| `{name}` | {_readme_input(r)} | {r['figures']} | {r['trained_on']} |"
+            for name, r in sorted(index["entries"].items()) if r["status"] == "weights"]
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines[:start] + rows + lines[end:]))
+
+
 def _megabytes(record):
     return f"{sum(f['size'] for f in record['files'].values()) / 1e6:.1f} MB"
 
@@ -156,8 +236,10 @@ def main():
                 how += (f" Trained here with `keras-hardneg train --recipe "
                         f"models/{name}/recipe.json --output models/{name}`; reproduce the "
                         f"accuracies with `keras-hardneg evaluate models/{name}/encoder`.")
+            extra = seeds_section(name, index["entries"])
             with open(os.path.join(HERE, name, "model_card.md"), "w") as f:
-                f.write(card.rstrip() + "\n\n" + how + "\n")
+                f.write(card.rstrip() + "".join("\n" + line for line in extra) + "\n\n"
+                        + how + "\n")
         if not trained:
             card = [f"# {name}", "",
                     "Status: **recipe only** -- not trained yet; no accuracy is claimed.", "",
@@ -196,7 +278,7 @@ def main():
         "a logistic-regression linear probe, 50k train -> 10k test; graphs, 10-fold SVM accuracy",
         "(mean ± std over folds); sentences, STS Spearman x 100 and SentEval accuracy (figures",
         "made before the English STS files arrived used a Portuguese translation: void, see",
-        "docs/benchmarks.md). \"N of 200\" epochs: the run stopped before its schedule ended.",
+        "docs/benchmarks/sentences.md). \"N of 200\" epochs: the run stopped before its schedule ended.",
         "A text entry takes token ids from the tokenizer in its `preset/assets/tokenizer.json`",
         "(`keras_hardneg.data.load_tokenizer`); one built on a pretrained BERT",
         "(`simcse-minilm-ntxent-wiki`) needs the `[pretrained]` extra (keras-hub).", "",
@@ -231,9 +313,11 @@ def main():
         "|---|---|---|---|---|---|---|---|",
     ]
     with open(os.path.join(HERE, "README.md"), "w") as f:
-        f.write("\n".join(header + rows + recipes + recipe_rows) + "\n")
+        f.write("\n".join(header + rows + zf.twins_markdown(index["entries"]) + recipes
+                          + recipe_rows) + "\n")
     # Hashed after the cards above are written (a card rewritten here is one of the files).
     write_index(build_index(HERE), INDEX)
+    update_readme_table(build_index(HERE))
     print(f"indexed {len(rows) + len(recipe_rows)} entries ({len(rows)} with weights) in "
           f"models/README.md and {os.path.normpath(INDEX)}")
 

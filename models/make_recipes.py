@@ -46,7 +46,7 @@ BATCHSAMPLER = {"name": "batchsampler", "num_candidates": 500, "num_neighbors": 
 # mean), crop boxes of whole pixels, the cosine stepped per epoch. At full scale on one H200
 # (benchmarks/results/gpu/h200-2026-11-27-parity) they beat the earlier keys at all 11 paired
 # checkpoints of two seeds (+0.5 to +2.5 kNN points; 0.7501 vs 0.7353 after 80 epochs) and
-# track lightly's own run (docs/benchmarks.md, "Recipe parity at full scale").
+# track lightly's own run (docs/benchmarks/parity.md, "Recipe parity at full scale").
 LIGHTLY_SIMCLR_CIFAR10 = {
     "encoder": {"name": "resnet18_cifar", "width": 64, "conv_init": "he_normal_fan_out",
                 "padding": "symmetric"},
@@ -227,7 +227,7 @@ def text_entries():
                      "evaluation": {"senteval": True}}
     # Quick-thought views (Logeswaran & Lee 2018; HCL's and UnReMix's sentence setting):
     # sentence i and i + 1 of the corpus as the positive pair; the best sentence run of
-    # docs/benchmarks.md (the ReZero encoder, NT-Xent, uniform batches).
+    # docs/benchmarks/sentences.md (the ReZero encoder, NT-Xent, uniform batches).
     name = "quickthought-ntxent-wiki"
     out[name] = {"name": name, "loss": {"name": "nt_xent", "temperature": 0.05}, "epochs": 1,
                  "augmentation": {"name": "quick_thought"},

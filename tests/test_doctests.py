@@ -49,7 +49,8 @@ MODULES = [name for name in _modules() if _with_examples(name)]
 
 
 @pytest.mark.parametrize("name", MODULES)
-def test_docstring_examples_run(name):
+def test_docstring_examples_run(name, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # an example that writes a file writes it here
     if name in LEFT_OUT:
         pytest.skip(LEFT_OUT[name])
     if name in NEEDS and importlib.util.find_spec(NEEDS[name]) is None:
@@ -57,6 +58,18 @@ def test_docstring_examples_run(name):
     import keras
     import numpy as np
 
+    # Keras's defaults, whatever an earlier test file in this worker left set.
+    policy, floatx = keras.config.dtype_policy(), keras.config.floatx()
+    keras.config.set_dtype_policy("float32")
+    keras.config.set_floatx("float32")
+    try:
+        _run_examples(name, keras, np)
+    finally:
+        keras.config.set_floatx(floatx)
+        keras.config.set_dtype_policy(policy)
+
+
+def _run_examples(name, keras, np):
     module = importlib.import_module(name)
     finder = doctest.DocTestFinder(exclude_empty=True)
     runner = doctest.DocTestRunner(

@@ -1,6 +1,6 @@
 """Table and figure of a full-scale parity call (``benchmarks/gpu/parity_call.sh``): the kNN of
 KNNMonitor's seeded subset (10k bank / 2k test queries) every 10 epochs for each run, and each
-run's final kNN with the 50k bank on the 10k test, for docs/benchmarks.md::
+run's final kNN with the 50k bank on the 10k test, for docs/benchmarks/parity.md::
 
     python benchmarks/gpu/parity_report.py benchmarks/results/gpu/h200-2026-11-27-parity \\
         --out docs/img/gpu_parity_knn.png

@@ -1,5 +1,5 @@
 """Per-epoch kNN monitor and loss of GPU zoo runs (``zoo_train.py``'s ``epochs.jsonl``) as one
-figure, for docs/benchmarks.md::
+figure, for docs/benchmarks/zoo_training.md::
 
     python benchmarks/gpu/plot_curves.py benchmarks/results/gpu/h200-2026-11-26/*.epochs.jsonl \\
         --out docs/img/gpu_knn_curves.png

@@ -5,7 +5,7 @@ import statistics
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-DOC = os.path.join(ROOT, "docs", "benchmarks.md")
+DOC = os.path.join(ROOT, "docs", "benchmarks", "parity.md")
 PLOT = os.path.join(ROOT, "docs", "img", "parity_knn.png")
 BEGIN, END = "<!-- parity:begin -->", "<!-- parity:end -->"
 COMMAND = "python benchmarks/parity/run.py report --write"

@@ -3,7 +3,7 @@
 ``grid`` runs cells -- one training run each, one thread pinned to one core, ``--jobs`` at
 once -- and keeps each finished cell as ``benchmarks/results/parity/CELL.json`` (a cell that
 has its file is not run again). ``report`` prints the table and, with ``--write``, writes it
-and the curves into docs/benchmarks.md (between the parity markers) and
+and the curves into docs/benchmarks/parity.md (between the parity markers) and
 ``docs/img/parity_knn.png``.
 
 A cell is ``lightly:VIEWS:sSEED`` (``benchmarks/parity/lightly_side.py`` in the peers'

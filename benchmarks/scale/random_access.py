@@ -18,7 +18,7 @@ own builders (:func:`keras_hardneg.run.load_data`, :func:`~keras_hardneg.run.mak
    worst case of a refresh; the bank in step 2 is mostly unseen rows);
 4. resident memory (``/proc/self/status`` VmRSS, and VmHWM for the peak) after each phase.
 
-Usage (the figures in docs/benchmarks.md):
+Usage (the figures in docs/benchmarks/scale.md):
 
     nice -n 5 python benchmarks/scale/random_access.py --out benchmarks/results/scale/random_access.json
 

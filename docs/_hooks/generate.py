@@ -148,8 +148,20 @@ def _recipe_summary(recipe: dict) -> dict[str, str]:
     return {"framework": name_of("framework"),
             "loss": name_of("loss") + (f" ({params})" if params else ""),
             "encoder": name_of("encoder"), "sampler": name_of("sampler") or "uniform",
-            "data": str(data.get("dataset", data.get("name", ""))),
+            "data": _data_text(data),
             "epochs": str(recipe.get("epochs", ""))}
+
+
+def _data_text(data: dict) -> str:
+    """``tfds:stl10``, ``tu:MUTAG``, ``image_folder:cifar10-jpg``, ``text_file:...txt``."""
+    name = str(data.get("name", ""))
+    where = data.get("dataset") or data.get("folder") or data.get("path") or data.get("train")
+    if not where:
+        return name
+    where = os.path.normpath(str(where))
+    if name == "image_folder" and os.path.basename(where) in ("train", "test"):
+        where = os.path.dirname(where)
+    return f"{name}:{os.path.basename(where)}"
 
 
 def _read_recipe(models_dir: str | None, name: str) -> dict:
@@ -174,6 +186,18 @@ def _input_text(record: dict) -> str:
     return ", ".join(f"{k} {v}" for k, v in spec.items())
 
 
+def _zoo_figures():
+    """``keras_hardneg/zoo_figures.py`` loaded by path (it imports nothing of the package:
+    no Keras or TensorFlow in the build): the twins table models/README.md also shows."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "_khn_zoo_figures", os.path.join(ROOT, PACKAGE, "zoo_figures.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def zoo_page(index_path: str, models_dir: str | None = None) -> str:
     """The zoo's page: every entry of the packaged index, those with weights first."""
     with open(index_path, encoding="utf-8") as f:
@@ -181,42 +205,50 @@ def zoo_page(index_path: str, models_dir: str | None = None) -> str:
     entries = index["entries"]
     weights = {n: r for n, r in sorted(entries.items()) if r.get("status") == "weights"}
     recipes = {n: r for n, r in sorted(entries.items()) if r.get("status") != "weights"}
-    out = ["# Model zoo", "",
+    example = "simclr-hard-cifar10" if "simclr-hard-cifar10" in weights else next(
+        iter(weights), "NAME")
+    out = ["---", "hide:", "  - navigation", "---", "", "# Model zoo", "",
            "Generated at build time from the index the package ships "
            "(`keras_hardneg/zoo_index.json`, written by `python models/make_index.py`) and "
            "the entries' recipes in `models/`. Load an entry with weights as a trainable "
            "Keras model under TensorFlow or JAX:", "",
            "```python", "import keras_hardneg as khn",
-           f"encoder = khn.zoo.load({next(iter(weights), 'NAME')!r})", "```", "",
+           f"encoder = khn.zoo.load({example!r})", "```", "",
            "How entries are fetched, cached and hosted: the [zoo guide](guides/zoo.md). "
            "Figures are measured on frozen features: images, weighted kNN (k=200, t=0.1) "
            "and a linear probe; graphs, 10-fold SVM accuracy; sentences, STS Spearman x 100 "
            "and SentEval accuracy.", "",
            f"## Entries with weights ({len(weights)})", "",
-           "| entry | modality | input | features | parameters | figures | framework | "
-           "loss | encoder | epochs | trained on | weights | size |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+           "| entry | input -> features | figures | recipe | trained on | size |",
+           "|---|---|---|---|---|---|"]
     for name, record in weights.items():
         recipe = _recipe_summary(_read_recipe(models_dir, name))
         size = sum(f.get("size", 0) for f in record.get("files", {}).values())
         params = record.get("parameter_count")
+        shape = f"{_input_text(record)} -> [B, {record.get('output_dim', '?')}]"
+        what = ", ".join(x for x in (recipe["framework"], recipe["loss"],
+                                     recipe["encoder"], recipe["data"]) if x)
+        if recipe["epochs"]:
+            what += f"; {recipe['epochs']} epochs in the recipe"
         out.append("| " + " | ".join([
-            f"`{name}`", record.get("modality", ""), _input_text(record),
-            str(record.get("output_dim", "")), f"{params:,}" if params else "",
-            record.get("figures", ""), recipe["framework"], recipe["loss"],
-            recipe["encoder"], recipe["epochs"], record.get("trained_on", ""),
-            record.get("weights_dtype", ""), _mb(size)]) + " |")
+            f"`{name}`", shape + (f"; {params:,} parameters" if params else ""),
+            record.get("figures", ""), what, record.get("trained_on", ""),
+            _mb(size) + (f" ({record['weights_dtype']})" if record.get("weights_dtype")
+                         else "")]) + " |")
+    out += _zoo_figures().twins_markdown(entries)
     out += ["", f"## Recipes without weights yet ({len(recipes)})", "",
             "Each is a recipe a user can train (`keras-hardneg train --recipe "
             "models/NAME/recipe.json --dataset ...`).", "",
-            "| entry | modality | framework | loss | encoder | sampler | data | epochs | "
-            "why no weights |",
-            "|---|---|---|---|---|---|---|---|---|"]
+            "| entry | modality | recipe | sampler | why no weights |",
+            "|---|---|---|---|---|"]
     for name, record in recipes.items():
         recipe = _recipe_summary(_read_recipe(models_dir, name))
+        what = ", ".join(x for x in (recipe["framework"], recipe["loss"],
+                                     recipe["encoder"], recipe["data"]) if x)
+        if recipe["epochs"]:
+            what += f"; {recipe['epochs']} epochs in the recipe"
         out.append("| " + " | ".join([
-            f"`{name}`", record.get("modality", ""), recipe["framework"], recipe["loss"],
-            recipe["encoder"], recipe["sampler"], recipe["data"], recipe["epochs"],
+            f"`{name}`", record.get("modality", ""), what, recipe["sampler"],
             record.get("why_no_weights", "")]) + " |")
     return "\n".join(out) + "\n"
 
@@ -273,37 +305,52 @@ def api_index(root: str = ROOT) -> str:
 # --------------------------------------------------------------------------- CLI
 
 
-def _subparsers(parser):
-    import argparse
+_CLI_HELP = """
+import argparse, json, sys
+from keras_hardneg.cli import build_parser
 
-    for action in parser._actions:  # noqa: SLF001 -- argparse keeps its subcommands here
-        if isinstance(action, argparse._SubParsersAction):  # noqa: SLF001
+def subparsers(parser):
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
             yield from action.choices.items()
 
+def walk(prefix, parser, level, out):
+    for name, child in subparsers(parser):
+        child.prog = f"{prefix} {name}"
+        out.append([f"{prefix} {name}", level, child.format_help().rstrip()])
+        walk(f"{prefix} {name}", child, level + 1, out)
 
-def cli_page() -> str:
-    """``keras-hardneg --help`` and every (sub)command's, as argparse prints them
-    (imports the package, and with it Keras)."""
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    os.environ["COLUMNS"] = "96"
-    from keras_hardneg.cli import build_parser
+parser = build_parser()
+parser.prog = "keras-hardneg"
+out = [["keras-hardneg", 1, parser.format_help().rstrip()]]
+walk("keras-hardneg", parser, 2, out)
+json.dump(out, sys.stdout)
+"""
 
-    parser = build_parser()
-    parser.prog = "keras-hardneg"
+
+def cli_page(root: str = ROOT) -> str:
+    """``keras-hardneg --help`` and every (sub)command's, as argparse prints them, from the
+    tree's own ``keras_hardneg.cli`` in a child process (it imports Keras; ``mkdocs serve``
+    sees every change)."""
+    import subprocess
+    import sys
+
+    env = dict(os.environ, COLUMNS="96", TF_CPP_MIN_LOG_LEVEL="3",
+               PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH"))
+                                          if p))
+    result = subprocess.run([sys.executable, "-c", _CLI_HELP], cwd=root, env=env,
+                            capture_output=True, text=True, timeout=300)
+    if result.returncode != 0:
+        raise RuntimeError(f"keras-hardneg's parser failed to print its help:\n"
+                           f"{result.stderr[-2000:]}")
     out = ["# Command-line reference", "",
            "Generated at build time from the parser of `keras-hardneg` "
            "(`keras_hardneg/cli.py`): what `keras-hardneg COMMAND --help` prints. How the "
-           "commands fit together: [Recipes and the CLI](guides/recipes_cli.md).", "",
-           "```text", parser.format_help().rstrip(), "```", ""]
-
-    def add(prefix, sub, level):
-        for name, child in _subparsers(sub):
-            child.prog = f"{prefix} {name}"
-            out.extend([f"{'#' * level} `{prefix} {name}`", "", "```text",
-                        child.format_help().rstrip(), "```", ""])
-            add(f"{prefix} {name}", child, level + 1)
-
-    add("keras-hardneg", parser, 2)
+           "commands fit together: [Recipes and the CLI](guides/recipes_cli.md).", ""]
+    for prog, level, text in json.loads(result.stdout):
+        if level > 1:
+            out += [f"{'#' * level} `{prog}`", ""]
+        out += ["```text", text, "```", ""]
     return "\n".join(out)
 
 

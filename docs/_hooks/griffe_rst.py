@@ -47,6 +47,14 @@ def _alias_lazy_exports(module) -> None:
         _alias_lazy_exports(sub)
     for name in module.exports or ():
         name = name if isinstance(name, str) else getattr(name, "name", str(name))
+        member = module.members.get(name)
+        if member is not None and not member.is_alias and member.is_module:
+            # ``from .random_graph import random_graph``: at run time the package's
+            # attribute is the function, which shadows its submodule; document that.
+            inner = member.members.get(name)
+            if inner is not None and not inner.is_alias and not inner.is_module:
+                module.set_member(name, griffe.Alias(name, inner, parent=module))
+            continue
         if name in module.members:
             continue
         for sub in _submodules(module):

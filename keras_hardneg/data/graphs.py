@@ -478,12 +478,19 @@ def load_tu(folder: Any, name: str | None = None, *, node_features: str = "auto"
             node or graph id out of range, an edge between two graphs, a graph without
             nodes, or a file with the wrong number of lines.
 
-    Example:
+    Example (a two-graph folder in the TU format, made here; a real one, e.g. MUTAG, loads
+    the same way):
     >>> import os
-    >>> folder = os.path.join("..", "shared", "data", "tudataset", "MUTAG")
-    >>> g = load_tu(folder) if is_tu_folder(folder) else None
-    >>> None if g is None else (len(g), g.feature_dim, g.feature_scheme)  # doctest: +SKIP
-    (188, 7, 'node_labels(7)')
+    >>> os.makedirs("TOY", exist_ok=True)
+    >>> files = {"A": "1, 2\\n2, 1\\n3, 4\\n4, 3\\n",           # edges, 1-based node ids
+    ...          "graph_indicator": "1\\n1\\n2\\n2\\n",          # the graph of each node
+    ...          "graph_labels": "0\\n1\\n"}                    # the class of each graph
+    >>> for key, text in files.items():
+    ...     with open(os.path.join("TOY", f"TOY_{key}.txt"), "w") as f:
+    ...         _ = f.write(text)
+    >>> g = load_tu("TOY")
+    >>> len(g), g.num_classes, g.feature_dim, g.feature_scheme
+    (2, 2, 2, 'degree_onehot(max_degree=1)')
     """
     if node_features not in ("auto", "labels", "degree"):
         raise ValueError(f"`node_features` must be 'auto', 'labels' or 'degree'; got "

@@ -408,12 +408,18 @@ def image_folder(
         (or images only), with attributes ``class_names`` (list of str), ``file_paths``
         and ``report`` (:class:`ImageFolderReport`).
 
-    Example:
-        >>> ds = image_folder("../shared/data/cifar10-jpg/test", image_size=32,
-        ...                   batch_size=64, limit_per_class=10)
+    Example (a folder with one sub-folder per class, made here):
+        >>> import os, numpy as np
+        >>> from PIL import Image
+        >>> for c in ("cat", "dog"):
+        ...     os.makedirs(os.path.join("pets", c), exist_ok=True)
+        ...     for i in range(3):
+        ...         Image.fromarray(np.full((40, 48, 3), 40 * i, np.uint8)).save(
+        ...             os.path.join("pets", c, f"{i}.png"))
+        >>> ds = image_folder("pets", image_size=32, batch_size=4)
         >>> images, labels = next(iter(ds))
-        >>> images.shape, ds.class_names[0], ds.report.num_skipped
-        (TensorShape([64, 32, 32, 3]), 'airplane', 0)
+        >>> images.shape, ds.class_names, ds.report.num_skipped
+        (TensorShape([4, 32, 32, 3]), ['cat', 'dog'], 0)
     """
     size = check_image_size(image_size)
     batch_size = check_batch_size(batch_size)
@@ -487,12 +493,18 @@ def load_image_folder_arrays(
         images only if ``labels`` is false; ``report`` appended if ``return_report``.
         Memory: ``n * H * W * 12`` bytes (600 MB for CIFAR-10 train).
 
-    Example:
-        >>> x, y, report = load_image_folder_arrays(
-        ...     "../shared/data/cifar10-jpg/train", image_size=32, limit_per_class=5,
-        ...     return_report=True)
-        >>> x.shape, y[:6].tolist(), report.class_names[1]
-        ((50, 32, 32, 3), [0, 0, 0, 0, 0, 1], 'automobile')
+    Example (a folder with one sub-folder per class, made here):
+        >>> import os, numpy as np
+        >>> from PIL import Image
+        >>> for c in ("cat", "dog"):
+        ...     os.makedirs(os.path.join("pets", c), exist_ok=True)
+        ...     for i in range(3):
+        ...         Image.fromarray(np.full((40, 48, 3), 40 * i, np.uint8)).save(
+        ...             os.path.join("pets", c, f"{i}.png"))
+        >>> x, y, report = load_image_folder_arrays("pets", image_size=32, limit_per_class=2,
+        ...                                         return_report=True)
+        >>> x.shape, y.tolist(), report.class_names
+        ((4, 32, 32, 3), [0, 0, 1, 1], ['cat', 'dog'])
     """
     size = check_image_size(image_size)
     report = scan_image_folder(

@@ -14,7 +14,7 @@ float32 features ``[B, F]``.
   extra) with mean or CLS pooling: token ids ``int32 [B, L]`` -> ``[B, hidden_size]``
   (registered as ``"pretrained_bert"``).
 * :class:`FusedBatchNormalization` -- Keras batch norm computed by one fused TensorFlow
-  kernel (used by the ResNets and the small convnet; faster on CPU, see docs/benchmarks.md).
+  kernel (used by the ResNets and the small convnet; faster on CPU, see docs/benchmarks/throughput.md).
 * :func:`projection_head`, :func:`prediction_head`, :class:`ProjectionHead` -- MLP heads
   (SimCLR v1/v2, MoCo v2/v3) exposing the input of their last Dense layer.
 

@@ -6,10 +6,12 @@ next to ``saved_model.pb``::
     model_card.json   # machine-readable: ModelCard.to_json()
     model_card.md     # human-readable:   ModelCard.to_markdown()
 
-Three modalities (``modality``): ``"image"`` (the default; ``input_shape``, float32 in
-[0, 1], kNN / linear-probe accuracies), ``"graph"`` and ``"text"`` (``input_signature``:
-the exported tensors by name; text also ``max_length`` and the ``assets`` holding its
-tokenizer). ``metrics`` holds modality-specific figures as a (possibly nested) dict of
+``modality`` is one registered in :data:`keras_hardneg.registry.MODALITIES`; what the card
+holds for its inputs, its defaults and its wording are the modality object's
+(``Modality.card_defaults``, ``card_problems``, ``card_input_lines``, ``card_usage``).
+The built-in ones: ``"image"`` (the default; ``input_shape``, float32 in [0, 1], kNN /
+linear-probe accuracies), ``"graph"`` and ``"text"`` (``input_signature``: the exported
+tensors by name; text also ``max_length`` and the ``assets`` holding its tokenizer). ``metrics`` holds modality-specific figures as a (possibly nested) dict of
 finite numbers, e.g. ``{"svm_accuracy": 0.89, "svm_accuracy_std": 0.02}`` for graphs or
 ``{"sts": {"STS12": 0.61, "avg": 0.7}}`` for text.
 
@@ -60,6 +62,7 @@ TOKENIZER_ASSET = "tokenizer.json"
 #: and this preprocessing line. A card of another modality whose fields keep these
 #: defaults gets the modality's (``Modality.card_defaults``).
 DEFAULT_INPUT_RANGE = (0.0, 1.0)
+#: A card's default preprocessing line (an image card's).
 DEFAULT_PREPROCESSING = (
     "None required: pass RGB images as float32 in [0, 1]; any normalization "
     "is done inside the encoder."
@@ -308,7 +311,7 @@ class ModelCard:
         ]
         for label, value in (("kNN accuracy", self.knn_accuracy),
                              ("linear-probe accuracy", self.linear_probe_accuracy)):
-            if modality.accuracy_card_fields or value is not None:
+            if modality.knn_evaluation or value is not None:
                 lines.append(f"- {label}: {pct(value)}")
         nested = []
         for k, v in self.metrics.items():
@@ -316,7 +319,7 @@ class ModelCard:
                 nested.append((k, v))
             else:
                 lines.append(f"- {k}: {v:.6g}")
-        if not self.metrics and not modality.accuracy_card_fields:
+        if not self.metrics and not modality.knn_evaluation:
             lines.append("- metrics: not measured")
         for k, v in nested:
             lines += ([""] if lines[-1] else []) + [f"| {k} | value |", "| --- | --- |"]

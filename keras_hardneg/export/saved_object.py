@@ -20,6 +20,9 @@ by name (``images=``, ``token_ids=``, or the six graph names) and returns
 
 from __future__ import annotations
 
+import keyword
+import types
+
 import tensorflow as tf
 
 __all__ = ["ReusableEncoder", "SERVING_INPUT", "SERVING_OUTPUT", "fine_tunable_variables"]
@@ -118,20 +121,18 @@ def fine_tunable_variables(encoder):
 
 def _named(arg, fn, training_arg=False):
     """``fn`` as a function whose first argument is called ``arg`` (tf.function and
-    tensorflow_hub read argument names)."""
-    if training_arg:
-        variants = {
-            "images": lambda images, training=False: fn(images, training),
-            "token_ids": lambda token_ids, training=False: fn(token_ids, training),
-            "inputs": lambda inputs, training=False: fn(inputs, training),
-        }
-    else:
-        variants = {
-            "images": lambda images: fn(images),
-            "token_ids": lambda token_ids: fn(token_ids),
-            "inputs": lambda inputs: fn(inputs),
-        }
-    return variants[arg]
+    tensorflow_hub read argument names): the input's name (``images``, ``token_ids``, a
+    modality's own), or ``inputs`` for a dict of tensors."""
+    if not arg.isidentifier() or keyword.iskeyword(arg):
+        raise ValueError(f"export_encoder: the input name {arg!r} must be a Python "
+                         "identifier (it names the SavedModel's argument)")
+    template = ((lambda inputs, training=False: fn(inputs, training)) if training_arg
+                else (lambda inputs: fn(inputs)))
+    code = template.__code__
+    code = code.replace(co_varnames=(arg,) + code.co_varnames[1:])
+    return types.FunctionType(code, template.__globals__, template.__name__,
+                              template.__defaults__, template.__closure__)
+
 
 def _regularization_fns(encoder):
     """One argument-less tf.function per regularized trainable variable (may be [])."""

@@ -9,7 +9,6 @@ import shutil
 import uuid
 
 import keras
-import numpy as np
 
 from keras_hardneg.data._tf import require_tensorflow_backend
 

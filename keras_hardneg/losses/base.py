@@ -9,10 +9,16 @@ from typing import Any, Dict, Optional, Tuple
 import keras
 from keras import ops
 
+from keras_hardneg import distribute
 from keras_hardneg._validation import describe_interval, outside_interval
 from keras_hardneg.losses import core
 
-__all__ = ["ContrastiveLoss", "debiased_log_negatives", "check_float", "effective_negatives"]
+__all__ = ["ContrastiveLoss", "debiased_log_negatives", "check_float", "effective_negatives",
+           "REDUCTIONS", "anchor_weights", "reduce_anchor_losses", "scale_for_replicas"]
+
+#: The ``reduction`` values of a loss (those of ``keras.losses.Loss``).
+REDUCTIONS = ("sum_over_batch_size", "mean", "sum", "mean_with_sample_weight", None, "none")
+_MEANS = ("sum_over_batch_size", "mean", "mean_with_sample_weight")
 
 
 def check_float(name: str, value, low=None, high=None, low_inclusive=True,
@@ -101,6 +107,103 @@ def effective_negatives(weights) -> Any:
     return ops.where(squares > 0.0, ops.square(total) / ops.maximum(squares, 1e-30), 0.0)
 
 
+def _static_len(x):
+    shape = getattr(x, "shape", None)
+    try:
+        return None if shape is None or len(shape) == 0 else shape[0]
+    except TypeError:  # a TensorFlow tensor of unknown rank
+        return None
+
+
+def anchor_weights(sample_weight, values, anchors_per_example: int = 1):
+    """``sample_weight`` as float32 weights of the per-anchor losses ``values`` ``[A]``.
+
+    A scalar scales every anchor; ``[A]`` (or ``[A, 1]``) is one weight per anchor; with
+    ``anchors_per_example = k > 1`` (the in-batch convention: ``k = 2``, view 1's ``B``
+    rows then view 2's), ``[B]`` with ``A = k B`` is one weight per example, repeated so
+    that example ``i``'s weight goes to its anchors ``i``, ``B + i``, ... Anything else
+    raises ``ValueError``.
+    """
+    w = ops.cast(ops.convert_to_tensor(sample_weight), "float32")
+    rank = len(w.shape)
+    if rank == 2 and w.shape[-1] == 1:
+        w, rank = ops.squeeze(w, axis=-1), 1
+    if rank == 0:
+        return w
+    k = int(anchors_per_example)
+    a, b = _static_len(values), _static_len(w)
+    if rank != 1 or (a is not None and b is not None and b != a and b * k != a):
+        allowed = (f"[{a // k}] (one per example) or [{a}] (one per anchor)" if k > 1 and a
+                   else f"[{a}] (one per example)")
+        raise ValueError(f"`sample_weight` must have one weight per example or per anchor: "
+                         f"a scalar, {allowed}; got shape {tuple(w.shape)}.")
+    if k == 1 or (a is not None and a == b):
+        return w
+    if a is not None and b is not None:
+        return ops.tile(w, (k,))
+    # Unknown sizes (a TensorFlow graph): per anchor when the lengths agree, else per example.
+    tiled = ops.reshape(ops.broadcast_to(w[None, :], (k, ops.shape(w)[0])), (-1,))
+    return ops.cond(ops.shape(w)[0] == ops.shape(values)[0], lambda: w, lambda: tiled)
+
+
+def reduce_anchor_losses(values, sample_weight=None, mask=None,
+                         reduction="sum_over_batch_size", anchors_per_example: int = 1):
+    """Reduces per-anchor losses ``[A]`` as ``keras.losses.Loss.__call__`` reduces a loss's
+    values (``keras/src/losses/loss.py``), before the per-replica scaling
+    (:func:`scale_for_replicas`).
+
+    ``sample_weight`` (:func:`anchor_weights`, with ``anchors_per_example``) multiplies the
+    values; ``mask`` ``[A]``
+    (bool, e.g. InfoGraph's real nodes) drops anchors: for ``"sum_over_batch_size"`` and
+    ``"mean"`` the mean is then over the kept anchors, otherwise the mask multiplies the
+    weights. ``"sum"``: the sum; ``"sum_over_batch_size"`` / ``"mean"``: the sum over ``A``;
+    ``"mean_with_sample_weight"``: the sum over the sum of the weights (``A`` without
+    weights); ``None`` / ``"none"``: the weighted values ``[A]``. Division by zero gives 0.
+
+    Example:
+    >>> import numpy as np
+    >>> v = np.array([1.0, 2.0, 3.0, 4.0], "float32")
+    >>> w = np.array([1.0, 0.0], "float32")  # two examples, two anchors each
+    >>> float(reduce_anchor_losses(v, sample_weight=w, anchors_per_example=2))
+    1.0
+    """
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"`reduction` must be one of {list(REDUCTIONS)}; got {reduction!r}.")
+    values = ops.cast(values, "float32")
+    weight = (None if sample_weight is None
+              else anchor_weights(sample_weight, values, anchors_per_example))
+    if mask is not None:
+        kept = ops.cast(mask, "float32")
+        if reduction in ("sum_over_batch_size", "mean"):
+            # Kept anchors weigh A / kept, so that the sum over A is the mean over the kept.
+            total = ops.cast(ops.shape(kept)[0], "float32")
+            kept = kept * ops.divide_no_nan(total, ops.sum(kept))
+        weight = kept if weight is None else weight * kept
+    if weight is not None:
+        values = values * weight
+    if reduction in (None, "none"):
+        return values
+    loss = ops.sum(values)
+    if reduction == "sum":
+        return loss
+    if reduction == "mean_with_sample_weight" and weight is not None:
+        divisor = ops.sum(weight * ops.ones_like(values))
+    else:
+        divisor = ops.cast(ops.shape(values)[0], "float32")
+    return ops.divide_no_nan(loss, divisor)
+
+
+def scale_for_replicas(value, reduction="sum_over_batch_size"):
+    """``value / R`` for the mean reductions under a ``tf.distribute`` strategy of ``R``
+    replicas (their gradients are summed, so ``R`` local means give the global mean), as
+    Keras scales a loss; ``"sum"``, ``None`` and JAX (one step over the global batch) are
+    unchanged."""
+    replicas = distribute.num_replicas()
+    if replicas == 1 or reduction not in _MEANS:
+        return value
+    return value * ops.cast(1.0 / replicas, value.dtype)
+
+
 class ContrastiveLoss(keras.losses.Loss):
     """Base class: one anchor-positive-negatives loss, in-batch or against a queue.
 
@@ -108,12 +211,35 @@ class ContrastiveLoss(keras.losses.Loss):
     :class:`~keras_hardneg.losses.core.ContrastivePairs` to per-anchor losses.
     This class supplies the two call conventions of the library:
 
-    * ``loss(z1, z2)``: SimCLR, two views ``[B, d]``; mean over ``2B`` anchors.
-    * ``loss.call_with_negatives(anchors, positives, negatives)``: MoCo, with
-      ``[B, d]``, ``[B, d]``, ``[K, d]``; mean over ``B`` anchors.
+    * ``loss(z1, z2, sample_weight=None)``: SimCLR, two views ``[B, d]``; ``2B`` anchors.
+    * ``loss.call_with_negatives(anchors, positives, negatives, sample_weight=None)``:
+      MoCo, with ``[B, d]``, ``[B, d]``, ``[K, d]``; ``B`` anchors.
 
-    and :meth:`compute_terms`, which frameworks use to log diagnostics.
-    All arithmetic is float32 whatever the input precision, in ``keras.ops`` (any backend).
+    and :meth:`compute_terms`, which frameworks use for the per-anchor losses and the
+    diagnostics. All arithmetic is float32 whatever the input precision, in ``keras.ops``
+    (any backend).
+
+    Reduction (one path, :meth:`reduce`, Keras's semantics): the per-anchor losses are
+    reduced by ``reduction`` as ``keras.losses.Loss`` reduces (default
+    ``"sum_over_batch_size"``: the mean over the anchors; ``"sum"``; ``"mean"``;
+    ``"mean_with_sample_weight"``; ``None``/``"none"``: the ``[A]`` losses), then, for the
+    mean reductions under a ``tf.distribute`` strategy, divided by the number of replicas
+    (as Keras does: the replicas' gradients are summed). Both call conventions and the
+    frameworks' training steps go through it. ``sample_weight``: a scalar, one weight per
+    example ``[B]`` (in-batch, example ``i``'s weight goes to both its anchors, ``i`` and
+    ``B + i``) or one per anchor ``[A]``.
+
+    Example:
+    >>> import numpy as np
+    >>> from keras_hardneg.losses import NTXentLoss
+    >>> z1, z2 = np.random.default_rng(0).normal(size=(2, 4, 8)).astype("float32")
+    >>> per_anchor = NTXentLoss(reduction=None)(z1, z2)
+    >>> tuple(per_anchor.shape)
+    (8,)
+    >>> w = np.array([1.0, 1.0, 0.0, 0.0], "float32")  # drop examples 2 and 3
+    >>> summed = NTXentLoss(reduction="sum")(z1, z2, sample_weight=w)
+    >>> bool(np.isclose(float(summed), float(np.sum(np.asarray(per_anchor)[[0, 1, 4, 5]]))))
+    True
     """
 
     has_clamp = False
@@ -122,6 +248,9 @@ class ContrastiveLoss(keras.losses.Loss):
 
     def __init__(self, temperature: float = 0.5, name: Optional[str] = None,
                  reduction: Optional[str] = "sum_over_batch_size", dtype=None):
+        if reduction not in REDUCTIONS:
+            raise ValueError(f"`reduction` must be one of {list(REDUCTIONS)}; got "
+                             f"{reduction!r}.")
         super().__init__(name=name, reduction=reduction, dtype=dtype)
         self.temperature = check_float("temperature", temperature, low=0.0, low_inclusive=False)
 
@@ -131,26 +260,38 @@ class ContrastiveLoss(keras.losses.Loss):
         raise NotImplementedError
 
     # --- conventions --------------------------------------------------------
+    def __call__(self, y_true, y_pred, sample_weight=None):
+        """``loss(z1, z2, sample_weight=None)``: the in-batch loss of two views ``[B, d]``,
+        reduced by :meth:`reduce` (``[2B]`` per-anchor losses with ``reduction=None``)."""
+        with keras.name_scope(self.name):
+            return self.reduce(self.call(y_true, y_pred), sample_weight, anchors_per_example=2)
+
     def call(self, y_true, y_pred):
         """Keras entry point: ``y_true`` is ``z1``, ``y_pred`` is ``z2``; ``[2B]`` losses."""
         return self.anchor_terms(core.in_batch_pairs(y_true, y_pred))["loss"]
 
     def call_with_negatives(self, anchors, positives, negatives, sample_weight=None):
-        """The queue convention (MoCo): returns the reduced scalar loss."""
-        pairs = core.queue_pairs(anchors, positives, negatives)
-        return self.reduce(self.anchor_terms(pairs)["loss"], sample_weight)
+        """The queue convention (MoCo): the ``B`` anchors' losses reduced by :meth:`reduce`
+        (``sample_weight``: a scalar or ``[B]``)."""
+        with keras.name_scope(self.name):
+            pairs = core.queue_pairs(anchors, positives, negatives)
+            return self.reduce(self.anchor_terms(pairs)["loss"], sample_weight)
 
-    def reduce(self, per_anchor, sample_weight=None):
-        """Applies this loss's reduction (``"sum_over_batch_size"``/``"mean"``,
-        ``"sum"`` or ``None``/``"none"``) to per-anchor losses."""
-        values = ops.cast(per_anchor, "float32")
-        if sample_weight is not None:
-            values = values * ops.cast(sample_weight, "float32")
-        if self.reduction in (None, "none"):
-            return values
-        if self.reduction == "sum":
-            return ops.sum(values)
-        return ops.mean(values)
+    def reduce(self, per_anchor, sample_weight=None, mask=None, *, anchors_per_example=1,
+               for_replica=True):
+        """The one reduction of this loss: per-anchor losses ``[A]`` reduced by
+        ``self.reduction`` as Keras reduces (:func:`reduce_anchor_losses`: ``sample_weight``
+        a scalar, ``[A]``, or ``[A / anchors_per_example]`` one per example; ``mask``
+        ``[A]``), then scaled for the replicas (:func:`scale_for_replicas`;
+        ``for_replica=False`` leaves that out: the frameworks log the unscaled value and
+        scale what they differentiate)."""
+        value = reduce_anchor_losses(per_anchor, sample_weight, mask, self.reduction,
+                                     anchors_per_example)
+        return scale_for_replicas(value, self.reduction) if for_replica else value
+
+    def scale_for_replicas(self, value):
+        """``value`` (a reduced loss) scaled as :meth:`reduce` scales it for the replicas."""
+        return scale_for_replicas(value, self.reduction)
 
     def compute_terms(self, pairs: core.ContrastivePairs) -> Dict[str, Any]:
         """Per-anchor losses and diagnostics for a :class:`ContrastivePairs`.

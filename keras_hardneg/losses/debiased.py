@@ -31,7 +31,9 @@ class DebiasedContrastiveLoss(ContrastiveLoss):
 
     Shapes as every loss of the package: ``loss(z1, z2)`` with two ``[B, d]`` views
     (in-batch, ``N = 2B - 2``) or ``loss.call_with_negatives(anchors [B, d], positives
-    [B, d], negatives [K, d])`` (queue, ``N = K``); a scalar, the mean over anchors.
+    [B, d], negatives [K, d])`` (queue, ``N = K``); the per-anchor losses reduced by
+    ``reduction`` (default: their mean; ``sample_weight`` and the other reductions as in
+    :meth:`~keras_hardneg.losses.ContrastiveLoss.reduce`).
 
     Args:
         temperature: ``t > 0``.

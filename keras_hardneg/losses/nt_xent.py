@@ -27,8 +27,8 @@ class NTXentLoss(ContrastiveLoss):
     Call conventions (see :class:`~keras_hardneg.losses.base.ContrastiveLoss`):
     ``loss(z1, z2)`` with two ``[B, d]`` views (SimCLR; ``N = 2B - 2``), or
     ``loss.call_with_negatives(anchors [B, d], positives [B, d], negatives [K, d])``
-    (MoCo; ``N = K``). Rows are L2-normalised by the loss. Returns the mean over
-    anchors.
+    (MoCo; ``N = K``). Rows are L2-normalised by the loss. Returns the per-anchor
+    losses reduced by ``reduction`` (default: their mean; see :meth:`ContrastiveLoss.reduce`).
 
     Args:
         temperature: ``t > 0``.

@@ -96,12 +96,14 @@ def band_logsumexp_by_threshold(x, lo, hi):
     return band
 
 
-def ring_band(num_negatives, lower_percentile, upper_percentile):
+def ring_band(num_negatives, lower_percentile, upper_percentile, max_negatives=None):
     """The rank band ``[floor(lower/100 * N), floor(upper/100 * N))`` of Ring.
 
     Ranks count from the most similar negative (rank 0). Returns Python ints
-    when ``num_negatives`` is static (always under JAX), else int32 tensors
-    (TensorFlow with an unknown batch size; computed in float64 there).
+    when ``num_negatives`` is static, else int32 tensors: looked up in a table of the
+    float64 bands of ``0..max_negatives`` when that bound is a static int (InfoGraph's ``N``
+    under padding, also under JAX, which has no float64 by default), else computed in
+    float64 (TensorFlow with an unknown batch size).
 
     Example:
     >>> ring_band(40, 5, 50)
@@ -112,6 +114,13 @@ def ring_band(num_negatives, lower_percentile, upper_percentile):
             math.floor(lower_percentile / 100.0 * num_negatives),
             math.floor(upper_percentile / 100.0 * num_negatives),
         )
+    if isinstance(max_negatives, int):
+        index = ops.clip(ops.cast(num_negatives, "int32"), 0, max_negatives)
+        bands = [ring_band(n, lower_percentile, upper_percentile)
+                 for n in range(max_negatives + 1)]
+        lo = ops.take(ops.convert_to_tensor([b[0] for b in bands], "int32"), index)
+        hi = ops.take(ops.convert_to_tensor([b[1] for b in bands], "int32"), index)
+        return lo, hi
     n = ops.cast(num_negatives, "float64")
     lo = ops.cast(ops.floor(lower_percentile / 100.0 * n), "int32")
     hi = ops.cast(ops.floor(upper_percentile / 100.0 * n), "int32")
@@ -151,7 +160,9 @@ class RingContrastiveLoss(ContrastiveLoss):
 
     Shapes as every loss of the package: ``loss(z1, z2)`` with two ``[B, d]`` views
     (in-batch, ``N = 2B - 2``) or ``loss.call_with_negatives(anchors [B, d], positives
-    [B, d], negatives [K, d])`` (queue, ``N = K``); a scalar, the mean over anchors.
+    [B, d], negatives [K, d])`` (queue, ``N = K``); the per-anchor losses reduced by
+    ``reduction`` (default: their mean; ``sample_weight`` and the other reductions as in
+    :meth:`~keras_hardneg.losses.ContrastiveLoss.reduce`).
 
     Args:
         temperature: ``t > 0``.
@@ -203,10 +214,17 @@ class RingContrastiveLoss(ContrastiveLoss):
     def upper_percentile(self, value):
         self.set_band(self._lower, value)
 
+    def band(self, pairs, neg_logits):
+        """``(lo, hi)``: :func:`ring_band` of the pairs' ``N`` (bounded by the pool size
+        ``M``, static, when ``N`` is a tensor)."""
+        pool = neg_logits.shape[-1]
+        return ring_band(pairs.num_negatives, self._lower, self._upper,
+                         max_negatives=int(pool) if pool is not None else None)
+
     def band_logsumexp(self, pairs, neg_logits):
         """``[A]`` log-sum-exp of each anchor's negatives inside the band."""
         n = pairs.num_negatives
-        lo, hi = ring_band(n, self._lower, self._upper)
+        lo, hi = self.band(pairs, neg_logits)
         masked = core.mask_logits(neg_logits, pairs.negative_mask)
         if isinstance(n, int):
             if lo == 0 and hi == n:
@@ -229,7 +247,7 @@ class RingContrastiveLoss(ContrastiveLoss):
         """1 for the negatives of rank ``[lo, hi)`` (most similar first), 0 elsewhere: the
         negatives :meth:`band_logsumexp` sums (ties at a threshold split by position, which
         leaves the band's sum unchanged)."""
-        lo, hi = ring_band(pairs.num_negatives, self._lower, self._upper)
+        lo, hi = self.band(pairs, neg_logits)
         masked = core.mask_logits(neg_logits, pairs.negative_mask)
         order = ops.argsort(-masked, axis=-1)
         rank = ops.argsort(order, axis=-1)  # rank of each pool row, non-negatives last

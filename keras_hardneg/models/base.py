@@ -134,6 +134,7 @@ class ContrastiveModel(keras.Model):
                                       trainable=False, name="step_health",
                                       aggregation="only_first_replica")
         self.contrastive_loss = None
+        self.nonfinite_guard: bool | NonFiniteGuard = True
 
     # ------------------------------------------------------------------- hooks
     def make_projector(self) -> keras.layers.Layer:
@@ -167,37 +168,71 @@ class ContrastiveModel(keras.Model):
         return self.contrastive_loss is not None and self.contrastive_loss.needs_features
 
     # ------------------------------------------------------------------ compile
-    def compile(self, optimizer: Any = "adam", loss: Any = None, jit_compile: Any = "auto",
-                **kwargs: Any) -> None:
+    def compile(self, optimizer: Any = "adam", loss: Any = None, metrics: Any = None,
+                weighted_metrics: Any = None, jit_compile: Any = "auto",
+                nonfinite_guard: Any = True, **kwargs: Any) -> None:
         """Like :meth:`keras.Model.compile`; ``loss`` is any contrastive loss of the
-        family (instance or short name, default NT-Xent).
+        family (instance, short name or serialized config, default NT-Xent), whose
+        ``reduction`` and the data's ``sample_weight`` the training and test steps honour
+        (see :class:`~keras_hardneg.losses.ContrastiveLoss`; ``reduction=None`` is refused:
+        a step needs one scalar).
 
-        ``jit_compile="auto"`` (default) is False on TensorFlow (XLA made ResNet steps
-        ~3x slower on the CPUs we measured) and True on JAX (a JAX step that is not
-        jitted runs op by op). ``jit_compile=True`` on TensorFlow needs the views made
-        outside the model (the random resized crop, ``CropAndResize``, has no XLA
-        kernel): map :func:`keras_hardneg.augment.two_views` over the ``tf.data``
-        pipeline and feed ``{"view1", "view2"}``, with ``augmentation=None``."""
-        if jit_compile == "auto":
-            jit_compile = keras.backend.backend() == "jax"
-        if jit_compile is True and self.view_maker is not None and \
-                not self.view_maker.jit_compatible:
+        ``metrics`` / ``weighted_metrics`` are refused (``ValueError``): a contrastive step
+        has no ``y_pred`` for them; the frameworks show ``loss``, ``positive_cosine``,
+        ``negative_cosine``, ``clamp_fraction``, ``false_negative_rate`` and
+        ``nonfinite_steps``, and :class:`~keras_hardneg.callbacks.KNNMonitor` measures the
+        encoder during ``fit``.
+
+        ``jit_compile`` means what it means in Keras: ``"auto"`` (default) compiles with
+        XLA where Keras would (JAX; TensorFlow with an accelerator and no
+        ``tf.distribute`` strategy; never on a CPU-only TensorFlow), and not when the
+        in-model view maker cannot be compiled (``ViewMaker.jit_compatible`` False: the
+        model's ``supports_jit``). ``jit_compile=True`` with such a view maker is refused;
+        on TensorFlow it needs views a compiled step can make (the default image
+        augmentation can) or views made in the input pipeline (``augmentation=None`` and
+        ``{"view1", "view2"}``).
+
+        ``nonfinite_guard``: ``True`` (default) puts a
+        :class:`~keras_hardneg.models.health.NonFiniteGuard` first among ``fit``'s
+        callbacks (a non-finite loss or gradient stops the run with a report); ``False``
+        leaves it out (``fit`` runs on, as Keras's; the step still skips a non-finite update
+        and counts it in ``nonfinite_steps``); a ``NonFiniteGuard`` instance is used as
+        given (e.g. ``NonFiniteGuard(raise_error=False)``: stop without raising)."""
+        for key, value in (("metrics", metrics), ("weighted_metrics", weighted_metrics)):
+            if value is not None and (not isinstance(value, (list, tuple, dict)) or value):
+                raise ValueError(
+                    f"`{key}` is not supported by {type(self).__name__}.compile (a "
+                    "contrastive step has no y_pred to score); got "
+                    f"{value!r}. fit shows loss, positive_cosine, negative_cosine, "
+                    "clamp_fraction, false_negative_rate and nonfinite_steps; to measure the "
+                    "encoder during fit, add khn.callbacks.KNNMonitor to the callbacks.")
+        if not (isinstance(nonfinite_guard, bool) or isinstance(nonfinite_guard, NonFiniteGuard)):
+            raise ValueError("`nonfinite_guard` must be True, False or a NonFiniteGuard "
+                             f"instance; got {nonfinite_guard!r}.")
+        jittable = self.view_maker is None or self.view_maker.jit_compatible
+        if jit_compile is True and not jittable:
             raise ValueError(
                 "`jit_compile=True` cannot compile this model's in-model `augmentation` "
                 f"({type(self.view_maker).__name__} is not jit-compatible). Use "
-                "jit_compile=False, or build the model with augmentation=None and feed "
-                "{'view1', 'view2'} made in the input pipeline.")
-        loss = losses_lib.NTXentLoss() if loss is None else loss
-        if isinstance(loss, str):
-            loss = losses_lib.get(loss)
+                "jit_compile=False or 'auto', or build the model with augmentation=None and "
+                "feed {'view1', 'view2'} made in the input pipeline.")
+        # Keras's "auto" (Trainer._resolve_auto_jit_compile) asks every layer's supports_jit.
+        self.supports_jit = jittable
+        loss = losses_lib.get("nt_xent") if loss is None else losses_lib.get(loss)
         if not isinstance(loss, losses_lib.ContrastiveLoss):
             raise ValueError(
                 "`loss` must be a keras_hardneg contrastive loss (e.g. "
                 f"khn.losses.HardNegativeContrastiveLoss()); got {loss!r}."
             )
+        if loss.reduction in (None, "none"):
+            raise ValueError(
+                f"`loss.reduction` = {loss.reduction!r} gives one loss per anchor, but a "
+                "training step needs one scalar; use 'sum_over_batch_size' (default), "
+                "'mean', 'sum' or 'mean_with_sample_weight'.")
         # The loss is not handed to Keras: it would try it on (labels, outputs).
         super().compile(optimizer=optimizer, jit_compile=jit_compile, **kwargs)
         self.loss = self.contrastive_loss = loss
+        self.nonfinite_guard = nonfinite_guard
         self.optimizer.build(self.trainable_variables)
 
     def get_compile_config(self) -> dict | None:
@@ -207,6 +242,9 @@ class ContrastiveModel(keras.Model):
         if config is not None and self.contrastive_loss is not None:
             config = dict(config)
             config["loss"] = keras.saving.serialize_keras_object(self.contrastive_loss)
+            guard = self.nonfinite_guard
+            config["nonfinite_guard"] = (guard if isinstance(guard, bool)
+                                         else keras.saving.serialize_keras_object(guard))
         return config
 
     def compile_from_config(self, config: dict) -> None:
@@ -225,12 +263,12 @@ class ContrastiveModel(keras.Model):
     # ------------------------------------------------------------------ inputs
     @staticmethod
     def unpack(data: Any) -> tuple:
-        """``(x, labels or None)`` from a dataset element."""
-        if isinstance(data, (tuple, list)):
-            if len(data) == 1:
-                return data[0], None
-            return data[0], data[1]
-        return data, None
+        """``(x, labels or None, sample_weight or None)`` from a dataset element: ``x``,
+        ``(x,)``, ``(x, labels)`` or ``(x, labels, sample_weight)``, as Keras unpacks
+        ``(x, y, sample_weight)``."""
+        if isinstance(data, list):
+            data = tuple(data)
+        return keras.utils.unpack_x_y_sample_weight(data)
 
     def make_views(self, x: Any, training: bool | None) -> tuple:
         """``(view1, view2, index or None)`` from ``x`` (see the class docstring)."""
@@ -320,13 +358,15 @@ class ContrastiveModel(keras.Model):
 
     # ------------------------------------------------- the step, for every backend
     def step_inputs(self, data: Any, training: bool) -> dict:
-        """``{"view1", "view2", "index", "labels"}`` of a dataset element (views drawn by
-        :attr:`view_maker` for raw input; ``index`` and ``labels`` may be None)."""
-        x, labels = self.unpack(data)
+        """``{"view1", "view2", "index", "labels", "sample_weight"}`` of a dataset element
+        (views drawn by :attr:`view_maker` for raw input; ``index``, ``labels`` and
+        ``sample_weight`` -- one weight per example, ``[B]`` -- may be None)."""
+        x, labels, sample_weight = self.unpack(data)
         view1, view2, index = self.make_views(x, training=training)
         if labels is not None:
             labels = ops.reshape(labels, (-1,))
-        return {"view1": view1, "view2": view2, "index": index, "labels": labels}
+        return {"view1": view1, "view2": view2, "index": index, "labels": labels,
+                "sample_weight": sample_weight}
 
     def prepare_step(self) -> None:
         """Writes before a training step's forward pass (none here; MoCo's momentum
@@ -339,7 +379,7 @@ class ContrastiveModel(keras.Model):
         ``false_negatives`` (``(rate, count)`` or None), ``views``, ``index``, and what
         the subclass's :meth:`after_update` needs."""
         step = self.contrastive_forward(inputs["view1"], inputs["view2"], inputs["labels"],
-                                        training)
+                                        training, sample_weight=inputs.get("sample_weight"))
         step.update(views=(inputs["view1"], inputs["view2"]), index=inputs["index"])
         return step
 
@@ -350,10 +390,26 @@ class ContrastiveModel(keras.Model):
         changing training. ``None`` for a framework without such a pair (InfoGraph)."""
         return None
 
-    def contrastive_forward(self, view1: Any, view2: Any, labels: Any,
-                            training: bool) -> dict:
-        """The framework's forward pass proper (see :meth:`forward`)."""
+    def contrastive_forward(self, view1: Any, view2: Any, labels: Any, training: bool,
+                            sample_weight: Any = None) -> dict:
+        """The framework's forward pass proper (see :meth:`forward`); ``sample_weight`` is
+        ``[B]``, one weight per example, or None."""
         raise NotImplementedError(f"{type(self).__name__} must implement contrastive_forward.")
+
+    def reduce_loss(self, per_anchor: Any, sample_weight: Any = None, mask: Any = None,
+                    anchors_per_example: int = 1) -> Any:
+        """The step's loss: the per-anchor losses ``[A]`` reduced by the compiled loss's
+        one reduction (:meth:`~keras_hardneg.losses.ContrastiveLoss.reduce`: its
+        ``reduction``, ``sample_weight`` ``[B]`` spread over the ``anchors_per_example``
+        blocks of ``B`` anchors, a ``mask`` of the anchors kept), not yet scaled for the
+        replicas (:meth:`objective` does that): the value ``fit`` shows. Before
+        ``compile`` (InfoGraph's JSD estimator needs no loss), Keras's default reduction."""
+        if self.contrastive_loss is None:
+            return losses_lib.base.reduce_anchor_losses(
+                per_anchor, sample_weight, mask, anchors_per_example=anchors_per_example)
+        return self.contrastive_loss.reduce(per_anchor, sample_weight, mask,
+                                            anchors_per_example=anchors_per_example,
+                                            for_replica=False)
 
     def after_update(self, step: dict, finite: Any) -> None:
         """Writes after a training step's update: the health record and the embedding
@@ -363,13 +419,12 @@ class ContrastiveModel(keras.Model):
         self.update_bank(step["index"], step["bank"])
 
     def objective(self, loss_value: Any) -> Any:
-        """What is differentiated: the loss divided by the number of ``tf.distribute``
-        replicas (their gradients are summed) and, under ``mixed_float16``, multiplied by
-        the loss scale."""
-        replicas = distribute.num_replicas()
-        scaled = loss_value if replicas == 1 else loss_value / ops.cast(replicas,
-                                                                        loss_value.dtype)
-        return self.optimizer.scale_loss(scaled)
+        """What is differentiated: the step's loss scaled for the ``tf.distribute``
+        replicas as the loss's reduction says (the mean reductions are divided by the
+        number of replicas, whose gradients are summed; ``"sum"`` is not: Keras's rule,
+        :meth:`~keras_hardneg.losses.ContrastiveLoss.scale_for_replicas`) and, under
+        ``mixed_float16``, multiplied by the loss scale."""
+        return self.optimizer.scale_loss(self.contrastive_loss.scale_for_replicas(loss_value))
 
     def apply_update(self, tape: Any, objective: Any, loss_value: Any) -> Any:
         """TensorFlow only: gradient step on :meth:`objective` recorded by ``tape``;
@@ -393,13 +448,15 @@ class ContrastiveModel(keras.Model):
             super()._maybe_symbolic_build(iterator=iterator, data_batch=data_batch)
 
     def fit(self, *args: Any, callbacks: Any = None, **kwargs: Any):
-        """:meth:`keras.Model.fit`, with a :class:`~keras_hardneg.models.health.NonFiniteGuard`
-        put first among the callbacks unless one is given: a non-finite loss or
-        gradient stops the run with a report, before any later callback (e.g. a
+        """:meth:`keras.Model.fit`. Unless ``compile(nonfinite_guard=False)``, a
+        :class:`~keras_hardneg.models.health.NonFiniteGuard` (the one given to ``compile``,
+        else a new one) is put first among the callbacks when none is given: a non-finite
+        loss or gradient stops the run with a report, before any later callback (e.g. a
         checkpoint) runs for that batch."""
         callbacks = list(callbacks or [])
-        if not any(isinstance(c, NonFiniteGuard) for c in callbacks):
-            callbacks.insert(0, NonFiniteGuard())
+        guard = getattr(self, "nonfinite_guard", True)
+        if guard is not False and not any(isinstance(c, NonFiniteGuard) for c in callbacks):
+            callbacks.insert(0, guard if isinstance(guard, NonFiniteGuard) else NonFiniteGuard())
         return super().fit(*args, callbacks=callbacks, **kwargs)
 
     # ----------------------------------------------------------- serialization

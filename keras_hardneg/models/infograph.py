@@ -62,6 +62,7 @@ from keras import ops
 
 from keras_hardneg import losses as losses_lib
 from keras_hardneg.losses import core
+from keras_hardneg.losses.base import reduce_anchor_losses
 from keras_hardneg.models.base import ContrastiveModel
 from keras_hardneg.registry import FRAMEWORKS, Param
 
@@ -190,6 +191,28 @@ def local_global_pairs(local: Any, global_: Any, node_graph: Any,
         anchor_norms=anchor_norms, negative_norms=pool_norms)
 
 
+def jsd_node_terms(local: Any, global_: Any, node_graph: Any, graph_mask: Any = None) -> Any:
+    """``[N_max]`` InfoGraph's Jensen-Shannon objective per node (see
+    :func:`jsd_local_global_loss`): ``mean over the node's negative graphs of
+    (softplus(-T) + T - log 2)  -  (log 2 - softplus(-T[n, own(n)]))``. Every real node has
+    the same negatives' count (the real graphs other than its own), so the mean of these over
+    the real nodes is the estimator's ``E_neg - E_pos``; padding nodes' values are to be
+    masked."""
+    local = ops.cast(local, "float32")
+    global_ = ops.cast(global_, "float32")
+    num_graphs = _static(global_, 0)
+    scores = ops.matmul(local, ops.transpose(global_))                    # [N, B]
+    own = _own_graph(node_graph, num_graphs)
+    positive = ops.equal(own[:, None], ops.arange(num_graphs, dtype="int32")[None, :])
+    negative = ops.cast(ops.logical_not(positive), "float32")
+    if graph_mask is not None:
+        negative = negative * ops.cast(graph_mask, "float32")[None, :]
+    e_pos = ops.sum(ops.where(positive, _LOG2 - ops.softplus(-scores), 0.0), axis=1)
+    e_neg = ops.sum((ops.softplus(-scores) + scores - _LOG2) * negative, axis=1) / \
+        ops.maximum(ops.sum(negative, axis=1), 1.0)
+    return e_neg - e_pos
+
+
 def jsd_local_global_loss(local: Any, global_: Any, node_graph: Any, node_mask: Any,
                           graph_mask: Any = None) -> Any:
     """InfoGraph's Jensen-Shannon MI estimator (as its ``local_global_loss_``, measure
@@ -212,22 +235,10 @@ def jsd_local_global_loss(local: Any, global_: Any, node_graph: Any, node_mask: 
     >>> round(float(jsd_local_global_loss(z, z, np.array([0, 1]), np.ones(2, "float32"))), 5)
     0.0
     """
-    local = ops.cast(local, "float32")
-    global_ = ops.cast(global_, "float32")
-    num_graphs = _static(global_, 0)
-    scores = ops.matmul(local, ops.transpose(global_))                    # [N, B]
-    own = _own_graph(node_graph, num_graphs)
-    positive = ops.equal(own[:, None], ops.arange(num_graphs, dtype="int32")[None, :])
-    weight = ops.cast(node_mask, "float32")[:, None]
-    neg_weight = weight * ops.cast(ops.logical_not(positive), "float32")
-    pos_weight = weight * ops.cast(positive, "float32")
-    if graph_mask is not None:
-        neg_weight = neg_weight * ops.cast(graph_mask, "float32")[None, :]
-    e_pos = _LOG2 - ops.softplus(-scores)
-    e_neg = ops.softplus(-scores) + scores - _LOG2
-    mean_pos = ops.sum(e_pos * pos_weight) / ops.maximum(ops.sum(pos_weight), 1.0)
-    mean_neg = ops.sum(e_neg * neg_weight) / ops.maximum(ops.sum(neg_weight), 1.0)
-    return mean_neg - mean_pos
+    # Every real node has the same number of negative graphs, so the mean over (node,
+    # negative) pairs is the mean over real nodes of each node's mean: jsd_node_terms.
+    return reduce_anchor_losses(jsd_node_terms(local, global_, node_graph, graph_mask),
+                                mask=ops.greater(ops.cast(node_mask, "float32"), 0.0))
 
 
 def _weighted_mean(values: Any, weights: Any) -> Any:
@@ -345,12 +356,15 @@ class InfoGraph(ContrastiveModel):
 
     # ---------------------------------------------------------------- the step
     def forward(self, inputs: dict, training: bool) -> dict:
-        step = self.contrastive_forward(inputs["view1"], None, inputs["labels"], training)
+        step = self.contrastive_forward(inputs["view1"], None, inputs["labels"], training,
+                                        sample_weight=inputs.get("sample_weight"))
         step.update(views=(inputs["view1"],), index=inputs["index"])
         return step
 
-    def contrastive_forward(self, view1: Any, view2: Any, labels: Any,
-                            training: bool) -> dict:
+    def contrastive_forward(self, view1: Any, view2: Any, labels: Any, training: bool,
+                            sample_weight: Any = None) -> dict:
+        """The step's pairs and loss; ``sample_weight`` ``[B]`` (one per graph) weighs each
+        node by its graph's weight; padding nodes are masked out of the reduction."""
         graph = view1
         g, nodes = self.encoder(graph, training=training, return_nodes=True)
         global_z = self.projector(g, training=training)
@@ -366,13 +380,18 @@ class InfoGraph(ContrastiveModel):
                 core.masked_mean(pairs.negative_cos, pairs.negative_mask), weights),
         }
         if self.estimator == "jsd":
-            loss_value = jsd_local_global_loss(local_z, global_z, node_graph, node_mask,
-                                               graph_mask)
+            per_node = jsd_node_terms(local_z, global_z, node_graph, graph_mask)
         else:
             anchor_terms = self.contrastive_loss.anchor_terms(pairs)
-            loss_value = _weighted_mean(anchor_terms["loss"], weights)
+            per_node = anchor_terms["loss"]
             if self.contrastive_loss.has_clamp:
                 terms["clamp_fraction"] = _weighted_mean(anchor_terms["clamped"], weights)
+        node_weight = None
+        if sample_weight is not None:  # a graph's weight, for each of its nodes
+            node_weight = ops.take(ops.reshape(ops.cast(sample_weight, "float32"), (-1,)),
+                                   pairs.partner_index, axis=0)
+        loss_value = self.reduce_loss(per_node, node_weight,
+                                      mask=ops.greater(node_mask, 0.0))
         false_negatives = None
         if labels is not None:
             num_graphs = _static(global_z, 0)

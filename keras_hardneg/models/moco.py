@@ -8,8 +8,8 @@ Two algorithms on one momentum encoder (:class:`~keras_hardneg.models.momentum.M
   the negatives are a first-in first-out queue of past keys (``model.queue``).
 * :class:`MoCoV3` -- symmetric, no queue: a predictor on the query branch, and each
   query's negatives are the other examples' keys of the (global) batch.
-* :class:`MoCo` -- ``MoCo(..., version="v2" | "v3")`` builds the one or the other
-  (the public constructor, and what configs saved before the split deserialize through).
+* :func:`MoCo` -- ``MoCo(..., version="v2" | "v3")`` builds the one or the other (a
+  function; configs saved before the split, under the name ``MoCo``, still load).
 """
 
 from __future__ import annotations
@@ -151,14 +151,14 @@ class MoCoV2(MomentumContrast):
         self.queue_pointer.assign(ops.where(
             ok, (pointer + ops.cast(n, pointer.dtype)) % self.queue_size, pointer))
 
-    def contrastive_forward(self, view1: Any, view2: Any, labels: Any,
-                            training: bool) -> dict:
+    def contrastive_forward(self, view1: Any, view2: Any, labels: Any, training: bool,
+                            sample_weight: Any = None) -> dict:
         k = self.keys(view2)
         negatives = ops.stop_gradient(self.queue.value)
         q = self.query(view1, training)
         pairs = core.queue_pairs(q, k, negatives)
         terms = self.contrastive_loss.compute_terms(pairs)
-        loss_value = ops.mean(terms["loss"])
+        per_anchor, per_example = terms["loss"], 1
         queue_labels = self.queue_labels.value
         if labels is not None:
             labels = ops.cast(labels, queue_labels.dtype)
@@ -167,12 +167,16 @@ class MoCoV2(MomentumContrast):
             k1 = self.keys(view1)
             q2 = self.query(view2, training)
             terms_b = self.contrastive_loss.compute_terms(core.queue_pairs(q2, k1, negatives))
-            loss_value = 0.5 * (loss_value + ops.mean(terms_b["loss"]))
+            # Both orders' B anchors, reduced together (the mean: the mean of the two terms).
+            per_anchor = ops.concatenate([terms["loss"], terms_b["loss"]], axis=0)
+            per_example = 2
             terms = {key: 0.5 * (terms[key] + terms_b[key]) for key in terms if key != "loss"}
             # Enqueued one order after the other (each gathered across replicas), so that
             # under a strategy the queue's slots hold what one device would write.
             keys, key_labels = (k, k1), (labels, labels)
             projections = (q, k, q2, k1)
+        loss_value = self.reduce_loss(per_anchor, sample_weight,
+                                      anchors_per_example=per_example)
         return {"loss": loss_value, "terms": terms, "projections": projections,
                 "bank": q["embeddings"] if isinstance(q, dict) else q,
                 "false_negatives": self.false_negatives(pairs, labels, queue_labels),
@@ -253,8 +257,8 @@ class MoCoV3(MomentumContrast):
     def query_head(self, z: Any, feats: Any, training: bool) -> tuple:
         return self.predictor(z, training=training, return_features=True)
 
-    def contrastive_forward(self, view1: Any, view2: Any, labels: Any,
-                            training: bool) -> dict:
+    def contrastive_forward(self, view1: Any, view2: Any, labels: Any, training: bool,
+                            sample_weight: Any = None) -> dict:
         k1, k2 = ops.split(self.keys(ops.concatenate([view1, view2], 0)), 2, axis=0)
         q = self.query(ops.concatenate([view1, view2], 0), training)
         if isinstance(q, dict):
@@ -268,7 +272,9 @@ class MoCoV3(MomentumContrast):
         pairs_b = core.cross_view_pairs(q2, k1, pool=(self.gathered(k1), offset))
         terms_a = self.contrastive_loss.compute_terms(pairs_a)
         terms_b = self.contrastive_loss.compute_terms(pairs_b)
-        loss_value = 0.5 * (ops.mean(terms_a["loss"]) + ops.mean(terms_b["loss"]))
+        # ctr(q1, k2) and ctr(q2, k1): 2B anchors reduced together (the mean: their mean).
+        loss_value = self.reduce_loss(ops.concatenate([terms_a["loss"], terms_b["loss"]], 0),
+                                      sample_weight, anchors_per_example=2)
         terms = {key: 0.5 * (terms_a[key] + terms_b[key]) for key in terms_a if key != "loss"}
         false_negatives = None
         if labels is not None:
@@ -286,18 +292,21 @@ class MoCoV3(MomentumContrast):
 _CLASSES = {"v2": MoCoV2, "v3": MoCoV3}
 
 
-class _MoCoFamily(type):
-    # isinstance(model, MoCo) / issubclass(MoCoV2, MoCo) hold, as before the split.
-    def __instancecheck__(cls, obj):
-        return isinstance(obj, tuple(_CLASSES.values()))
-
-    def __subclasscheck__(cls, sub):
-        return isinstance(sub, type) and issubclass(sub, tuple(_CLASSES.values()))
+def _check_version(version: Any) -> None:
+    if version not in _CLASSES:
+        raise ValueError(f"`version` must be 'v2' (queue) or 'v3' (in-batch); got {version!r}.")
 
 
-class MoCo(metaclass=_MoCoFamily):
-    """Momentum contrast: ``MoCo(..., version="v2")`` is a :class:`MoCoV2` (queue of
+def MoCo(encoder: keras.Model, projection_dims: Sequence[int] = (2048, 128),  # noqa: N802
+         queue_size: int = 65536, momentum: float = 0.999, version: str = "v2",
+         predictor_dims: Sequence[int] | None = None, augmentation: Any = None,
+         head_version: str | None = None, seed: int = 0, **kwargs: Any) -> MomentumContrast:
+    """Momentum contrast: ``MoCo(..., version="v2")`` returns a :class:`MoCoV2` (queue of
     past keys), ``version="v3"`` a :class:`MoCoV3` (predictor, in-batch negatives).
+
+    A function, not a class: the models are :class:`MoCoV2` / :class:`MoCoV3`, whose common
+    base is :class:`~keras_hardneg.models.momentum.MomentumContrast` (use those for
+    ``isinstance``, ``issubclass`` and subclassing).
 
     A query encoder trained by gradient, a key encoder that is its exponential moving
     average: before each step the key encoder and head take
@@ -314,16 +323,16 @@ class MoCo(metaclass=_MoCoFamily):
         encoder: keras.Model, images ``[B, H, W, 3]`` in ``[0, 1]`` -> ``[B, F]``.
         projection_dims: ``(hidden..., output)``, e.g. ``(2048, 128)``.
         queue_size: ``K`` (v2), default 65536 (checked, and unused, for v3).
-        seed: seed of the v2 initial queue (unused for v3).
         momentum: EMA coefficient in ``[0, 1]``, default 0.999.
         version: ``"v2"`` or ``"v3"``.
         predictor_dims: ``(hidden, output)`` of the v3 predictor (default
             ``(4 * d, d)`` with ``d = projection_dims[-1]``).
-        augmentation, gather_across_replicas, memory_bank_size, sync_batchnorm:
+        augmentation, head_version, gather_across_replicas, memory_bank_size, sync_batchnorm:
             as in :class:`SimCLR`.
+        seed: seed of the v2 initial queue (unused for v3).
 
     Returns:
-        a :class:`MoCoV2` or :class:`MoCoV3` (both count as instances of ``MoCo``).
+        a :class:`MoCoV2` or :class:`MoCoV3`.
 
     Example:
     >>> import numpy as np, keras_hardneg as khn
@@ -332,34 +341,30 @@ class MoCo(metaclass=_MoCoFamily):
     >>> model.compile(optimizer="sgd", loss=khn.losses.NTXentLoss(temperature=0.2))
     >>> x = np.random.default_rng(0).uniform(size=(8, 8, 8, 3)).astype("float32")
     >>> h = model.fit({"view1": x, "view2": x[:, ::-1]}, batch_size=8, epochs=1, verbose=0)
-    >>> type(model).__name__, isinstance(model, MoCo)
+    >>> type(model).__name__, isinstance(model, MomentumContrast)
     ('MoCoV2', True)
     """
+    _check_version(version)
+    check_momentum(momentum)
+    _check_queue_size(queue_size)
+    common = dict(projection_dims=projection_dims, momentum=momentum,
+                  augmentation=augmentation, head_version=head_version, **kwargs)
+    if version == "v2":
+        return MoCoV2(encoder, queue_size=queue_size, seed=seed, **common)
+    # v3 has no queue: its size and seed (of the initial queue) do not apply.
+    return MoCoV3(encoder, predictor_dims=predictor_dims, **common)
 
-    def __new__(cls, encoder: keras.Model, projection_dims: Sequence[int] = (2048, 128),
-                queue_size: int = 65536, momentum: float = 0.999, version: str = "v2",
-                predictor_dims: Sequence[int] | None = None, augmentation: Any = None,
-                head_version: str | None = None, seed: int = 0,
-                **kwargs: Any) -> MomentumContrast:
-        if version not in _CLASSES:
-            raise ValueError(f"`version` must be 'v2' (queue) or 'v3' (in-batch); got {version!r}.")
-        check_momentum(momentum)
-        _check_queue_size(queue_size)
-        common = dict(projection_dims=projection_dims, momentum=momentum,
-                      augmentation=augmentation, head_version=head_version, **kwargs)
-        if version == "v2":
-            return MoCoV2(encoder, queue_size=queue_size, seed=seed, **common)
-        # v3 has no queue: its size and seed (of the initial queue) do not apply.
-        return MoCoV3(encoder, predictor_dims=predictor_dims, **common)
+
+class _SavedMoCo:
+    """Loads configs saved under the name ``"keras_hardneg>MoCo"`` (before the split into
+    :class:`MoCoV2` / :class:`MoCoV3`, when ``MoCo`` was a class holding ``version``): never
+    instantiated, only its :meth:`from_config` is called, by Keras's deserialization."""
 
     @classmethod
     def from_config(cls, config: dict) -> MomentumContrast:
-        """A model from a config of either class, or of ``MoCo`` before the split
-        (which holds ``version``)."""
         config = dict(config)
         version = config.pop("version", "v2")
-        if version not in _CLASSES:
-            raise ValueError(f"`version` must be 'v2' (queue) or 'v3' (in-batch); got {version!r}.")
+        _check_version(version)
         if version == "v2":
             config.pop("predictor_dims", None)
         else:
@@ -368,6 +373,4 @@ class MoCo(metaclass=_MoCoFamily):
         return _CLASSES[version].from_config(config)
 
 
-# Configs saved before the split name "keras_hardneg>MoCo": they deserialize through
-# MoCo.from_config (MoCo itself is never serialized: it builds MoCoV2 / MoCoV3).
-keras.saving.get_custom_objects()["keras_hardneg>MoCo"] = MoCo
+keras.saving.get_custom_objects()["keras_hardneg>MoCo"] = _SavedMoCo

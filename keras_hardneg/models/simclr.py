@@ -136,8 +136,8 @@ class SimCLR(ContrastiveModel):
         and the gathered ``pool`` (both views' rows: ``2B`` anchors)."""
         return ops.concatenate([labels, labels], 0), ops.concatenate([pool, pool], 0)
 
-    def contrastive_forward(self, view1: Any, view2: Any, labels: Any,
-                            training: bool) -> dict:
+    def contrastive_forward(self, view1: Any, view2: Any, labels: Any, training: bool,
+                            sample_weight: Any = None) -> dict:
         z1, z2 = self.project(view1, view2, training=training)
         pairs = self.pairs(z1, z2)
         terms = self.contrastive_loss.compute_terms(pairs)
@@ -145,6 +145,10 @@ class SimCLR(ContrastiveModel):
         if labels is not None:
             false_negatives = self.false_negatives(
                 pairs, *self.pair_labels(labels, self.gathered(labels)))
-        return {"loss": ops.mean(terms["loss"]), "terms": terms, "projections": (z1, z2),
+        # The anchors are the local rows of the views: 2B (in-batch) or B (cross_view).
+        per_example = 2 if pairs.anchor_index is not None else 1
+        loss_value = self.reduce_loss(terms["loss"], sample_weight,
+                                      anchors_per_example=per_example)
+        return {"loss": loss_value, "terms": terms, "projections": (z1, z2),
                 "bank": z1["embeddings"] if isinstance(z1, dict) else z1,
                 "false_negatives": false_negatives}

@@ -1,8 +1,11 @@
-"""Modalities: what the run layer does differently for images, graphs and sentences.
+"""Modalities: everything that differs between images, graphs and sentences, in one object.
 
-The frameworks, losses and samplers do not care what an example is; the run layer does, in
-six places, and a :class:`Modality` holds exactly those:
+The frameworks, losses and samplers do not care what an example is; the run layer and the
+artifacts do, and a :class:`Modality` holds exactly what differs, so that no other module
+tests a modality's name:
 
+* the run's starting point (:attr:`Modality.default_recipe`: ``load_recipe``'s base for
+  the modality's data);
 * the encoder's input shape and build context (:meth:`Modality.input_shape`,
   :meth:`Modality.encoder_context`; a text encoder needs the tokenizer's vocabulary);
 * the training feed (:meth:`Modality.feed`): images as arrays (``tf.data`` on TensorFlow,
@@ -15,11 +18,29 @@ six places, and a :class:`Modality` holds exactly those:
 * the monitors during training (:meth:`Modality.monitors`: the kNN monitor for images);
 * the final evaluation (:meth:`Modality.evaluate`): weighted kNN and linear probe for images;
   10-fold SVM accuracy for graphs (the protocol of InfoGraph and GraphCL); STS Spearman and
-  SentEval for sentences (SimCSE's protocol; only where a benchmark folder is given);
-* the export (:meth:`Modality.export_spec`): the SavedModel's input signature and assets.
+  SentEval for sentences (SimCSE's protocol, on a benchmark folder:
+  :attr:`Modality.benchmark_sets`, :meth:`Modality.evaluate_benchmark`);
+* the run report's probe batch and sections (:meth:`Modality.probe_views`,
+  :meth:`Modality.report_sections`: an image neighbour grid, a graph map, nearest
+  sentences);
+* the files a run keeps besides weights (:meth:`Modality.save_run_files`,
+  :attr:`Modality.asset_names`: a text run's tokenizer);
+* the artifacts, which ``keras_hardneg.export`` (a layer below this one) reads through
+  :func:`keras_hardneg.registry.get_modality`: the SavedModel's input signature
+  (:meth:`Modality.input_signature`, :meth:`Modality.resolve_signature`,
+  :meth:`Modality.build_encoder`, :meth:`Modality.export_arguments`), the model card's
+  defaults, checks and wording (:meth:`Modality.card_defaults`,
+  :meth:`Modality.fill_card`, :meth:`Modality.card_problems`,
+  :meth:`Modality.card_input_lines`, :meth:`Modality.card_usage`), how a loaded export
+  takes its inputs (:meth:`Modality.prepare_export_input`), and what a preset records
+  (:meth:`Modality.preset_spec`, :meth:`Modality.example_input`,
+  :meth:`Modality.rebuild_spec`).
 
 One class per modality, registered in :data:`keras_hardneg.registry.MODALITIES` under the
-``modality`` tag of its datasets (``DATASETS.get(name).tags["modality"]``).
+``modality`` tag of its datasets (``DATASETS.get(name).tags["modality"]``); ``import
+keras_hardneg`` registers these three. A fourth is one module: a :class:`Modality`
+subclass registered in ``MODALITIES``, with its dataset, encoder and view maker registered
+under its tag (``tests/run/test_toy_modality.py`` does it for numeric rows).
 
 Example:
 >>> from keras_hardneg.run.modality import modality_of
@@ -37,7 +58,9 @@ import keras
 import numpy as np
 
 from keras_hardneg.data.random_access import is_random_access
-from keras_hardneg.registry import DATASETS, MODALITIES, ConfigError as RecipeError
+from keras_hardneg.registry import (DATASETS, DEFAULT_MODALITY, MODALITIES,
+                                    ConfigError as RecipeError, get_modality)
+from keras_hardneg.run.recipe import DEFAULT_RECIPE, GRAPH_RECIPE, TEXT_RECIPE
 
 __all__ = ["Modality", "ImageModality", "GraphModality", "TextModality", "TrainFeed",
            "modality_of", "INITIAL_EMBEDDING_DIM", "INITIAL_GRAPH_NEIGHBORS",
@@ -66,8 +89,8 @@ class TrainFeed(tuple):
 
 def modality_of(recipe: dict[str, Any]) -> "Modality":
     """The :class:`Modality` of a recipe's ``data`` section."""
-    name = DATASETS.get(recipe["data"]["name"]).tags.get("modality", "image")
-    return MODALITIES.get(name).factory()
+    return get_modality(DATASETS.get(recipe["data"]["name"]).tags.get("modality",
+                                                                    DEFAULT_MODALITY))
 
 
 def _random_projection(flat: np.ndarray, seed: int) -> np.ndarray:
@@ -84,6 +107,13 @@ class Modality:
         views_in_feed: whether the training feed draws the two views (the framework then
             gets ``augmentation=None`` and the feed gets the recipe's view maker).
         result_keys: the figures :meth:`evaluate` puts in ``results.json``.
+        knn_evaluation: whether :meth:`evaluate` is weighted kNN (``knn_accuracy``; and a
+            linear probe) fit on the labelled train split and scored on the test split:
+            a run then measures the random encoder's kNN accuracy first (epoch 0), a run
+            whose training data has no labels evaluates on a labelled test folder split
+            in two (or not at all), and the model card's ``knn_accuracy`` /
+            ``linear_probe_accuracy`` lines are shown even when not measured (otherwise
+            the figures are the card's ``metrics``, "not measured" when empty).
         uniform_drops_remainder: whether the single-process uniform feed drops the last
             partial batch (``N // B`` steps, epoch order
             :func:`~keras_hardneg.data.batches.epoch_permutation` off TensorFlow) or completes
@@ -91,8 +121,13 @@ class Modality:
     """
 
     name = "any"
+    #: The recipe a run of this modality's data starts from (``load_recipe``'s base; the
+    #: data's own keys and the caller's override it): its framework, encoder, view maker,
+    #: loss and optimizer. ``None``: the image default (:data:`run.recipe.DEFAULT_RECIPE`).
+    default_recipe: dict[str, Any] | None = None
     views_in_feed = False
     result_keys: tuple[str, ...] = ()
+    knn_evaluation = False
     uniform_drops_remainder = True
 
     # ----------------------------------------------------------------- building
@@ -202,9 +237,11 @@ class Modality:
         """Writes what a run directory needs besides weights to embed new data (a text
         run's tokenizer: the files of :attr:`asset_names`)."""
 
-    def restore_run_files(self, recipe: dict[str, Any], run_dir: str) -> None:
+    def restore_run_files(self, recipe: dict[str, Any], run_dir: str) -> bool:
         """Points ``recipe`` at the files :meth:`save_run_files` wrote in ``run_dir`` (a
-        text run is rebuilt with its own tokenizer), where they are."""
+        text run is rebuilt with its own tokenizer; a preset's ``assets/`` holds the same
+        files); returns whether ``run_dir`` had them."""
+        return False
 
     def run_assets(self, folder: str | None) -> dict[str, str] | None:
         """``{name: path}`` of the :attr:`asset_names` files present in ``folder`` (a run
@@ -227,16 +264,13 @@ class Modality:
     input_description = "its input signature"
     #: How ``input_signature`` is written for this modality (``export_encoder``'s error).
     signature_form = ""
-    #: Whether the model card's ``knn_accuracy`` / ``linear_probe_accuracy`` fields are
-    #: this modality's figures (shown even when not measured); otherwise its figures are
-    #: the card's ``metrics`` ("not measured" when empty).
-    accuracy_card_fields = False
     #: Whether the export reads token ids that its tokenizer makes from strings
     #: (``SavedModelEncoder.tokenizer`` / ``embed_sentences``).
     reads_tokens = False
     #: The model card's name for the output's batch axis (``[batch, F]``).
     batch_axis = "batch"
-    #: The model card's names of each input's axes: ``{input: ("batch", "L")}``.
+    #: The model card's names of each input's unknown axes: ``{input: ("batch", "L")}``
+    #: (default: the batch axis of a one-tensor input; ``?`` where none is named).
     axis_names: dict[str, Any] = {}
     #: What the final evaluation reads instead of the recipe's data: ``None`` (the recipe's
     #: splits, :meth:`evaluate`), or benchmark sets in a folder (text: "STS/SentEval sets",
@@ -350,8 +384,9 @@ class Modality:
         if card.input_signature is None:
             return ["- input signature: not recorded"]
         lines = ["| input | shape | dtype |", "| --- | --- | --- |"]
+        single = len(card.input_signature) == 1  # its first axis is the batch
         for name, spec in card.input_signature.items():
-            axes = self.axis_names.get(name, ())
+            axes = self.axis_names.get(name, ("batch",) if single else ())
             dims = [(axes[i] if i < len(axes) else "?") if d is None else str(d)
                     for i, d in enumerate(spec["shape"])]
             lines.append(f"| `{name}` | `[{', '.join(dims)}]` | {spec['dtype']} |")
@@ -450,7 +485,9 @@ class ImageModality(Modality):
     """
 
     name = "image"
+    default_recipe = DEFAULT_RECIPE
     result_keys = ("knn_accuracy", "linear_probe_accuracy")
+    knn_evaluation = True
 
     def input_shape(self, x):
         if is_random_access(x):
@@ -558,7 +595,6 @@ class ImageModality(Modality):
     # ------------------------------------------------------------- artifacts
     input_description = "images (input_shape)"
     signature_form = "images ((H, W, 3), 'float32')"
-    accuracy_card_fields = True
 
     def card_defaults(self):
         return {}  # a ModelCard's defaults are an image card's
@@ -806,6 +842,7 @@ class GraphModality(Modality):
     drawn on the host (GraphCL), 10-fold SVM accuracy on frozen graph embeddings."""
 
     name = "graph"
+    default_recipe = GRAPH_RECIPE
     views_in_feed = True
     result_keys = ("svm_accuracy", "svm_accuracy_std")
     uniform_drops_remainder = False
@@ -995,6 +1032,7 @@ class TextModality(Modality):
     quick-thought views in the step, STS and SentEval on frozen sentence embeddings."""
 
     name = "text"
+    default_recipe = TEXT_RECIPE
     result_keys = ("sts", "senteval")
 
     def input_shape(self, x):
@@ -1084,6 +1122,8 @@ class TextModality(Modality):
         tokenizer = os.path.join(run_dir, TOKENIZER_FILE)
         if os.path.isfile(tokenizer):
             recipe["data"]["tokenizer"] = tokenizer
+            return True
+        return False
 
     # ------------------------------------------------------------- artifacts
     asset_names = (TOKENIZER_FILE,)

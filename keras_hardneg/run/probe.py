@@ -1,6 +1,6 @@
 """The negatives probe: what a run's negatives did, measured cheaply once an epoch.
 
-A fixed *probe batch* (at most :data:`PROBE_SIZE` training examples, seeded, with two views
+A fixed *probe batch* (:func:`probe_size` training examples, seeded, with two views
 drawn once by the recipe's own view maker under a seed of its own) is scored at the start of
 training ("epoch 0") and at the end of every epoch (:class:`NegativesProbe`), never inside a
 step: the model's :meth:`~keras_hardneg.models.ContrastiveModel.probe_projections` (inference
@@ -46,17 +46,23 @@ from typing import Any
 import keras
 import numpy as np
 
-from keras_hardneg._io import atomic_write_json
 from keras_hardneg.losses import core, effective_negatives
 
-__all__ = ["PROBE_FILE", "PROBE_SIZE", "COSINE_BINS", "TOP_FRACTION", "SCATTER_POINTS",
+__all__ = ["PROBE_FILE", "PROBE_SIZE", "PROBE_FRACTION", "PROBE_MIN", "probe_size",
+           "COSINE_BINS", "TOP_FRACTION", "SCATTER_POINTS",
            "SAMPLER_BATCHES", "ProbeBatch", "make_probe_batch", "score_pairs",
-           "sampler_statistics", "NegativesProbe", "read_probe"]
+           "sampler_statistics", "NegativesProbe", "read_probe", "store", "scatter_sample",
+           "pair_arrays", "compiled_probe"]
 
 #: File of the per-epoch records in a run directory.
 PROBE_FILE = "probe.json"
-#: The probe batch holds at most this many examples (fewer: the recipe's batch size or N).
+#: The probe batch holds at most this many examples (:func:`probe_size`).
 PROBE_SIZE = 256
+#: ... and at most this share of the training set, but at least :data:`PROBE_MIN` examples:
+#: its one inference pass of ``2P`` examples is then about 1 % of an epoch's training
+#: compute (``N / B`` steps, each a forward and backward pass of ``2B``: about 3x a forward).
+PROBE_FRACTION = 0.03
+PROBE_MIN = 64
 #: Histogram bins of the anchor-negative cosines over [-1, 1].
 COSINE_BINS = 40
 #: "Most-weighted" negatives: this share of each anchor's negatives (at least one).
@@ -79,14 +85,26 @@ class ProbeBatch:
         self.labels = None if labels is None else np.asarray(labels).reshape(-1)
 
 
+def probe_size(num_examples: int, batch_size: int) -> int:
+    """Examples in the probe batch: ``min(PROBE_SIZE, B, max(PROBE_MIN, PROBE_FRACTION N),
+    N)`` (at least 2): like a training batch, but small beside a short epoch.
+
+    >>> probe_size(1437, 128), probe_size(50000, 512), probe_size(188, 32)
+    (64, 256, 32)
+    """
+    size = min(PROBE_SIZE, int(batch_size), max(PROBE_MIN, int(PROBE_FRACTION * num_examples)),
+               int(num_examples))
+    return max(2, size)
+
+
 def make_probe_batch(recipe: dict[str, Any], modality: Any, x: Any, y: Any,
                      view_maker: Any) -> ProbeBatch:
-    """The probe batch of a run: ``min(PROBE_SIZE, batch_size, N)`` training examples drawn
-    with the recipe's seed (plus :data:`PROBE_SEED_OFFSET`), their views drawn once by
+    """The probe batch of a run: :func:`probe_size` training examples drawn with the
+    recipe's seed (plus :data:`PROBE_SEED_OFFSET`), their views drawn once by
     ``view_maker`` (a fresh one, seeded likewise: the model's own generators are not
     touched) through :meth:`~keras_hardneg.run.modality.Modality.probe_views`."""
     n = modality.num_examples(x)
-    size = max(2, min(PROBE_SIZE, int(recipe["batch_size"]), n))
+    size = probe_size(n, recipe["batch_size"])
     seed = int(recipe["seed"]) + PROBE_SEED_OFFSET
     indices = np.sort(np.random.default_rng(seed).choice(n, size=size, replace=False))
     view1, view2, labels = modality.probe_views(x, y, indices, view_maker, seed)
@@ -102,42 +120,52 @@ def _embeddings(z: Any) -> Any:
 
 
 def _top_rows(weights: np.ndarray, cosines: np.ndarray, mask: np.ndarray, k: int) -> np.ndarray:
-    """``[A, M]`` bool: each anchor's ``k`` negatives of largest weight, ties broken by the
-    larger cosine."""
-    key_w = np.where(mask, weights, -np.inf)
-    key_c = np.where(mask, cosines, -np.inf)
-    order = np.lexsort((-key_c, -key_w), axis=-1)[:, :k]
+    """``[A, M]`` bool: each anchor's ``k`` negatives of largest weight, equal weights (NT-Xent,
+    the debiased loss, a Ring band) ordered by the larger cosine: the key ``w + 1e-9 cos``
+    (float64) changes no order between weights further apart than ``2e-9``."""
+    key = np.where(mask, weights + 1e-9 * cosines, -np.inf)
+    order = np.argpartition(-key, k - 1, axis=-1)[:, :k]
     top = np.zeros_like(mask)
     np.put_along_axis(top, order, True, axis=-1)
     return top & mask
 
 
-def score_pairs(z1: Any, z2: Any, loss: Any, labels: Any = None,
-                scatter_seed: int = 0) -> dict[str, Any]:
-    """One probe record of two views' projections ``z1``, ``z2`` (``[P, d]``, or UnReMix
-    dicts), weighed by ``loss`` (see the module docstring); ``labels`` ``[P]`` or None."""
+def pair_arrays(z1: Any, z2: Any, loss: Any) -> dict[str, Any]:
+    """The tensors a probe record is made of: the in-batch pairs of ``z1``, ``z2`` and the
+    loss's weights of their negatives (``keras.ops``: compilable)."""
     pairs = core.in_batch_pairs(z1, z2)
-    weights = _numpy(loss.negative_weights(pairs)).astype(np.float64)
-    effective = _numpy(effective_negatives(weights))
-    mask = _numpy(pairs.negative_mask).astype(bool)
-    cosines = _numpy(pairs.negative_cos).astype(np.float64)
-    n = int(pairs.num_negatives)
+    weights = loss.negative_weights(pairs)
+    return {"weights": weights, "effective": effective_negatives(weights),
+            "negative_cos": pairs.negative_cos, "positive_cos": pairs.positive_cos,
+            "mask": pairs.negative_mask}
+
+
+def score_pairs(z1: Any, z2: Any, loss: Any, labels: Any = None,
+                scatter_seed: int = 0, arrays: dict[str, Any] | None = None,
+                scatter: bool = True) -> dict[str, Any]:
+    """One probe record of two views' projections ``z1``, ``z2`` (``[P, d]``, or UnReMix
+    dicts), weighed by ``loss`` (see the module docstring); ``labels`` ``[P]`` or None.
+    ``arrays``: :func:`pair_arrays` of them, computed already (``z1``, ``z2`` unused);
+    ``scatter``: add the (cosine, weight) sample (:func:`scatter_sample`)."""
+    arrays = pair_arrays(z1, z2, loss) if arrays is None else arrays
+    arrays = {k: _numpy(v) for k, v in arrays.items()}
+    weights = arrays["weights"].astype(np.float64)
+    effective = arrays["effective"]
+    mask = arrays["mask"].astype(bool)
+    cosines = arrays["negative_cos"].astype(np.float64)
+    n = int(mask[0].sum())
     hist, _ = np.histogram(cosines[mask], bins=COSINE_BINS, range=(-1.0, 1.0))
     record: dict[str, Any] = {
         "num_negatives": n,
-        "positive_cosine": float(np.mean(_numpy(pairs.positive_cos))),
+        "positive_cosine": float(np.mean(arrays["positive_cos"])),
         "negative_cosine": float(cosines[mask].mean()),
         "cosine_histogram": hist.astype(int).tolist(),
         "effective_negatives": float(effective.mean()),
         "effective_negatives_quartiles": [float(q) for q in
                                           np.percentile(effective, [25, 50, 75])],
     }
-    same = None
     if labels is not None:
-        y = np.asarray(labels).reshape(-1)
-        y = np.concatenate([y, y])  # the 2P anchors and pool rows: view 1's, then view 2's
-        known = (y >= 0)[:, None] & (y >= 0)[None, :] & mask
-        same = (y[:, None] == y[None, :]) & known
+        known, same = _same_class(labels, mask)
         top = _top_rows(weights, cosines, mask, max(1, int(round(TOP_FRACTION * n)))) & known
         record["false_negatives"] = {
             "all": float(same.sum() / max(known.sum(), 1)),
@@ -145,17 +173,34 @@ def score_pairs(z1: Any, z2: Any, loss: Any, labels: Any = None,
             "weight": float((weights * same).sum() / max((weights * known).sum(), 1e-30)),
             "top_fraction": TOP_FRACTION,
         }
-    rows, cols = np.nonzero(mask)
-    pick = np.random.default_rng(scatter_seed).permutation(len(rows))[:SCATTER_POINTS]
-    pick.sort()
-    rows, cols = rows[pick], cols[pick]
-    record["scatter"] = {
-        "cosine": np.round(cosines[rows, cols], 4).tolist(),
-        "weight": np.round(weights[rows, cols], 5).tolist(),
-    }
-    if same is not None:
-        record["scatter"]["same_class"] = same[rows, cols].astype(int).tolist()
+    if scatter:
+        record["scatter"] = scatter_sample(arrays, labels, scatter_seed)
     return record
+
+
+def _same_class(labels: Any, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(known, same)`` ``[2P, 2P]``: negative pairs with both labels known, and those of
+    one class (the ``2P`` anchors and pool rows: view 1's, then view 2's)."""
+    y = np.asarray(labels).reshape(-1)
+    y = np.concatenate([y, y])
+    known = (y >= 0)[:, None] & (y >= 0)[None, :] & mask
+    return known, (y[:, None] == y[None, :]) & known
+
+
+def scatter_sample(arrays: dict[str, Any], labels: Any, seed: int) -> dict[str, list]:
+    """A fixed sample (``seed``) of :data:`SCATTER_POINTS` (anchor, negative) pairs of
+    :func:`pair_arrays`: their cosine, weight and (with labels) whether they share a class."""
+    mask = _numpy(arrays["mask"]).astype(bool)
+    rows, cols = np.nonzero(mask)
+    pick = np.sort(np.random.default_rng(seed).permutation(len(rows))[:SCATTER_POINTS])
+    rows, cols = rows[pick], cols[pick]
+    out = {"cosine": np.round(_numpy(arrays["negative_cos"])[rows, cols].astype(np.float64),
+                              4).tolist(),
+           "weight": np.round(_numpy(arrays["weights"])[rows, cols].astype(np.float64),
+                              5).tolist()}
+    if labels is not None:
+        out["same_class"] = _same_class(labels, mask)[1][rows, cols].astype(int).tolist()
+    return out
 
 
 def sampler_statistics(sampler: Any, embeddings: np.ndarray, labels: Any, seed: int,
@@ -180,6 +225,50 @@ def sampler_statistics(sampler: Any, embeddings: np.ndarray, labels: Any, seed: 
     return out
 
 
+def _loss_key(loss: Any) -> str:
+    return json.dumps(loss.get_config(), sort_keys=True, default=str)
+
+
+def compiled_probe(model: Any, loss: Any):
+    """``(view1, view2) -> pair_arrays`` of ``model``'s probe projections, compiled for the
+    running backend (``tf.function``; ``jax.jit`` over the model's variables, stateless),
+    eager elsewhere. The loss's hyper-parameters are read when it is traced: build a new
+    one when they change (annealing)."""
+    def arrays(view1, view2):
+        projections = model.probe_projections(view1, view2)
+        return pair_arrays(*projections, loss)
+
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        return tf.function(arrays, reduce_retracing=True)
+    if backend == "jax":
+        import jax
+
+        variables = list(model.variables)
+
+        @jax.jit
+        def stateless(values, view1, view2):
+            with keras.StatelessScope(state_mapping=list(zip(variables, values))):
+                return arrays(view1, view2)
+
+        return lambda view1, view2: stateless([v.value for v in variables], view1, view2)
+    return arrays
+
+
+def store(path: str, **fields: Any) -> None:
+    """Adds ``fields`` to the ``probe.json`` at ``path`` (replaced whole)."""
+    stored = read_probe(path)
+    if stored is None:
+        return
+    stored.update(fields)
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "w") as f:
+        f.write(json.dumps(stored, default=float))
+    os.replace(tmp, path)
+
+
 def read_probe(path: str) -> dict[str, Any] | None:
     """The records of a ``probe.json`` (``{"records": [...], ...}``), or None."""
     try:
@@ -187,6 +276,12 @@ def read_probe(path: str) -> dict[str, Any] | None:
             return json.load(f)
     except (OSError, ValueError):
         return None
+
+
+def _base_probe_projections():
+    from keras_hardneg.models.base import ContrastiveModel
+
+    return ContrastiveModel.probe_projections
 
 
 class NegativesProbe(keras.callbacks.Callback):
@@ -215,6 +310,9 @@ class NegativesProbe(keras.callbacks.Callback):
         self.records: list[dict[str, Any]] = []
         self.seconds = 0.0
         self.available = True
+        self._compiled = None
+        self._encoded: list[str] = []  # the records before the last, as JSON
+        self._last = None  # (arrays, record) of the latest scoring
         if start_epoch and path is not None:
             stored = read_probe(path) or {}
             self.records = [r for r in stored.get("records", [])
@@ -224,38 +322,71 @@ class NegativesProbe(keras.callbacks.Callback):
     def _score(self, epoch: int) -> None:
         import time
 
-        start = time.perf_counter()
-        views = self.model.probe_projections(self.probe.view1, self.probe.view2)
-        if views is None:  # a framework without two projections (InfoGraph)
-            self.available = False
-            return
+        start, cpu = time.perf_counter(), time.process_time()
         loss = self.model.contrastive_loss
-        record = score_pairs(*views, loss, self.probe.labels, scatter_seed=self.seed)
+        key = _loss_key(loss)
+        if self._compiled is None or self._compiled[0] != key:
+            self._compiled = (key, compiled_probe(self.model, loss))
+        arrays = {k: _numpy(v) for k, v in
+                  self._compiled[1](self.probe.view1, self.probe.view2).items()}
+        # The (cosine, weight) sample: the first record's now, the last one's at the end.
+        first = not self.records
+        record = score_pairs(None, None, loss, self.probe.labels, arrays=arrays,
+                             scatter_seed=self.seed, scatter=first)
         record["epoch"] = int(epoch)
         record["loss"] = {"name": type(loss).__name__, **{
             k: v for k, v in loss.get_config().items()
             if k not in ("name", "reduction", "dtype")}}
         bank = getattr(self.model, "embedding_bank", None)
         if self.sampler is not None and bank is not None:
-            record["batches"] = sampler_statistics(
-                self.sampler, _numpy(bank), self.sampler_labels, self.seed + int(epoch))
-        # Only the first and the latest record keep their scatter sample.
-        if len(self.records) > 1:
+            bank = _numpy(bank)
+            # Before the first epoch the bank is empty (zeros): nothing to measure yet.
+            if np.mean(~bank.any(axis=1)) < 0.01:
+                record["batches"] = sampler_statistics(
+                    self.sampler, bank, self.sampler_labels, self.seed + int(epoch))
+        if self.records and self.records[-1] is not self.records[0]:
             self.records[-1].pop("scatter", None)
-        self.records = [r for r in self.records if r["epoch"] < epoch] + [record]
-        self.seconds += time.perf_counter() - start
+        kept = [r for r in self.records if r["epoch"] < epoch]
+        self._encoded = self._encoded[:len(kept)]
+        self.records = kept + [record]
+        self._last = (arrays, record)
+        record["seconds"] = round(time.perf_counter() - start, 5)
+        record["cpu_seconds"] = round(time.process_time() - cpu, 5)  # every thread's
         self._write()
+        self.seconds += time.perf_counter() - start
 
     def _write(self) -> None:
+        """``probe.json``, replaced whole (a reader sees the old or the new file; not
+        fsynced: a record lost with the machine is scored again by the resumed epoch).
+        Each record is encoded once (json.dumps: the C encoder)."""
         if self.path is None:
             return
-        atomic_write_json(self.path, {
-            "probe_size": int(len(self.probe.indices)), "indices": self.probe.indices.tolist(),
-            "pairing": "in_batch", "seconds": round(self.seconds, 4),
-            "records": self.records}, indent=None)
+        while len(self._encoded) < len(self.records) - 1:
+            self._encoded.append(json.dumps(self.records[len(self._encoded)]))
+        head = json.dumps({"probe_size": int(len(self.probe.indices)),
+                           "indices": self.probe.indices.tolist(), "pairing": "in_batch",
+                           "seconds": round(self.seconds, 4)})
+        text = (head[:-1] + ', "records": [' + ", ".join(
+            self._encoded + [json.dumps(self.records[-1])]) + "]}")
+        tmp = f"{self.path}.tmp-{os.getpid()}"
+        with open(tmp, "w") as f:
+            f.write(text)
+        os.replace(tmp, self.path)
+
+    def on_train_end(self, logs=None):
+        if self._last is None:
+            return
+        arrays, record = self._last
+        if "scatter" not in record and record is self.records[-1]:
+            record["scatter"] = scatter_sample(arrays, self.probe.labels, self.seed)
+            self._write()
+        self._last = None
 
     def on_train_begin(self, logs=None):
-        if not self.records:
+        # A framework without two projections (InfoGraph) has nothing to probe.
+        own = getattr(type(self.model), "probe_projections", None)
+        self.available = own is not None and own is not _base_probe_projections()
+        if self.available and not self.records:
             self._score(0)
 
     def on_epoch_end(self, epoch, logs=None):

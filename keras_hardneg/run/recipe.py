@@ -27,16 +27,16 @@ from typing import Any
 
 from keras_hardneg import augment, data, encoders, evaluation, losses, models, optimizers, sampling
 from keras_hardneg._io import atomic_write_json
-from keras_hardneg.registry import (DATASETS, ENCODERS, EVALUATIONS, FRAMEWORKS, LOSSES,
-                                    OPTIMIZERS, SAMPLERS, SCHEDULES, VIEW_MAKERS, ConfigError,
-                                    Param, Registry)
+from keras_hardneg.registry import (DATASETS, DEFAULT_MODALITY, ENCODERS, EVALUATIONS,
+                                    FRAMEWORKS, LOSSES, OPTIMIZERS, SAMPLERS, SCHEDULES,
+                                    VIEW_MAKERS, ConfigError, Param, Registry, get_modality)
 
 # The component packages register themselves on import; referenced so the imports are kept.
 _REGISTERING = (augment, data.sources, encoders, evaluation, losses, models, optimizers, sampling)
 
 __all__ = ["RecipeError", "SECTIONS", "RUN_PARAMS", "ANNEALING_PARAMS", "ANNEALED_LOSS_KEYS",
            "EVALUATION_PARAMS",
-           "DEFAULT_RECIPE", "GRAPH_RECIPE", "TEXT_RECIPE", "DEFAULT_RECIPES", "default_recipe_for",
+           "DEFAULT_RECIPE", "GRAPH_RECIPE", "TEXT_RECIPE", "default_recipe_for",
            "RECIPE_VERSION", "load_recipe", "save_recipe", "upgrade_v1",
            "section_choices"]
 
@@ -143,7 +143,7 @@ GRAPH_RECIPE: dict[str, Any] = {
 #: through a small Transformer with dropout, NT-Xent at temperature 0.05. The encoder starts
 #: as the bag-of-tokens average (ReZero gates at 0): from scratch on 12k sentences the
 #: plain Transformer ended below that baseline (STS avg 35.7 vs 48.9, SentEval 65.2 vs
-#: 67.1; docs/benchmarks.md), the gated one at 48.7 / 68.0.
+#: 67.1; docs/benchmarks/sentences.md), the gated one at 48.7 / 68.0.
 TEXT_RECIPE: dict[str, Any] = {
     "framework": {"name": "simclr"},
     "encoder": {"name": "transformer", "rezero": True},
@@ -160,10 +160,6 @@ TEXT_RECIPE: dict[str, Any] = {
     "projection_dims": [256, 128],
 }
 
-#: modality -> its default recipe (the base a recipe of that modality's data starts from).
-DEFAULT_RECIPES: dict[str, dict[str, Any]] = {
-    "image": DEFAULT_RECIPE, "graph": GRAPH_RECIPE, "text": TEXT_RECIPE}
-
 
 def _data_name(*sources: dict[str, Any] | None) -> str:
     name = DEFAULT_RECIPE["data"]["name"]
@@ -179,11 +175,12 @@ def _data_name(*sources: dict[str, Any] | None) -> str:
 def default_recipe_for(given: dict[str, Any] | None = None,
                        overrides: dict[str, Any] | None = None) -> dict[str, Any]:
     """The default recipe of the modality of the data that ``given`` (then ``overrides``)
-    names: :data:`DEFAULT_RECIPE` for images, :data:`GRAPH_RECIPE`, :data:`TEXT_RECIPE`."""
+    names (``Modality.default_recipe``): :data:`DEFAULT_RECIPE` for images,
+    :data:`GRAPH_RECIPE`, :data:`TEXT_RECIPE`."""
     name = _data_name(given, overrides)
-    modality = (DATASETS.get(name).tags.get("modality", "image")
-                if name in DATASETS else "image")
-    return DEFAULT_RECIPES.get(modality, DEFAULT_RECIPE)
+    modality = (DATASETS.get(name).tags.get("modality", DEFAULT_MODALITY)
+                if name in DATASETS else DEFAULT_MODALITY)
+    return get_modality(modality).default_recipe or DEFAULT_RECIPE
 
 
 def section_choices(section: str) -> list[str]:
@@ -312,7 +309,7 @@ def load_recipe(source: Any = None, overrides: dict[str, Any] | None = None) -> 
 
     Args:
         source: a JSON file path, a dict, or None (the default recipe). Missing keys take
-            the default recipe of the data's modality (:data:`DEFAULT_RECIPES`: images
+            the default recipe of the data's modality (``Modality.default_recipe``: images
             :data:`DEFAULT_RECIPE`, graphs :data:`GRAPH_RECIPE`, sentences
             :data:`TEXT_RECIPE`) and then the components' defaults. Relative paths in
             a recipe file are resolved against its folder.

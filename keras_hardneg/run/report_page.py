@@ -62,6 +62,8 @@ SENTENCE_QUERIES = 5
 SENTENCE_NEIGHBOURS = 5
 #: PNG resolution.
 DPI = 80
+#: Rows of a per-epoch table, at most (evenly spread; the first and the last epoch kept).
+TABLE_ROWS = 12
 
 _SAME, _OTHER = "#1a9850", "#d73027"
 
@@ -128,7 +130,8 @@ def recipe_table(recipe: dict[str, Any]) -> str:
         value = recipe[section]
         if isinstance(value, dict):
             items: list = []
-            _flatten("", value, items)
+            if value:
+                _flatten("", value, items)
             text = "<br>".join(f"<code>{html.escape(k)}</code> = {_fmt(v)}" for k, v in items)
             rows.append((f"<b>{html.escape(section)}</b>", text or "&ndash;"))
         else:
@@ -184,7 +187,26 @@ def figures_section(results: dict[str, Any], baseline: dict[str, Any] | None,
 
 
 # ---------------------------------------------------------------------- curves
-def _panel(ax, title, ylabel):
+def _thin(records: Sequence[Any], limit: int = TABLE_ROWS) -> list:
+    """At most ``limit`` of ``records``, evenly spread, the first and the last kept."""
+    records = list(records)
+    if len(records) <= limit:
+        return records
+    keep = sorted(set(np.linspace(0, len(records) - 1, limit).round().astype(int).tolist()))
+    return [records[i] for i in keep]
+
+
+def _thinned_note(shown: int, total: int) -> str:
+    return ("" if shown == total else
+            _note(f"{shown} of {total} epochs shown; every epoch is in "
+                  "<code>probe.json</code>."))
+
+
+def _panel(ax, title, ylabel, epochs=True):
+    from matplotlib.ticker import MaxNLocator
+
+    if epochs:
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_title(title, fontsize=10)
     ax.set_xlabel("epoch", fontsize=9)
     ax.set_ylabel(ylabel, fontsize=9)
@@ -206,7 +228,9 @@ def curves_section(history: dict[str, list], baseline: dict[str, Any] | None,
         panels.append("knn")
     if history.get("positive_cosine"):
         panels.append("cosine")
-    if history.get("false_negative_rate") or history.get("clamp_fraction"):
+    shares = {k: history.get(k) for k in ("false_negative_rate", "clamp_fraction")
+              if any(v > 0 for v in history.get(k) or [])}  # 0 throughout: no labels / clamp
+    if shares:
         panels.append("fn")
     if records and len(records) > 1:
         panels.append("effective")
@@ -236,12 +260,13 @@ def curves_section(history: dict[str, list], baseline: dict[str, Any] | None,
             ax.legend(fontsize=8)
             _panel(ax, "mean cosine (training batches)", "cosine")
         elif name == "fn":
-            if history.get("false_negative_rate"):
-                ax.plot(epochs, history["false_negative_rate"], marker="o", ms=3,
+            if "false_negative_rate" in shares:
+                ax.plot(epochs, shares["false_negative_rate"], marker="o", ms=3,
                         color="tab:red", label="false-negative rate")
-            if history.get("clamp_fraction"):
-                ax.plot(epochs, history["clamp_fraction"], marker="s", ms=3,
+            if "clamp_fraction" in shares:
+                ax.plot(epochs, shares["clamp_fraction"], marker="s", ms=3,
                         color="tab:purple", label="anchors at the clamp")
+            ax.set_ylim(bottom=0)
             ax.legend(fontsize=8)
             _panel(ax, "training batches", "share")
         elif name == "effective":
@@ -250,8 +275,8 @@ def curves_section(history: dict[str, list], baseline: dict[str, Any] | None,
                     color="tab:orange", label="effective")
             ax.plot(ep, [r["num_negatives"] for r in records], ls="--", color="gray",
                     label="N")
-            ax.legend(fontsize=8)
-            ax.set_ylim(bottom=0)
+            ax.legend(fontsize=8, loc="best")
+            ax.set_ylim(0, 1.08 * max(r["num_negatives"] for r in records))
             _panel(ax, "negatives per anchor (probe)", "number")
     fig.tight_layout()
     return _img(figure_uri(fig), "per-epoch curves") + _note(
@@ -291,7 +316,7 @@ def _histograms(first: dict, last: dict):
         ax.stairs(density, edges, color=color, lw=1.8, label=label,
                   fill=record is last, alpha=0.35 if record is last else 1.0)
     ax.legend(fontsize=8)
-    _panel(ax, "anchor-negative similarity (probe batch)", "density")
+    _panel(ax, "anchor-negative similarity (probe batch)", "density", epochs=False)
     ax.set_xlabel("cosine similarity", fontsize=9)
     return figure_uri(fig)
 
@@ -307,13 +332,14 @@ def _scatter(first: dict, last: dict, labelled: bool):
             same = np.asarray(sc["same_class"], bool)
             ax.scatter(cos[~same], w[~same], s=4, alpha=0.35, color="tab:blue",
                        label="other class", rasterized=True)
-            ax.scatter(cos[same], w[same], s=6, alpha=0.6, color=_OTHER,
+            ax.scatter(cos[same], w[same], s=5, alpha=0.5, color=_OTHER,
                        label="same class (false negative)", rasterized=True)
             ax.legend(fontsize=7, loc="upper left", markerscale=2)
         else:
             ax.scatter(cos, w, s=4, alpha=0.35, color="tab:blue", rasterized=True)
         ax.axhline(1.0, color="gray", ls=":", lw=1)
-        _panel(ax, f"weight vs similarity, epoch {record['epoch']}", "weight w (mean 1)")
+        _panel(ax, f"weight vs similarity, epoch {record['epoch']}", "weight w (mean 1)",
+               epochs=False)
         ax.set_xlabel("cosine similarity to the anchor", fontsize=9)
     fig.tight_layout()
     return figure_uri(fig)
@@ -328,8 +354,8 @@ def _per_epoch(records: Sequence[dict], labelled: bool):
     ax.plot(ep, [r["effective_negatives"] for r in records], marker="o", ms=3,
             color="tab:orange", label="effective 1/sum(wn^2)")
     ax.plot(ep, [r["num_negatives"] for r in records], ls="--", color="gray", label="N")
-    ax.set_ylim(bottom=0)
-    ax.legend(fontsize=8)
+    ax.set_ylim(0, 1.08 * max(r["num_negatives"] for r in records))
+    ax.legend(fontsize=8, loc="best")
     _panel(ax, "effective number of negatives", "negatives per anchor")
     if labelled:
         ax = axes[0][1]
@@ -369,20 +395,26 @@ def negatives_section(probe: dict[str, Any] | None, loss_name: str) -> str:
                + _img(_per_epoch(records, labelled), "effective negatives per epoch") + "</div>")
     if first.get("scatter") and last.get("scatter"):
         out.append(_img(_scatter(first, last, labelled), "weight against similarity"))
+    if min(r["positive_cosine"] for r in records) > 0.9999:
+        out.append(_note("Positive cosine 1: the two views differ only where training draws "
+                         "at random inside the model (SimCSE's dropout), which inference "
+                         "mode turns off; the negatives' similarities and weights do not "
+                         "depend on it."))
     header = ["epoch", "effective negatives", "N", "positive cos", "negative cos"]
     if labelled:
         top = last["false_negatives"].get("top_fraction", 0.05)
         header += ["same class: all", f"same class: top {top:.0%} by weight",
                    "same class: weight share"]
     rows = []
-    for r in records:
+    shown = _thin(records)
+    for r in shown:
         row = [str(r["epoch"]), f'<span class="eff">{r["effective_negatives"]:.3f}</span>',
                str(r["num_negatives"]), _fmt(r["positive_cosine"]), _fmt(r["negative_cosine"])]
         if labelled:
             f = r["false_negatives"]
             row += [_fmt(f["all"]), _fmt(f["most_weighted"]), _fmt(f["weight"])]
         rows.append(row)
-    out.append(_table(header, rows, "probe"))
+    out.append(_table(header, rows, "probe") + _thinned_note(len(shown), len(records)))
     if labelled:
         out.append(_note(
             "Same class: the share of negatives with the anchor's label (false negatives, the "
@@ -412,12 +444,13 @@ def sampler_section(records: Sequence[dict[str, Any]]) -> str | None:
         ax.legend(fontsize=8)
         _panel(ax, label, label)
     fig.tight_layout()
+    shown = _thin(records)
     rows = [[str(r["epoch"])] + [_fmt(r["batches"][who].get(key)) for key, _ in keys
-                                 for who in ("sampler", "uniform")] for r in records]
+                                 for who in ("sampler", "uniform")] for r in shown]
     header = ["epoch"] + [f"{label}: {who}" for _, label in keys for who in ("sampler",
                                                                                "uniform")]
     return (_img(figure_uri(fig), "sampler batches against uniform") + _table(header, rows)
-            + _note("Batches drawn from a copy of the sampler (the run's walk is not "
+            + _thinned_note(len(shown), len(records)) + _note("Batches drawn from a copy of the sampler (the run's walk is not "
                     "advanced) and as many uniform batches, on the embedding bank the "
                     "sampler's graph is built from (Yang et al. 2023, Sec. 5.3)."))
 
@@ -552,7 +585,7 @@ def image_sections(encoder: Any, train: tuple, test: tuple | None, seed: int,
             for spine in ax.spines.values():
                 spine.set_edgecolor(color)
                 spine.set_linewidth(width if same is not None else 1.0)
-            ax.set_title(title, fontsize=7, color=color if col else "black", pad=2)
+            ax.set_title(title, fontsize=8, color=color if col else "black", pad=2)
     fig.subplots_adjust(wspace=0.08, hspace=0.35)
     grid = _img(figure_uri(fig), "nearest-neighbour grid") + _note(
         f"Left: {len(chosen)} {source} images (one per class first); right: their "
@@ -565,6 +598,10 @@ def image_sections(encoder: Any, train: tuple, test: tuple | None, seed: int,
     sections = [("Nearest neighbours", grid)]
     sections.append(embedding_map_section(q_features, q_labels, seed, what=f"{source} images"))
     return sections
+
+
+def _short(text: str, limit: int = 160) -> str:
+    return text if len(text) <= limit else text[:limit - 1].rstrip() + "\u2026"
 
 
 def nearest_sentences_section(embed_rows: Callable[[np.ndarray], np.ndarray],
@@ -584,8 +621,8 @@ def nearest_sentences_section(embed_rows: Callable[[np.ndarray], np.ndarray],
         sims[[j for j in range(len(texts)) if texts[j] == texts[qi]]] = -np.inf
         best = np.argsort(-sims, kind="stable")[:SENTENCE_NEIGHBOURS]
         items = "".join(f"<li><span class=\"cos\">{sims[j]:.3f}</span> "
-                        f"{html.escape(texts[j])}</li>" for j in best)
-        rows.append((f"<b>{html.escape(texts[qi])}</b>", f"<ol>{items}</ol>"))
+                        f"{html.escape(_short(texts[j]))}</li>" for j in best)
+        rows.append((f"<b>{html.escape(_short(texts[qi]))}</b>", f"<ol>{items}</ol>"))
     body = _table(("query", f"{SENTENCE_NEIGHBOURS} nearest sentences (cosine)"), rows,
                   "sentences") + _note(
         f"Queries: {len(queries)} sentences of the corpus (seeded, at least 4 words); "

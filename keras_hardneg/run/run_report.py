@@ -36,7 +36,7 @@ from keras_hardneg.run import probe as probe_lib
 from keras_hardneg.run import report_page as page
 from keras_hardneg.run.artifacts import RunDirectoryError, is_run_directory, restore_run
 from keras_hardneg.run.build import build_loss, build_model, build_view_maker, load_data
-from keras_hardneg.run.modality import TOKENIZER_FILE, modality_of
+from keras_hardneg.run.modality import modality_of
 from keras_hardneg.run.recipe import load_recipe
 
 __all__ = ["write_run_report", "report_target", "starting_figures", "make_probe_callback",
@@ -93,7 +93,7 @@ def starting_figures(recipe: dict[str, Any], modality: Any, encoder: Any, train:
     else measured now on ``train`` / ``test`` by the modality's protocol (images: kNN only).
     ``encoder``: the starting encoder, or a function returning it (called only if needed)."""
     baseline = dict(baseline or {})
-    if baseline.get("knn_accuracy") is not None or modality.name == "image" and (
+    if baseline.get("knn_accuracy") is not None or modality.knn_evaluation and (
             test is None or test[0] is None):
         return baseline
     quick = {**recipe, "evaluation": {**recipe["evaluation"], "linear_probe": False}}
@@ -119,8 +119,8 @@ def _encoder_probe(recipe: dict[str, Any], modality: Any, x: Any, y: Any, encode
         record["epoch"] = int(epoch)
         records.append(record)
     return {"probe_size": len(batch.indices), "records": records,
-            "space": "encoder's features (no projection head kept: scored at the start and "
-                     "the end only)"}
+            "space": "encoder's features (no per-epoch probe was kept for this encoder: "
+                     "scored at the start and the end only)"}
 
 
 # ------------------------------------------------------------------------ page
@@ -128,11 +128,22 @@ def _loss_name(recipe: dict[str, Any]) -> str:
     return type(build_loss(recipe)).__name__
 
 
+def _data_name(data: dict[str, Any]) -> str:
+    """The data's short name: a registered dataset's, else its folder's or file's."""
+    for key in ("folder", "path", "directory", "train"):
+        if isinstance(data.get(key), str) and data[key]:
+            path = os.path.normpath(data[key])
+            if os.path.basename(path) in ("train", "training"):  # FOLDER/train
+                path = os.path.dirname(path)
+            return os.path.basename(path)
+    return str(data["name"])
+
+
 def write_run_report(path: str, *, recipe: dict[str, Any], encoder: Any, train: tuple,
                      test: Any, history: dict[str, list] | None, results: dict[str, Any],
                      baseline: dict[str, Any] | None, probe: dict[str, Any] | None,
                      where: str, what: str = "run", starting_encoder: Any = None,
-                     notes: str = "") -> dict[str, Any]:
+                     notes: str = "", probe_path: str | None = None) -> dict[str, Any]:
     """Writes the report of a trained ``encoder`` to ``path`` and returns ``{"path",
     "seconds", "bytes", "probe_seconds"}``.
 
@@ -149,12 +160,14 @@ def write_run_report(path: str, *, recipe: dict[str, Any], encoder: Any, train: 
         what: ``"run"`` or ``"zoo entry"``.
         starting_encoder: the encoder before training (built from the recipe when None).
         notes: more HTML for the figures section.
+        probe_path: the run's ``probe.json``: starting figures measured here are kept in it
+            (``"starting_figures"``), so that the page is redone without measuring them.
     """
     start = time.perf_counter()
     modality = modality_of(recipe)
     history = history or {}
     x, y = train
-    labelled = y is not None or (modality.name == "image" and hasattr(x, "labels_of"))
+    labelled = y is not None or hasattr(x, "labels_of")  # a source carries its labels
     built = {} if starting_encoder is None else {"encoder": starting_encoder}
 
     def start_encoder():
@@ -163,19 +176,26 @@ def write_run_report(path: str, *, recipe: dict[str, Any], encoder: Any, train: 
         return built["encoder"]
 
     has_figures = bool(page.figure_rows(results))
-    start_figures = (starting_figures(recipe, modality, start_encoder, train, test, baseline)
-                     if has_figures else {})
+    start_figures = {}
+    if has_figures:
+        stored = (probe or {}).get("starting_figures")
+        start_figures = {**stored, **(baseline or {})} if stored else starting_figures(
+            recipe, modality, start_encoder, train, test, baseline)
+        if probe_path and not stored and set(start_figures) - set(baseline or {}):
+            probe_lib.store(probe_path, starting_figures=start_figures)
     if probe is None or not probe.get("records"):
         probe = _encoder_probe(recipe, modality, x, y if labelled else None,
                                [start_encoder(), encoder],
                                [0, len(history.get("loss") or []) or recipe["epochs"]])
     loss_name = _loss_name(recipe)
     records = probe.get("records") or []
+    probe_note = ("; the linear probe is not rerun for it"
+                  if "linear_probe_accuracy" in results else "")
     sections = [
         ("Figures", page.figures_section(
             results, start_figures, modality.describe_evaluation(recipe),
             "Starting encoder: the recipe's encoder built with its seed, before any step "
-            "(measured by the same protocol; the linear probe is not rerun for it)." + notes)),
+            f"(measured by the same protocol{probe_note})." + notes)),
         ("Curves per epoch", page.curves_section(history, start_figures, records)),
         ("Negatives", page.negatives_section(probe, loss_name)),
     ]
@@ -185,23 +205,27 @@ def write_run_report(path: str, *, recipe: dict[str, Any], encoder: Any, train: 
     sections += modality.report_sections(encoder, recipe, train, test)
     sections.append(("Recipe", page.recipe_table(recipe)))
     title = (f"{recipe['framework']['name']} + {recipe['loss']['name']} on "
-             f"{recipe['data']['name']}: what the negatives did")
+             f"{_data_name(recipe['data'])}: what the negatives did")
     epochs = len(history.get("loss") or [])
     lead = (f"{what.capitalize()} <code>{html.escape(where)}</code> &middot; "
             f"{html.escape(str(results.get('data') or recipe['data']['name']))} &middot; "
             f"{modality.name} &middot; {epochs or recipe['epochs']} epochs"
             + (f" &middot; {results['seconds']:.0f} s of training"
                if isinstance(results.get("seconds"), (int, float)) else ""))
-    probe_cost = float(probe.get("seconds") or 0.0)
-    scorings = max(len(records), 1)
     from keras_hardneg import __version__
+
+    timed = [r["seconds"] for r in records if isinstance(r.get("seconds"), (int, float))]
+    if len(timed) > 1:
+        cost = (f"the probe took {timed[0]:.2f} s at the start (compiling it) and then "
+                f"{1000 * float(np.median(timed[1:])):.0f} ms an epoch (median of "
+                f"{len(timed) - 1}) during training")
+    else:
+        cost = "the probe was scored now (no per-epoch record)"
 
     def footer(seconds: float, size: str) -> str:
         return (f"Written by keras-hardneg {__version__} on "
-                f"{datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}. Cost: the probe "
-                f"took {probe_cost:.2f} s over {scorings} scorings "
-                f"({1000 * probe_cost / scorings:.0f} ms each) during training; this page "
-                f"{seconds:.1f} s to make (figures, neighbours, t-SNE); {size}. One "
+                f"{datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}. Cost: {cost}; this "
+                f"page {seconds:.1f} s to make (figures, neighbours, t-SNE); {size}. One "
                 "self-contained file: no script, nothing fetched.")
 
     html_page = page.render_page(title, sections, lead, footer(0.0, "SIZE"))
@@ -210,7 +234,7 @@ def write_run_report(path: str, *, recipe: dict[str, Any], encoder: Any, train: 
     html_page = html_page.replace(footer(0.0, "SIZE"), footer(seconds, size))
     page.write_page(path, html_page)
     return {"path": path, "seconds": seconds, "bytes": os.path.getsize(path),
-            "probe_seconds": probe_cost}
+            "probe_seconds": float(sum(timed))}
 
 
 # --------------------------------------------------------------- from a folder
@@ -261,12 +285,9 @@ def report_target(target: str, *, overrides: dict[str, Any] | None = None,
                                    os.path.join(folder, "recipe.json")) if os.path.isfile(p))
     recipe = load_recipe(recipe_path, overrides or None)
     modality = modality_of(recipe)
-    if modality.name == "text":
-        for tokenizer in (os.path.join(folder, TOKENIZER_FILE),
-                          os.path.join(preset, "assets", TOKENIZER_FILE)):
-            if os.path.isfile(tokenizer):
-                recipe["data"]["tokenizer"] = tokenizer
-                break
+    for kept in (folder, os.path.join(preset, "assets")):  # a run's files, else the preset's
+        if modality.restore_run_files(recipe, kept):
+            break
     if run and not has_preset:
         encoder = restore_run(folder)[0].encoder  # an unfinished run: its last checkpoint
     elif has_preset:
@@ -285,7 +306,7 @@ def report_target(target: str, *, overrides: dict[str, Any] | None = None,
                                                               "linear_probe_accuracy",
                                                               "svm_accuracy", "sts")}
         quick = {**recipe, "evaluation": {**recipe["evaluation"], "linear_probe": False}}
-        unlabelled_images = modality.name == "image" and (test is None or test[0] is None)
+        unlabelled_images = modality.knn_evaluation and (test is None or test[0] is None)
         results = ({} if unlabelled_images else
                    modality.evaluate(encoder, quick, train, test))
         results["data"] = description
@@ -297,8 +318,10 @@ def report_target(target: str, *, overrides: dict[str, Any] | None = None,
     if output is None:
         output = (os.path.join(folder, REPORT_FILE) if run
                   else os.path.abspath(f"{os.path.basename(folder.rstrip(os.sep))}-report.html"))
+    probe_path = os.path.join(folder, probe_lib.PROBE_FILE)
     out = write_run_report(output, recipe=recipe, encoder=encoder, train=train, test=test,
                            history=history, results=results, baseline=baseline, probe=probe,
-                           where=folder, what="run" if run else "zoo entry", notes=notes)
+                           where=folder, what="run" if run else "zoo entry", notes=notes,
+                           probe_path=probe_path if run and not overrides and probe else None)
     out["kind"] = "run" if run else "zoo entry"
     return out

@@ -133,7 +133,7 @@ def _evaluation_splits(modality, recipe, train_split, test_split):
     the training images are unlabeled and a labelled folder is given as ``test``, that
     folder split by ``data.test_fraction`` (seeded)."""
     x, y = train_split
-    if modality.name != "image" or y is not None or test_split is None or \
+    if not modality.knn_evaluation or y is not None or test_split is None or \
             is_random_access(x) or is_random_access(test_split[0]) or test_split[1] is None:
         return train_split, test_split
     xt, yt = test_split
@@ -145,7 +145,7 @@ def _evaluation_splits(modality, recipe, train_split, test_split):
 def _unlabeled(modality, test_split) -> bool:
     """An image run without labels (a folder of unlabeled images): no monitor, no
     evaluation."""
-    return modality.name == "image" and not _labelled(test_split)
+    return modality.knn_evaluation and not _labelled(test_split)
 
 
 def _labelled(split) -> bool:
@@ -192,7 +192,8 @@ def _write_report(recipe, model, train_split, test_split, history, results, base
     try:
         write_run_report(path, recipe=recipe, encoder=model.encoder, train=train_split,
                          test=test_split, history=history, results=results,
-                         baseline=baseline, probe=probe, where=output_dir)
+                         baseline=baseline, probe=probe, where=output_dir,
+                         probe_path=probe_cb.path if probe is not None else None)
     except Exception as e:  # noqa: BLE001 -- the run is complete; the page can be redone
         warnings.warn(f"report.html was not written ({type(e).__name__}: {e}); write it with "
                       f"`keras-hardneg report {output_dir}`.", stacklevel=3)

@@ -23,7 +23,7 @@ uniform draws made beforehand by the caller's ``np.random.Generator`` (one unifo
 move: restart if ``x < alpha``, else neighbour slot ``floor((x - alpha) / (1 - alpha) * K)``,
 which is uniform on ``0..K-1`` given no restart).  First visits are marked in a per-thread
 ``[N]`` stamp array, so no per-walk clearing; it is about 4x faster than the vectorised
-excursions below (timings in docs/benchmarks.md). ``engine="numpy"`` keeps the
+excursions below (timings in docs/benchmarks/scale.md). ``engine="numpy"`` keeps the
 dependency-free path, and ``"auto"`` picks the compiled one when numba imports.
 
 Termination: if a round ends short of ``B`` nodes, a bounded BFS from the seed checks that at

@@ -163,3 +163,54 @@ def test_get_by_name():
     assert isinstance(L.get("hard", beta=0.5), L.HardNegativeContrastiveLoss)
     with pytest.raises(ValueError, match="unknown loss .*; allowed: debiased, hard, nt_xent"):
         L.get("triplet")
+
+
+# ------------------------------------------------------------------ khn.losses.get
+@pytest.mark.parametrize("name", IDS)
+def test_get_accepts_what_keras_losses_get_accepts(name):
+    """``khn.losses.get`` takes what ``keras.losses.get`` takes -- None, a serialized config
+    (dict), a class name, a class, an instance -- plus the registry's names (and a
+    recipe-style ``{"name": ...}`` section), and gives the loss of that config."""
+    loss = BY_NAME[name]()
+    cls = type(loss)
+    assert L.get(None) is None and L.get(loss) is loss
+    for config in (keras.saving.serialize_keras_object(loss), keras.losses.serialize(loss)):
+        got = L.get(config)
+        assert type(got) is cls and got.get_config() == loss.get_config()
+        assert type(keras.losses.get(config)) is cls  # Keras's own get agrees
+    assert type(L.get(cls.__name__)) is cls and type(L.get(cls)) is cls
+    registered = {"ntxent": "nt_xent"}.get(name, name)
+    section = {"name": registered, **{k: v for k, v in loss.get_config().items()
+                                      if k not in ("name", "reduction", "dtype")}}
+    from_section = L.get(section)
+    assert from_section.get_config() == {**loss.get_config(), "name": from_section.name}
+    assert L.get(registered, reduction="sum").reduction == "sum"
+
+
+@pytest.mark.parametrize("name,bad", [
+    ("nt_xent", {"temperature": 0.0}), ("debiased", {"tau_plus": 1.0}),
+    ("hard", {"beta": -1.0}), ("ring", {"lower_percentile": 50, "upper_percentile": 10}),
+    ("unremix", {"weights": [1.0, 1.0]}), ("hard", {"temperature": "warm"}),
+    ("nt_xent", {"reduction": "average"}),
+])
+def test_get_and_the_constructor_raise_the_same_error_for_a_bad_value(name, bad):
+    cls = type(L.get(name))
+    with pytest.raises(Exception) as from_class:
+        cls(**bad)
+    with pytest.raises(Exception) as from_get:
+        L.get(name, **bad)
+    with pytest.raises(Exception) as from_config:
+        L.get({"name": name, **bad})
+    assert type(from_get.value) is type(from_class.value) is ValueError
+    assert type(from_config.value) is ValueError
+    assert str(from_get.value) == str(from_class.value) == str(from_config.value)
+
+
+def test_get_refuses_what_it_cannot_interpret_in_one_line():
+    for bad in ("mse", {"class_name": "MeanSquaredError", "config": {}}, 3):
+        with pytest.raises(ValueError) as e:
+            L.get(bad)
+        assert "\n" not in str(e.value) and "nt_xent" in str(e.value), str(e.value)
+    with pytest.raises(ValueError, match=r"unknown loss key 'beta' for loss 'nt_xent'; "
+                                         r"allowed: dtype, name, reduction, temperature"):
+        L.get("nt_xent", beta=1.0)

@@ -110,3 +110,17 @@ def test_kth_largest_extremes_and_infinities():
     want = -np.sort(-x, axis=1)
     for k in range(1, 9):
         np.testing.assert_array_equal(to_numpy(kth_largest(tensor(x), k)), want[:, k - 1])
+
+
+def test_ring_band_of_a_tensor_count_is_the_float64_band_under_every_backend():
+    """A run-time ``N`` (InfoGraph with padding graphs) bounded by a static pool size gets
+    the band of the float64 formula (a table), also under JAX, which has no float64."""
+    import keras
+
+    from keras_hardneg.losses.ring import ring_band
+
+    for lower, upper in ((5, 50), (1, 10), (10, 30), (0.1, 99.9)):
+        for n in (0, 1, 7, 10, 29, 30, 31, 100):
+            lo, hi = ring_band(keras.ops.convert_to_tensor(n, "int32"), lower, upper,
+                               max_negatives=128)
+            assert (int(lo), int(hi)) == ring_band(n, lower, upper), (lower, upper, n)
