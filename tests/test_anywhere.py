@@ -4,7 +4,9 @@ a loopback server standing in for the public hosts (``$KERAS_HARDNEG_DATA_MIRROR
 set and SimCSE's sentences are fetched from it; CIFAR-10 comes from a pre-filled Keras
 cache, since its archive is checked against the SHA-256 Keras publishes, which no file a
 test makes can match). Every example's ``--smoke`` and every ``keras-hardneg`` command of
-the README's shell blocks either runs or stops at once with one line naming what it needs.
+the shell blocks of the README and the documentation site's pages either runs or stops at
+once with one line naming what it needs (a command whose data is the user's runs on a
+small folder the test makes; the few that need several machines are listed with why).
 
 Heavy tier (~10 minutes: each command starts a process that imports TensorFlow). The venv
 takes TensorFlow and the other dependencies from the system's site-packages
@@ -28,25 +30,40 @@ from tests import _loopback
 pytestmark = pytest.mark.heavy
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-NOT_RUN = {  # README commands that cannot run on one machine, and why
+NOT_RUN = {  # commands that cannot run on one machine, and why
     "KERAS_BACKEND=jax keras-hardneg train --recipe recipe.json --output /shared/runs/r "
     "--distribution '{\"name\": \"jax_multi_process\", \"coordinator_address\": "
     "\"10.0.0.1:1234\", \"num_processes\": 2, \"process_id\": 0}'":
         "two machines, the first at 10.0.0.1",
+    "keras-hardneg train --recipe recipe.json --output /shared/runs/r --distribution "
+    "tf_multi_worker": "several machines (TF_CONFIG)",
+    "KERAS_BACKEND=jax keras-hardneg train --recipe recipe.json --output /shared/runs/r "
+    "--distribution jax_multi_process": "several machines (jax.distributed's variables)",
 }
 
 
+#: The pages a user copies commands from: the README and the documentation site's pages
+#: (not the notes, not the benchmark records).
+PAGES = ["README.md", "docs/*.md", "docs/guides/*.md", "docs/examples/*.md"]
+
+
 def readme_commands() -> list[str]:
-    """The ``keras-hardneg`` commands of the README's ``bash`` blocks, continuation lines
-    joined, comments and a leading ``pip install ... &&`` cut."""
-    text = open(os.path.join(ROOT, "README.md")).read()
+    """The ``keras-hardneg`` commands of the ``bash`` blocks of :data:`PAGES`, in order and
+    once each: continuation lines joined, comments and a leading ``pip install ... &&``
+    cut."""
+    import glob
+
     out = []
-    for block in re.findall(r"```bash\n(.*?)```", text, re.S):
-        for line in block.replace("\\\n", " ").splitlines():
-            line = re.sub(r"\s+#.*$", "", line).strip()
-            line = re.sub(r"^pip install [^&]*&&\s*", "", line)
-            if "keras-hardneg " in line:
-                out.append(re.sub(r"\s+", " ", line))
+    for pattern in PAGES:
+        for path in sorted(glob.glob(os.path.join(ROOT, pattern))):
+            text = open(path).read()
+            for block in re.findall(r"```bash\n(.*?)```", text, re.S):
+                for line in block.replace("\\\n", " ").splitlines():
+                    line = re.sub(r"\s+#.*$", "", line).strip()
+                    line = re.sub(r"^pip install [^&]*&&\s*", "", line)
+                    line = re.sub(r"\s+", " ", line)
+                    if re.match(r"^([A-Z_]+=\S+ )*keras-hardneg ", line) and line not in out:
+                        out.append(line)
     return out
 
 
@@ -60,6 +77,19 @@ def _copy_clone(dest: str) -> None:
             target = os.path.join(dest, name)
             os.makedirs(os.path.dirname(target), exist_ok=True)
             shutil.copy2(src, target)
+
+
+def _image_folder(root, classes=3, per_class=12, seed=0):
+    """A user's image folder: class sub-folders of small PNGs."""
+    import numpy as np
+    from PIL import Image
+
+    rng = np.random.default_rng(seed)
+    for c in range(classes):
+        os.makedirs(os.path.join(root, f"class{c}"))
+        for i in range(per_class):
+            Image.fromarray(rng.integers(0, 255, (24, 24, 3), dtype=np.uint8)).save(
+                os.path.join(root, f"class{c}", f"{i}.png"))
 
 
 class User:
@@ -94,6 +124,7 @@ class User:
         write_sts_layout(os.path.join(self.home, "senteval"))  # SentEval's layout
         tiny_senteval(os.path.join(self.home, "senteval"))
         write_sentences(os.path.join(self.home, "sentences.txt"), n=128)
+        _image_folder(os.path.join(self.home, "images"))
         env = _loopback.loopback_env()
         # a user's environment: none of ours, nor the test run's XLA level 0 (conftest.py:
         # cheap compiles, slow code: the README's JAX run took 6 s a step under it)
@@ -177,7 +208,7 @@ def test_every_readme_command_runs_or_stops_in_one_line(user):
     import time
 
     commands = readme_commands()
-    assert len(commands) >= 12, commands
+    assert len(commands) >= 20, commands
     unknown = [c for c in commands if c not in NOT_RUN and c.split(" #")[0] not in PLAN]
     assert not unknown, f"a README command this test does not know: {unknown}"
     minilm = (importlib.util.find_spec("keras_hub") is not None
@@ -213,6 +244,11 @@ def test_every_readme_command_runs_or_stops_in_one_line(user):
             _one_line_stop(code, err, how["needs"])
             done[command] = f"stopped: needs {how['needs']}"
             continue
+        if how.get("first_stops"):
+            first, words = how["first_stops"]
+            code, out, err = user.run(first.replace("models/", os.path.join(
+                user.clone, "models") + "/"), **env)
+            _one_line_stop(code, err, *words)
         code, out, err = user.run(line, **env)
         if how.get("stops"):
             _one_line_stop(code, err, *how["stops"])
@@ -227,7 +263,8 @@ def test_every_readme_command_runs_or_stops_in_one_line(user):
 
 #: README command -> how to run it here: ``run`` (the command with this machine's
 #: placeholders filled), ``env``, ``says`` (words its output must hold), ``stops`` (it must
-#: stop with one line holding these words), ``needs`` (an optional module).
+#: stop with one line holding these words), ``needs`` (an optional module), ``first_stops``
+#: (a command that must stop in one line first, e.g. the one as written on a small folder).
 PLAN = {
     "keras-hardneg train --output runs/digits": {"says": ["kNN accuracy"]},
     "KERAS_BACKEND=jax keras-hardneg train --output runs/digits-jax --no-export":
@@ -251,4 +288,23 @@ PLAN = {
     "--seed 0 --output runs/minilm-hard --no-export": {"says": ["run directory"]},
     "keras-hardneg evaluate runs/minilm-hard --benchmark-dir senteval --json": {
         "after_minilm": True, "says": ["STS"]},
+    # ~/images is the user's folder, here 3 classes of 12 images: as written (batch 512) the
+    # recipe stops in one line naming --batch-size; then 2 of its 20 epochs at batch 16
+    "keras-hardneg train --recipe models/simclr-hard-cifar10/recipe.json --dataset ~/images "
+    "--epochs 20 --output runs/mine": {
+        "first_stops": ("keras-hardneg train --recipe models/simclr-hard-cifar10/recipe.json "
+                        "--dataset images --epochs 20 --output runs/mine",
+                        ["--batch-size", "larger than the dataset"]),
+        "run": "keras-hardneg train --recipe models/simclr-hard-cifar10/recipe.json "
+               "--dataset images --epochs 2 --batch-size 16 --output runs/mine",
+        "says": ["kNN accuracy"]},
+    "keras-hardneg evaluate runs/mine --json": {"says": ["knn_accuracy"]},
+    "keras-hardneg export runs/mine --output my_encoder": {"says": ["model card"]},
+    # 2 of its 8 trials, 1 of its 3 epochs each: the data (digits) is what is checked
+    "keras-hardneg tune --trials 8 --epochs 3 --output tune-out": {
+        "run": "keras-hardneg tune --trials 2 --epochs 1 --output tune-out",
+        "says": ["best trial"]},
+    "keras-hardneg report runs/digits": {"says": ["report"]},
+    "keras-hardneg report simclr-hard-cifar10 --dataset cifar10": {"says": ["report"]},
+    "keras-hardneg train --output runs/quiet --no-report": {"says": ["kNN accuracy"]},
 }
