@@ -252,6 +252,23 @@ def _relative_to_entry(recipe: dict) -> dict:
     return recipe
 
 
+def _same_arrays(a: str, b: str) -> bool:
+    """Whether presets ``a`` and ``b`` hold the same weights, array for array."""
+    import h5py
+
+    def arrays(folder):
+        out = {}
+        with h5py.File(os.path.join(folder, "model.weights.h5"), "r") as f:
+            f.visititems(lambda k, v: out.__setitem__(k, v[()]) if hasattr(v, "shape")
+                         else None)
+        return out
+
+    if not all(os.path.isfile(os.path.join(p, "model.weights.h5")) for p in (a, b)):
+        return False
+    x, y = arrays(a), arrays(b)
+    return x.keys() == y.keys() and all(np.array_equal(x[k], y[k]) for k in x)
+
+
 def _strip_machine_paths(folder: str) -> None:
     """The cards of a copied run name its data as given (``../shared/...``), not this
     machine's folders."""
@@ -294,6 +311,11 @@ def install_graph(entry: str) -> None:
     if not os.path.isfile(seed0):
         return
     cell = _read(seed0)
+    if os.path.isdir(os.path.join(run_dir, "preset")) and _same_arrays(
+            os.path.join(run_dir, "preset"), os.path.join(target, "preset")):
+        # Retrained to the same weights (an entry trained before): its files stay as they
+        # are (no new bytes in the repository's history for the same model).
+        shutil.rmtree(run_dir)
     if os.path.isdir(os.path.join(run_dir, "preset")):
         shutil.rmtree(os.path.join(target, "preset"), ignore_errors=True)
         shutil.copytree(os.path.join(run_dir, "preset"), os.path.join(target, "preset"))
