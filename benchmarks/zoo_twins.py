@@ -451,8 +451,8 @@ def _import_twin_seed0(path: str) -> bool:
     """Seed 0 of the NT-Xent entry: its zoo record (trained and scored the same way)."""
     old = _read(os.path.join(ROOT, TEXT_SEED0_RECORD))
     _write(path, {
-        "entry": TEXT_TWIN, "seed": 0, "train_command": old["train_command"],
-        "evaluate_command": old["evaluate_commands"][0], "sts": old["sts"],
+        "entry": TEXT_TWIN, "seed": 0, "train_command": _portable_text(old["train_command"]),
+        "evaluate_command": _portable_text(old["evaluate_commands"][0]), "sts": old["sts"],
         "senteval": old["senteval"], "train_seconds": old["train_seconds"],
         "steps": old["steps"], "final_loss": old["final_loss"], "weights": old["weights"],
         "subset": old["subset"], "code": old["code"],
