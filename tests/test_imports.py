@@ -16,7 +16,7 @@ LAYERS = [
     {"losses", "sampling", "evaluation"},
     {"models"},
     {"callbacks", "export"},
-    {"run", "zoo", "zoo_store"},
+    {"run", "zoo", "zoo_store", "zoo_figures"},
     {"tuning"},
     {"cli"},
 ]
