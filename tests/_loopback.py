@@ -22,7 +22,8 @@ import numpy as np
 
 
 class Server:
-    """``http.server`` over ``root`` on 127.0.0.1, counting GET requests (``self.requests``).
+    """``http.server`` over ``root`` on 127.0.0.1, counting GET requests (``self.requests``;
+    ``GET /_count`` answers their number and is not counted, for child processes).
 
     ``delay``: seconds to sleep after sending the first half of each file (a fetch that
     can be killed half-way); ``started``: set when a file has begun to be sent."""
@@ -37,6 +38,13 @@ class Server:
                 super().__init__(*args, directory=root, **kwargs)
 
             def do_GET(self):  # noqa: N802 -- http.server's name
+                if self.path == "/_count":
+                    body = str(len(server.requests)).encode()
+                    self.send_response(200)
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                    return
                 server.requests.append(self.path)
                 if not delay:
                     return super().do_GET()
