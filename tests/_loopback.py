@@ -76,6 +76,24 @@ class Server:
         self.server.server_close()
 
 
+def in_threads(fn, n: int = 4, timeout: float = 300):
+    """Calls ``fn()`` in ``n`` threads at once; returns ``(results, errors)`` (lists)."""
+    got, errors = [], []
+
+    def call():
+        try:
+            got.append(fn())
+        except Exception as e:  # noqa: BLE001 -- returned to the test
+            errors.append(e)
+
+    threads = [threading.Thread(target=call) for _ in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout)
+    return got, errors
+
+
 def loopback_env(env: dict | None = None) -> dict:
     """``env`` (default: a copy of ``os.environ``) with proxies bypassed for 127.0.0.1."""
     env = dict(os.environ if env is None else env)

@@ -5,7 +5,6 @@ typo gets "did you mean", and only our own models/ is taken for the zoo. Loopbac
 
 import os
 import shutil
-import threading
 
 import pytest
 
@@ -148,20 +147,9 @@ def test_loads_of_one_entry_at_once_fetch_it_once(tmp_path, no_clone):
     www = tmp_path / "www"
     copy_entry(GRAPH, str(www / "models"))
     slow = _loopback.Server(str(www), delay=0.2)
-    got, errors = [], []
-
-    def load():
-        try:
-            got.append(khn.zoo.load(GRAPH, zoo=slow.url + "/models").preset_metadata["path"])
-        except Exception as e:  # noqa: BLE001 -- reported below
-            errors.append(e)
-
     try:
-        threads = [threading.Thread(target=load) for _ in range(4)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(300)
+        got, errors = _loopback.in_threads(
+            lambda: khn.zoo.load(GRAPH, zoo=slow.url + "/models").preset_metadata["path"])
     finally:
         slow.close()
     files = zoo_store.read_index()[GRAPH]["files"]
