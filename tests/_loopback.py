@@ -12,6 +12,7 @@ import http.server
 import io
 import os
 import pickle
+import shutil
 import sys
 import tarfile
 import threading
@@ -74,6 +75,18 @@ class Server:
     def close(self):
         self.server.shutdown()
         self.server.server_close()
+
+
+def copy_entry(name: str, dest: str) -> None:
+    """The files the shipped zoo index lists for entry ``name``, copied from the clone's
+    models/ to ``dest/name`` (a zoo host's layout)."""
+    from keras_hardneg import zoo_store
+
+    models = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "models")
+    for rel in zoo_store.read_index()[name]["files"]:
+        target = os.path.join(dest, name, *rel.split("/"))
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        shutil.copyfile(os.path.join(models, name, *rel.split("/")), target)
 
 
 def in_threads(fn, n: int = 4, timeout: float = 300):

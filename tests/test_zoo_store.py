@@ -50,14 +50,6 @@ from tests import _loopback  # noqa: E402
 GRAPH, IMAGE = "graphcl-ntxent-mutag", "simclr-ntxent-cifar10-r18w8-cpu"
 
 
-def _copy_entry(name, dest):
-    """The files the index lists for ``name``, copied from models/ to ``dest/name``."""
-    for rel in zoo_store.read_index()[name]["files"]:
-        target = os.path.join(dest, name, *rel.split("/"))
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        shutil.copyfile(os.path.join(MODELS, name, *rel.split("/")), target)
-
-
 @pytest.fixture
 def served(tmp_path, monkeypatch):
     """``www/models`` (the two smallest entries with weights, copied from models/) and
@@ -65,8 +57,8 @@ def served(tmp_path, monkeypatch):
     loopback; ``KERAS_HOME`` in ``tmp_path``."""
     www = tmp_path / "www"
     for name in (GRAPH, IMAGE):
-        _copy_entry(name, str(www / "models"))
-    _copy_entry(GRAPH, str(www / "tampered"))
+        _loopback.copy_entry(name, str(www / "models"))
+    _loopback.copy_entry(GRAPH, str(www / "tampered"))
     weights = www / "tampered" / GRAPH / "preset" / "model.weights.h5"
     data = bytearray(weights.read_bytes())
     data[-100] ^= 0xFF  # same size: only the SHA-256 tells
@@ -187,7 +179,7 @@ def test_listing_the_cache_hashes_each_file_once_until_it_changes(tmp_path, monk
     record = zoo_store.read_index()[name]
     monkeypatch.setenv("KERAS_HOME", str(tmp_path / "home"))
     root = zoo_store.cache_root()
-    _copy_entry(name, root)
+    _loopback.copy_entry(name, root)
     with open(os.path.join(root, name, zoo_store.RECORD_FILE), "w") as f:
         json.dump({"format": 1, "name": name, "source": "test", "record": record}, f)
     hashed = []
