@@ -50,6 +50,7 @@ from typing import Any
 import keras
 
 from keras_hardneg import zoo_figures, zoo_store
+from keras_hardneg._io import atomic_replace_dir
 from keras_hardneg.export.preset import (PRESET_DIR, PresetError, find_preset, is_preset,
                                          load_preset, read_preset_metadata)
 from keras_hardneg.registry import get_modality
@@ -437,14 +438,7 @@ def publish(name: str, directory: str, *, overwrite: bool = False,
         with open(os.path.join(tmp, zoo_store.RECORD_FILE), "w") as f:
             json.dump({"format": PUBLISHED_FORMAT, "name": name, "record": record}, f,
                       indent=1, sort_keys=True)
-        if os.path.exists(target):
-            old = tempfile.mkdtemp(prefix=f".publish-old-{name}-", dir=directory)
-            os.rmdir(old)
-            os.replace(target, old)
-            os.replace(tmp, target)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, target)
+        atomic_replace_dir(tmp, target, overwrite=True, old_prefix=".publish-old-")
     finally:
         if os.path.isdir(tmp):
             shutil.rmtree(tmp, ignore_errors=True)

@@ -48,7 +48,7 @@ import urllib.parse
 from typing import Any
 
 from keras_hardneg import zoo_figures
-from keras_hardneg._io import sha256_file
+from keras_hardneg._io import atomic_replace_dir, sha256_file
 from keras_hardneg.registry import DATASETS, DEFAULT_MODALITY
 
 __all__ = ["INDEX_FORMAT", "INDEX_PATH", "RECORD_FILE", "ZooError", "read_index",
@@ -345,14 +345,8 @@ def fetch_entry(name: str, record: dict[str, Any], base_url: str) -> str:
             with open(os.path.join(tmp, RECORD_FILE), "w") as f:
                 json.dump({"format": RECORD_FORMAT, "name": name, "source": base_url,
                            "record": record}, f, indent=1, sort_keys=True)
-            if os.path.exists(final):  # a damaged or outdated copy: replaced whole
-                old = tempfile.mkdtemp(prefix=f".stale-{name}-", dir=root)
-                os.rmdir(old)
-                os.replace(final, old)
-                os.replace(tmp, final)
-                shutil.rmtree(old, ignore_errors=True)
-            else:
-                os.replace(tmp, final)
+            # A damaged or outdated copy is replaced whole.
+            atomic_replace_dir(tmp, final, overwrite=True, old_prefix=".stale-")
         finally:
             if os.path.isdir(tmp):
                 shutil.rmtree(tmp, ignore_errors=True)

@@ -12,6 +12,7 @@ import http.server
 import io
 import os
 import pickle
+import shutil
 import sys
 import tarfile
 import threading
@@ -22,7 +23,8 @@ import numpy as np
 
 
 class Server:
-    """``http.server`` over ``root`` on 127.0.0.1, counting GET requests (``self.requests``).
+    """``http.server`` over ``root`` on 127.0.0.1, counting GET requests (``self.requests``;
+    ``GET /_count`` answers their number and is not counted, for child processes).
 
     ``delay``: seconds to sleep after sending the first half of each file (a fetch that
     can be killed half-way); ``started``: set when a file has begun to be sent."""
@@ -37,6 +39,13 @@ class Server:
                 super().__init__(*args, directory=root, **kwargs)
 
             def do_GET(self):  # noqa: N802 -- http.server's name
+                if self.path == "/_count":
+                    body = str(len(server.requests)).encode()
+                    self.send_response(200)
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                    return
                 server.requests.append(self.path)
                 if not delay:
                     return super().do_GET()
@@ -66,6 +75,36 @@ class Server:
     def close(self):
         self.server.shutdown()
         self.server.server_close()
+
+
+def copy_entry(name: str, dest: str) -> None:
+    """The files the shipped zoo index lists for entry ``name``, copied from the clone's
+    models/ to ``dest/name`` (a zoo host's layout)."""
+    from keras_hardneg import zoo_store
+
+    models = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "models")
+    for rel in zoo_store.read_index()[name]["files"]:
+        target = os.path.join(dest, name, *rel.split("/"))
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        shutil.copyfile(os.path.join(models, name, *rel.split("/")), target)
+
+
+def in_threads(fn, n: int = 4, timeout: float = 300):
+    """Calls ``fn()`` in ``n`` threads at once; returns ``(results, errors)`` (lists)."""
+    got, errors = [], []
+
+    def call():
+        try:
+            got.append(fn())
+        except Exception as e:  # noqa: BLE001 -- returned to the test
+            errors.append(e)
+
+    threads = [threading.Thread(target=call) for _ in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout)
+    return got, errors
 
 
 def loopback_env(env: dict | None = None) -> dict:

@@ -4,8 +4,6 @@ reads the index, fetches write plain lines into logs, concurrent fetches give on
 typo gets "did you mean", and only our own models/ is taken for the zoo. Loopback only."""
 
 import os
-import shutil
-import threading
 
 import pytest
 
@@ -16,14 +14,6 @@ from tests import _loopback
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODELS = os.path.join(ROOT, "models")
 GRAPH = "graphcl-ntxent-mutag"
-
-
-def copy_entry(name, dest):
-    """The files the index lists for ``name``, copied from models/ to ``dest/name``."""
-    for rel in zoo_store.read_index()[name]["files"]:
-        target = os.path.join(dest, name, *rel.split("/"))
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        shutil.copyfile(os.path.join(MODELS, name, *rel.split("/")), target)
 
 
 @pytest.fixture
@@ -41,7 +31,7 @@ def no_clone(tmp_path, monkeypatch):
 @pytest.fixture
 def host(tmp_path, no_clone):
     www = tmp_path / "www"
-    copy_entry(GRAPH, str(www / "models"))
+    _loopback.copy_entry(GRAPH, str(www / "models"))
     server = _loopback.Server(str(www))
     server.zoo = server.url + "/models"
     yield server
@@ -146,22 +136,11 @@ def test_loads_of_one_entry_at_once_fetch_it_once(tmp_path, no_clone):
     four loads at once while the server holds each file half-sent: each file requested
     once, every load gets the one verified copy."""
     www = tmp_path / "www"
-    copy_entry(GRAPH, str(www / "models"))
+    _loopback.copy_entry(GRAPH, str(www / "models"))
     slow = _loopback.Server(str(www), delay=0.2)
-    got, errors = [], []
-
-    def load():
-        try:
-            got.append(khn.zoo.load(GRAPH, zoo=slow.url + "/models").preset_metadata["path"])
-        except Exception as e:  # noqa: BLE001 -- reported below
-            errors.append(e)
-
     try:
-        threads = [threading.Thread(target=load) for _ in range(4)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(300)
+        got, errors = _loopback.in_threads(
+            lambda: khn.zoo.load(GRAPH, zoo=slow.url + "/models").preset_metadata["path"])
     finally:
         slow.close()
     files = zoo_store.read_index()[GRAPH]["files"]

@@ -14,7 +14,7 @@ import pytest
 import keras_hardneg as khn
 from keras_hardneg import zoo_store
 from tests import _loopback
-from tests.test_zoo_fetch import GRAPH, ROOT, copy_entry
+from tests.test_zoo_fetch import GRAPH, ROOT
 
 pytestmark = pytest.mark.heavy
 
@@ -35,7 +35,7 @@ def _env(tmp_path, zoo_url):
 
 def test_processes_loading_one_entry_at_once_fetch_it_once(tmp_path):
     www = tmp_path / "www"
-    copy_entry(GRAPH, str(www / "models"))
+    _loopback.copy_entry(GRAPH, str(www / "models"))
     server = _loopback.Server(str(www), delay=0.3)
     env = _env(tmp_path, server.url + "/models")
     try:
@@ -58,7 +58,7 @@ def test_processes_loading_one_entry_at_once_fetch_it_once(tmp_path):
 def test_a_fetch_killed_half_way_leaves_no_entry_and_the_next_load_is_whole(
         tmp_path, monkeypatch):
     www = tmp_path / "www"
-    copy_entry(GRAPH, str(www / "models"))
+    _loopback.copy_entry(GRAPH, str(www / "models"))
     slow = _loopback.Server(str(www), delay=120)
     proc = subprocess.Popen([sys.executable, "-c", _LOAD, GRAPH],
                             env=_env(tmp_path, slow.url + "/models"), cwd=str(tmp_path),

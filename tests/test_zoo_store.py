@@ -41,57 +41,13 @@ def test_the_index_is_package_data():
 
 
 # ---------------------------------------------------------------- loopback zoo (issue 35)
-import http.server  # noqa: E402
 import shutil  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
-import threading  # noqa: E402
+
+from tests import _loopback  # noqa: E402
 
 GRAPH, IMAGE = "graphcl-ntxent-mutag", "simclr-ntxent-cifar10-r18w8-cpu"
-
-
-def _copy_entry(name, dest):
-    """The files the index lists for ``name``, copied from models/ to ``dest/name``."""
-    for rel in zoo_store.read_index()[name]["files"]:
-        target = os.path.join(dest, name, *rel.split("/"))
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        shutil.copyfile(os.path.join(MODELS, name, *rel.split("/")), target)
-
-
-class _Zoo:
-    """A loopback http.server over ``root`` counting GET requests (``/_count`` answers the
-    count and is not counted)."""
-
-    def __init__(self, root):
-        self.requests = []
-        zoo = self
-
-        class Handler(http.server.SimpleHTTPRequestHandler):
-            def __init__(self, *args, **kwargs):
-                super().__init__(*args, directory=root, **kwargs)
-
-            def do_GET(self):  # noqa: N802 -- http.server's name
-                if self.path == "/_count":
-                    body = str(len(zoo.requests)).encode()
-                    self.send_response(200)
-                    self.send_header("Content-Length", str(len(body)))
-                    self.end_headers()
-                    self.wfile.write(body)
-                    return
-                zoo.requests.append(self.path)
-                super().do_GET()
-
-            def log_message(self, *args):
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @pytest.fixture
@@ -101,8 +57,8 @@ def served(tmp_path, monkeypatch):
     loopback; ``KERAS_HOME`` in ``tmp_path``."""
     www = tmp_path / "www"
     for name in (GRAPH, IMAGE):
-        _copy_entry(name, str(www / "models"))
-    _copy_entry(GRAPH, str(www / "tampered"))
+        _loopback.copy_entry(name, str(www / "models"))
+    _loopback.copy_entry(GRAPH, str(www / "tampered"))
     weights = www / "tampered" / GRAPH / "preset" / "model.weights.h5"
     data = bytearray(weights.read_bytes())
     data[-100] ^= 0xFF  # same size: only the SHA-256 tells
@@ -110,7 +66,7 @@ def served(tmp_path, monkeypatch):
     monkeypatch.setenv("KERAS_HOME", str(tmp_path / "keras_home"))
     monkeypatch.setenv("NO_PROXY", "127.0.0.1")
     monkeypatch.setenv("no_proxy", "127.0.0.1")
-    zoo = _Zoo(str(www))
+    zoo = _loopback.Server(str(www))
     yield zoo
     zoo.close()
 
@@ -178,7 +134,7 @@ def test_publish_writes_a_hosting_folder_that_serves_as_a_zoo(tmp_path, monkeypa
 
     monkeypatch.setenv("KERAS_HOME", str(tmp_path / "keras_home"))
     monkeypatch.setenv("NO_PROXY", "127.0.0.1")
-    zoo = _Zoo(str(hub))
+    zoo = _loopback.Server(str(hub))
     try:
         model = khn.zoo.load(GRAPH, trainable=False, zoo=zoo.url)
         assert len(zoo.requests) == len(record["files"])
@@ -223,7 +179,7 @@ def test_listing_the_cache_hashes_each_file_once_until_it_changes(tmp_path, monk
     record = zoo_store.read_index()[name]
     monkeypatch.setenv("KERAS_HOME", str(tmp_path / "home"))
     root = zoo_store.cache_root()
-    _copy_entry(name, root)
+    _loopback.copy_entry(name, root)
     with open(os.path.join(root, name, zoo_store.RECORD_FILE), "w") as f:
         json.dump({"format": 1, "name": name, "source": "test", "record": record}, f)
     hashed = []

@@ -56,7 +56,7 @@ from typing import Any
 import keras
 import numpy as np
 
-from keras_hardneg._io import sha256_file
+from keras_hardneg._io import atomic_replace_dir, sha256_file
 from keras_hardneg.registry import DEFAULT_MODALITY, MODALITIES, get_modality
 
 __all__ = ["PRESET_FORMAT", "PresetError", "save_preset", "load_preset", "read_preset_metadata",
@@ -262,14 +262,7 @@ def save_preset(encoder: keras.Model, preset_dir: str, *, modality: str = DEFAUL
         }
         with open(os.path.join(tmp, METADATA_FILE), "w") as f:
             json.dump(metadata, f, indent=1)
-        if os.path.exists(preset_dir):
-            old = tempfile.mkdtemp(prefix=".preset-old-", dir=parent)
-            os.rmdir(old)
-            os.replace(preset_dir, old)
-            os.replace(tmp, preset_dir)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, preset_dir)
+        atomic_replace_dir(tmp, preset_dir, overwrite=True, old_prefix=".preset-old-")
     finally:
         if os.path.isdir(tmp):
             shutil.rmtree(tmp, ignore_errors=True)

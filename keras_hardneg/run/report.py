@@ -82,6 +82,21 @@ class ShortProgress(keras.callbacks.ProgbarLogger):
         super()._finalize_progbar(_shown(logs))
 
 
+def plot_knn_curve(ax, epochs: int, knn: list[float],
+                   baseline: dict[str, Any] | None = None) -> None:
+    """Draws on the matplotlib axes ``ax`` the kNN accuracies ``knn`` of the last
+    ``len(knn)`` of ``epochs`` epochs, with ``baseline``'s ``knn_accuracy`` (the starting
+    encoder's) at epoch 0 and as a dotted line."""
+    xs = list(range(epochs - len(knn) + 1, epochs + 1))
+    ys = list(knn)
+    if baseline and baseline.get("knn_accuracy") is not None:
+        xs, ys = [0] + xs, [baseline["knn_accuracy"]] + ys
+        ax.axhline(baseline["knn_accuracy"], color="gray", ls=":", lw=1,
+                   label="starting encoder (epoch 0)")
+        ax.legend(loc="lower right", fontsize=8)
+    ax.plot(xs, ys, marker="o", ms=3, color="tab:green")
+
+
 def plot_history(history: dict[str, list], path: str,
                  baseline: dict[str, Any] | None = None) -> str | None:
     """Draws the loss and the kNN accuracy (when monitored) per epoch into ``path`` (PNG);
@@ -107,14 +122,7 @@ def plot_history(history: dict[str, list], path: str,
     ax.grid(alpha=0.3)
     if knn:
         ax = axes[0][1]
-        xs = list(range(len(loss) - len(knn) + 1, len(loss) + 1))
-        ys = list(knn)
-        if baseline and baseline.get("knn_accuracy") is not None:
-            xs, ys = [0] + xs, [baseline["knn_accuracy"]] + ys
-            ax.axhline(baseline["knn_accuracy"], color="gray", ls=":", lw=1,
-                       label="random encoder (epoch 0)")
-            ax.legend(loc="lower right", fontsize=8)
-        ax.plot(xs, ys, marker="o", ms=3, color="tab:green")
+        plot_knn_curve(ax, len(loss), knn, baseline)
         ax.set(xlabel="epoch", ylabel="kNN accuracy", title="kNN monitor (test split)")
         ax.grid(alpha=0.3)
     fig.tight_layout()

@@ -217,6 +217,8 @@ def _panel(ax, title, ylabel, epochs=True):
 def curves_section(history: dict[str, list], baseline: dict[str, Any] | None,
                    records: Sequence[dict[str, Any]] | None) -> str:
     """Per-epoch curves of ``history.json`` and of the probe's records."""
+    from keras_hardneg.run.report import plot_knn_curve
+
     loss = history.get("loss") or []
     if not loss:
         return _note("No per-epoch history was kept for this encoder.")
@@ -244,14 +246,7 @@ def curves_section(history: dict[str, list], baseline: dict[str, Any] | None,
             ax.plot(epochs, loss, marker="o", ms=3)
             _panel(ax, "training loss", "loss")
         elif name == "knn":
-            xs = list(range(len(loss) - len(knn) + 1, len(loss) + 1))
-            ys = list(knn)
-            if baseline and baseline.get("knn_accuracy") is not None:
-                xs, ys = [0] + xs, [baseline["knn_accuracy"]] + ys
-                ax.axhline(baseline["knn_accuracy"], color="gray", ls=":", lw=1,
-                           label="starting encoder")
-                ax.legend(fontsize=8, loc="lower right")
-            ax.plot(xs, ys, marker="o", ms=3, color="tab:green")
+            plot_knn_curve(ax, len(loss), knn, baseline)
             _panel(ax, "kNN monitor (test split)", "kNN accuracy")
         elif name == "cosine":
             ax.plot(epochs, history["positive_cosine"], marker="o", ms=3, label="positive")

@@ -183,25 +183,12 @@ def test_fetches_of_one_set_at_once_fetch_it_once(mirror):
     processes have: ``flock`` treats them alike; the server holds each file half-sent for
     a moment): one request, one complete copy, every caller gets it. Processes: the zoo's
     heavy test (tests/test_zoo_fetch_processes.py)."""
-    import threading
 
     _loopback.published_tu_zip(str(mirror.www), "MUTAG")
     slow = _loopback.Server(str(mirror.www), delay=0.5)
     os.environ[fetch.MIRROR_ENV] = slow.url  # restored by the fixture's monkeypatch
-    got, errors = [], []
-
-    def fetch_it():
-        try:
-            got.append(public.tu_folder("MUTAG"))
-        except Exception as e:  # noqa: BLE001 -- reported below
-            errors.append(e)
-
     try:
-        threads = [threading.Thread(target=fetch_it) for _ in range(4)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(120)
+        got, errors = _loopback.in_threads(lambda: public.tu_folder("MUTAG"), 4, 120)
     finally:
         slow.close()
     assert not errors and len(got) == 4 and len(set(got)) == 1, errors
