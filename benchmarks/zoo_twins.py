@@ -1,11 +1,13 @@
-"""The zoo's hard-negative twins (issue 51): every graph recipe of ``models/`` and the MiniLM
-entries trained at seeds 0-2, each cell a JSON with its exact command, and each entry
+"""The zoo's hard-negative twins (issue 51): every graph recipe of ``models/``, the MiniLM
+entries and the from-scratch SimCSE recipes trained at seeds 0-2, each cell a JSON with its exact command, and each entry
 installed with seed 0's weights and its figures over the seeds, beside the untrained
-(graphs) or zero-shot (MiniLM) baseline.
+(graphs, from-scratch SimCSE) or zero-shot (MiniLM) baseline.
 
     nice -n 19 python benchmarks/zoo_twins.py graph [--entries E ...] [--seeds 0 1 2]
     nice -n 19 python benchmarks/zoo_twins.py baseline   # the untrained GIN, per TU set x seed
     nice -n 19 python benchmarks/zoo_twins.py text [--entries E ...]
+    nice -n 19 python benchmarks/zoo_twins.py scratch    # simcse-{ntxent,hard}-wiki x seed
+    nice -n 19 python benchmarks/zoo_twins.py scratch-baseline   # their untrained encoder
     python benchmarks/zoo_twins.py install [E ...]       # models/E from its cells
     python benchmarks/zoo_twins.py status                # what is done, per entry
     python benchmarks/zoo_twins.py report                # the notes' tables (markdown)
@@ -67,6 +69,13 @@ TEXT_ENTRIES = {
         "nt_xent", "benchmarks/results/text/minilm/batchsampler_encoder_graph_recipe.json"),
 }
 TEXT_TWIN = "simcse-minilm-ntxent-wiki"
+#: The from-scratch SimCSE recipes (2-layer transformer, BPE trained on the file): trained
+#: from their committed recipes on the first 11,914 lines of wiki1m, as
+#: ``keras-hardneg train``; the twin is the first.
+SCRATCH_ENTRIES = ("simcse-ntxent-wiki", "simcse-hard-wiki")
+SCRATCH_CORPUS = "../shared/data/text/corpus/wiki1m_prefix.txt"
+SCRATCH_BASELINE = "wiki1m_prefix"  # the baseline cells' name
+BENCHMARK = "../shared/data/text"
 #: The twin's seed 0 is its zoo record (same command, scored as stored, code f311090).
 TEXT_SEED0_RECORD = "benchmarks/results/text/minilm/zoo_entry.json"
 ZERO_SHOT = "benchmarks/results/text/minilm/zeroshot_senteval.json"
@@ -188,6 +197,73 @@ def graph_cell(entry: str, seed: int) -> bool:
         install_graph(entry)
     if seed != WEIGHTS_SEED:
         shutil.rmtree(run_dir)
+    return True
+
+
+def scratch_command(entry: str, seed: int) -> list[str]:
+    return ["keras-hardneg", "train", "--recipe", f"models/{entry}/recipe.json",
+            "--dataset", SCRATCH_CORPUS, "--benchmark-dir", BENCHMARK, "--seed", str(seed),
+            "--output", f"{WORK}/scratch/{entry}__s{seed}", "--verbose", "2", "--no-export"]
+
+
+def scratch_cell(entry: str, seed: int) -> bool:
+    """Trains one from-scratch SimCSE cell from its committed recipe; scored as the run
+    scores (STS and SentEval at the end of training); stored under ``text/``."""
+    path = _cell_path("text", entry, seed)
+    if os.path.isfile(path):
+        return False
+    cmd = scratch_command(entry, seed)
+    run_dir = cmd[cmd.index("--output") + 1]
+    _, wall = _run(cmd)
+    res = _read(os.path.join(run_dir, "results.json"))
+    hist = _read(os.path.join(run_dir, "history.json"))
+    recipe = _read(os.path.join(run_dir, "recipe.json"))
+    _write(path, _portable({
+        "entry": entry, "seed": seed, "command": shlex.join(cmd),
+        "sts": res["sts"], "senteval": res["senteval"], "epochs_run": res["epochs_run"],
+        "steps_per_epoch": res["steps_per_epoch"], "train_seconds": round(res["seconds"], 1),
+        "command_seconds": round(wall, 1), "final_loss": hist["loss"][-1],
+        "data": res["data"], "code": _code(),
+        "machine": "2 shared CPU cores, nice 19, TensorFlow backend", "recipe": recipe}))
+    print(f"{entry} s{seed}: STS avg {res['sts']['avg']:.2f}, SentEval avg "
+          f"{res['senteval']['avg']:.2f} ({wall:.0f} s)", flush=True)
+    if seed == WEIGHTS_SEED:
+        install_scratch(entry)
+    else:
+        shutil.rmtree(run_dir)
+    return True
+
+
+def scratch_baseline_cell(name: str, seed: int) -> bool:
+    """The from-scratch SimCSE recipe's transformer at its random initialisation (seed
+    ``seed``; the BPE trained on the file as the runs train it), frozen, the same STS and
+    SentEval."""
+    path = _cell_path("baseline", name, seed)
+    if os.path.isfile(path):
+        return False
+    import keras
+
+    from keras_hardneg import run
+    from keras_hardneg.run.modality import modality_of
+
+    start = time.time()
+    entry = SCRATCH_ENTRIES[0]
+    given = {"data": {"name": "text_file", "path": os.path.join(ROOT, SCRATCH_CORPUS)},
+             "evaluation": {"benchmark_dir": os.path.join(ROOT, BENCHMARK)}, "seed": seed}
+    recipe = run.load_recipe(os.path.join(MODELS, entry, "recipe.json"), given)
+    train, test, description = run.load_data(recipe)
+    model = run.build_model(recipe, x_train=train[0])
+    figures = modality_of(recipe).evaluate(model.encoder, recipe, train, test)
+    _write(path, _portable({
+        "dataset": name, "seed": seed, "entry_recipe": entry,
+        "what": "the untrained encoder: the recipe's transformer at its random "
+                "initialisation (keras_hardneg.run.build_model at this seed, the BPE trained "
+                "on the file), frozen, the same STS and SentEval",
+        "command": f"python benchmarks/zoo_twins.py scratch-baseline --seeds {seed}",
+        **figures, "seconds": round(time.time() - start, 1), "data": description,
+        "code": _code(), "keras_backend": keras.backend.backend()}))
+    print(f"baseline {name} s{seed}: STS avg {figures['sts']['avg']:.2f}, SentEval avg "
+          f"{figures['senteval']['avg']:.2f}", flush=True)
     return True
 
 
@@ -377,6 +453,70 @@ def _baseline_block(folder: str) -> dict:
             "command": command}
 
 
+def install_scratch(entry: str) -> None:
+    """models/<entry> (a from-scratch SimCSE recipe): seed 0's preset, history and trained
+    recipe, and results.json with the seeds' STS / SentEval and the untrained baseline."""
+    target = os.path.join(MODELS, entry)
+    seed0 = _cell_path("text", entry, WEIGHTS_SEED)
+    if not os.path.isfile(seed0):
+        return
+    cell = _read(seed0)
+    run_dir = f"{WORK}/scratch/{entry}__s{WEIGHTS_SEED}"
+    if os.path.isdir(os.path.join(run_dir, "preset")):
+        from keras_hardneg import run
+
+        shutil.rmtree(os.path.join(target, "preset"), ignore_errors=True)
+        shutil.copytree(os.path.join(run_dir, "preset"), os.path.join(target, "preset"))
+        shutil.copyfile(os.path.join(run_dir, "history.json"),
+                        os.path.join(target, "history.json"))
+        _strip_machine_paths(target)
+        trained = _read(os.path.join(run_dir, "recipe.json"))
+        trained["data"]["path"] = os.path.relpath(trained["data"]["path"],
+                                                  os.path.join(MODELS, "entry"))
+        trained["evaluation"]["benchmark_dir"] = None
+        trained["name"] = entry
+        with open(os.path.join(target, "trained_recipe.json"), "w") as f:
+            json.dump(trained, f, indent=1, sort_keys=True)
+            f.write("\n")
+        # The weights as stored score the cell's figure (the preset, as a user loads it).
+        figures, _ = run.evaluate_directory(target, benchmark_dir=os.path.join(ROOT, BENCHMARK),
+                                            senteval=False)
+        if abs(figures["sts"]["avg"] - cell["sts"]["avg"]) > 1e-6:
+            raise SystemExit(f"{entry}: the installed preset scores STS avg "
+                             f"{figures['sts']['avg']}, the run {cell['sts']['avg']}")
+        shutil.rmtree(run_dir)
+    if not os.path.isdir(os.path.join(target, "preset")):
+        return
+    _fill_provenance(os.path.join(target, "preset"))
+    per_seed = {}
+    for seed in SEEDS:
+        path = _cell_path("baseline", SCRATCH_BASELINE, seed)
+        if os.path.isfile(path):
+            base = _read(path)
+            per_seed[str(seed)] = {"sts_avg": base["sts"]["avg"],
+                                   "senteval_avg": base["senteval"]["avg"]}
+    results = {
+        "sts": cell["sts"], "senteval": cell["senteval"], "epochs_run": cell["epochs_run"],
+        "steps_per_epoch": cell["steps_per_epoch"], "seconds": cell["train_seconds"],
+        "data": cell["data"], "modality": "text", "hardware": "CPU (2 shared cores)",
+        "train_command": cell["command"],
+        "evaluate_commands": [f"keras-hardneg evaluate models/{entry} --benchmark-dir "
+                              f"{BENCHMARK} --json --senteval"],
+        "reproduce_command": f"nice -n 19 python benchmarks/zoo_twins.py scratch --entries "
+                             f"{entry} --seeds 0",
+        "seeds": _seeds_block("text", entry, ("sts_avg", "senteval_avg")),
+        "baseline": {
+            "what": "the untrained encoder (the recipe's transformer at its random "
+                    "initialisation), the same evaluation", "per_seed": per_seed,
+            "command": "python benchmarks/zoo_twins.py scratch-baseline"},
+    }
+    if entry != SCRATCH_ENTRIES[0]:
+        results["twin"] = SCRATCH_ENTRIES[0]
+    with open(os.path.join(target, "results.json"), "w") as f:
+        json.dump(_portable(results), f, indent=1)
+        f.write("\n")
+
+
 # ---------------------------------------------------------------------------------- text
 def text_cell(entry: str, seed: int) -> bool:
     """Fine-tunes MiniLM for one cell, stores it as a float16 preset and scores that preset
@@ -531,7 +671,10 @@ def run_cells(kind: str, names: list[str], seeds: tuple[int, ...]) -> None:
     over, its run resuming from its checkpoint)."""
     from grid import claim
 
-    cell = {"graph": graph_cell, "text": text_cell, "baseline": baseline_cell}[kind]
+    cells = {"graph": graph_cell, "text": text_cell, "baseline": baseline_cell,
+             "scratch": scratch_cell, "scratch-baseline": scratch_baseline_cell}
+    cell = cells[kind]
+    kind = {"scratch": "text", "scratch-baseline": "baseline"}.get(kind, kind)
     locks = os.path.join(WORK, "locks")
     os.makedirs(locks, exist_ok=True)
     for seed in seeds:
@@ -554,6 +697,8 @@ def install(names: list[str]) -> None:
     for name in names:
         if name in TEXT_ENTRIES:
             install_text(name)
+        elif name in SCRATCH_ENTRIES:
+            install_scratch(name)
         else:
             install_graph(name)
         print(f"installed {name}", flush=True)
@@ -569,8 +714,9 @@ def status() -> None:
         print(f"graph    {name:42s} seeds {done('graph', name)}")
     for folder in TU_SETS:
         print(f"baseline {folder:42s} seeds {done('baseline', folder)}")
-    for name in TEXT_ENTRIES:
+    for name in list(TEXT_ENTRIES) + list(SCRATCH_ENTRIES):
         print(f"text     {name:42s} seeds {done('text', name)}")
+    print(f"baseline {SCRATCH_BASELINE:42s} seeds {done('baseline', SCRATCH_BASELINE)}")
 
 
 def report() -> None:
@@ -623,6 +769,16 @@ def report() -> None:
         block("text", list(TEXT_ENTRIES), metric,
               lambda n: None if n == TEXT_TWIN else TEXT_TWIN,
               lambda n: zf.summarize({"0": _metric(zero, metric)}))
+
+    def scratch_base(name):
+        got = {str(s): _metric(_read(_cell_path("baseline", SCRATCH_BASELINE, s)), metric)
+               for s in SEEDS if os.path.isfile(_cell_path("baseline", SCRATCH_BASELINE, s))}
+        return zf.summarize(got) if got else None
+
+    for metric in ("sts_avg", "senteval_avg"):
+        print(f"\n### From-scratch SimCSE (2-layer transformer): {zf.METRICS[metric][0]}\n")
+        block("text", list(SCRATCH_ENTRIES), metric,
+              lambda n: None if n == SCRATCH_ENTRIES[0] else SCRATCH_ENTRIES[0], scratch_base)
     print("\n### Times (seconds, on the shared 2-core machine at nice 19)\n")
     print("| kind | cells | train: min-max | whole cell: min-max |")
     print("|---|---|---|---|")
@@ -639,8 +795,8 @@ def report() -> None:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("what", choices=["graph", "baseline", "text", "install", "status",
-                                     "report"])
+    p.add_argument("what", choices=["graph", "baseline", "text", "scratch",
+                                     "scratch-baseline", "install", "status", "report"])
     p.add_argument("names", nargs="*", help="install: entries (default: all with cells)")
     p.add_argument("--entries", nargs="+", help="graph/text: these entries only")
     p.add_argument("--datasets", nargs="+", help="baseline: these TU folders only")
@@ -655,10 +811,14 @@ def main() -> None:
         run_cells("baseline", a.datasets or list(TU_SETS), seeds)
     elif a.what == "text":
         run_cells("text", a.entries or list(TEXT_ENTRIES), seeds)
+    elif a.what == "scratch":
+        run_cells("scratch", a.entries or list(SCRATCH_ENTRIES), seeds)
+    elif a.what == "scratch-baseline":
+        run_cells("scratch-baseline", [SCRATCH_BASELINE], seeds)
     elif a.what == "install":
-        install(a.names or [n for n in graph_entries() + list(TEXT_ENTRIES)
-                            if os.path.isfile(_cell_path(
-                                "text" if n in TEXT_ENTRIES else "graph", n, WEIGHTS_SEED))])
+        text = list(TEXT_ENTRIES) + list(SCRATCH_ENTRIES)
+        install(a.names or [n for n in graph_entries() + text if os.path.isfile(_cell_path(
+            "text" if n in text else "graph", n, WEIGHTS_SEED))])
     elif a.what == "report":
         report()
     else:
