@@ -248,8 +248,10 @@ def scratch_baseline_cell(name: str, seed: int) -> bool:
 
     start = time.time()
     entry = SCRATCH_ENTRIES[0]
-    given = {"data": {"name": "text_file", "path": os.path.join(ROOT, SCRATCH_CORPUS)},
-             "evaluation": {"benchmark_dir": os.path.join(ROOT, BENCHMARK)}, "seed": seed}
+    given = {"data": {"name": "text_file",
+                      "path": os.path.normpath(os.path.join(ROOT, SCRATCH_CORPUS))},
+             "evaluation": {"benchmark_dir": os.path.normpath(os.path.join(ROOT, BENCHMARK))},
+             "seed": seed}
     recipe = run.load_recipe(os.path.join(MODELS, entry, "recipe.json"), given)
     train, test, description = run.load_data(recipe)
     model = run.build_model(recipe, x_train=train[0])
