@@ -173,17 +173,32 @@ def graph_command(entry: str, seed: int) -> list[str]:
                 [] if export else ["--no-export"])
 
 
+def _train_cell(cmd: list[str]) -> tuple[str, dict, dict, dict, float]:
+    """Runs one training command of a cell; returns its run folder, ``results.json``,
+    ``history.json`` and ``recipe.json`` as read back, and the command's wall seconds."""
+    run_dir = cmd[cmd.index("--output") + 1]
+    _, wall = _run(cmd)
+    res, hist, recipe = (_read(os.path.join(run_dir, f"{name}.json"))
+                         for name in ("results", "history", "recipe"))
+    return run_dir, res, hist, recipe, wall
+
+
+def _keep_weights_seed(seed: int, run_dir: str, install) -> None:
+    """Installs the weights seed's run into models/ (``install``); drops any other seed's
+    run folder, whose figures its cell JSON already holds."""
+    if seed == WEIGHTS_SEED:
+        install()
+    else:
+        shutil.rmtree(run_dir)
+
+
 def graph_cell(entry: str, seed: int) -> bool:
     """Trains and scores one graph cell; ``False`` when its JSON already exists."""
     path = _cell_path("graph", entry, seed)
     if os.path.isfile(path):
         return False
     cmd = graph_command(entry, seed)
-    run_dir = cmd[cmd.index("--output") + 1]
-    _, wall = _run(cmd)
-    res = _read(os.path.join(run_dir, "results.json"))
-    hist = _read(os.path.join(run_dir, "history.json"))
-    recipe = _read(os.path.join(run_dir, "recipe.json"))
+    run_dir, res, hist, recipe, wall = _train_cell(cmd)
     _write(path, {
         "entry": entry, "seed": seed, "command": _portable_text(shlex.join(cmd)),
         "svm_accuracy": res["svm_accuracy"], "svm_accuracy_std": res["svm_accuracy_std"],
@@ -193,10 +208,7 @@ def graph_cell(entry: str, seed: int) -> bool:
         "machine": "2 shared CPU cores, nice 19, TensorFlow backend",
         "recipe": _portable(recipe)})
     print(f"{entry} s{seed}: SVM {res['svm_accuracy']:.4f} ({wall:.0f} s)", flush=True)
-    if seed == WEIGHTS_SEED:
-        install_graph(entry)
-    if seed != WEIGHTS_SEED:
-        shutil.rmtree(run_dir)
+    _keep_weights_seed(seed, run_dir, lambda: install_graph(entry))
     return True
 
 
@@ -213,11 +225,7 @@ def scratch_cell(entry: str, seed: int) -> bool:
     if os.path.isfile(path):
         return False
     cmd = scratch_command(entry, seed)
-    run_dir = cmd[cmd.index("--output") + 1]
-    _, wall = _run(cmd)
-    res = _read(os.path.join(run_dir, "results.json"))
-    hist = _read(os.path.join(run_dir, "history.json"))
-    recipe = _read(os.path.join(run_dir, "recipe.json"))
+    run_dir, res, hist, recipe, wall = _train_cell(cmd)
     _write(path, _portable({
         "entry": entry, "seed": seed, "command": shlex.join(cmd),
         "sts": res["sts"], "senteval": res["senteval"], "epochs_run": res["epochs_run"],
@@ -227,10 +235,7 @@ def scratch_cell(entry: str, seed: int) -> bool:
         "machine": "2 shared CPU cores, nice 19, TensorFlow backend", "recipe": recipe}))
     print(f"{entry} s{seed}: STS avg {res['sts']['avg']:.2f}, SentEval avg "
           f"{res['senteval']['avg']:.2f} ({wall:.0f} s)", flush=True)
-    if seed == WEIGHTS_SEED:
-        install_scratch(entry)
-    else:
-        shutil.rmtree(run_dir)
+    _keep_weights_seed(seed, run_dir, lambda: install_scratch(entry))
     return True
 
 
@@ -573,10 +578,7 @@ def text_cell(entry: str, seed: int) -> bool:
     _write(path, _portable(record))
     print(f"{entry} s{seed}: STS avg {figures['sts']['avg']:.2f}, SentEval avg "
           f"{figures['senteval']['avg']:.2f}", flush=True)
-    if seed == WEIGHTS_SEED:
-        install_text(entry)
-    if seed != WEIGHTS_SEED:
-        shutil.rmtree(run_dir)
+    _keep_weights_seed(seed, run_dir, lambda: install_text(entry))
     return True
 
 
