@@ -17,8 +17,10 @@ case "$WHAT" in entries|parity) ;; *) echo "prepare.sh: WHAT must be entries or 
 PYTHON=${PYTHON:-python3}
 cd "$(git rev-parse --show-toplevel)"
 
+exclude=$(git rev-parse --git-path info/exclude)  # .git is a file in a worktree
+mkdir -p "$(dirname "$exclude")"
 for ignored in /.whl/ /.gpu_data/; do
-  grep -qxF "$ignored" .git/info/exclude 2>/dev/null || echo "$ignored" >> .git/info/exclude
+  grep -qxF "$ignored" "$exclude" 2>/dev/null || echo "$ignored" >> "$exclude"
 done
 
 wheels="keras==3.15.1 namex optree"
