@@ -326,13 +326,35 @@ def _metric(cell: dict, key: str) -> float:
 
 
 def _relative_to_entry(recipe: dict) -> dict:
-    """The trained recipe with its (absolute) data folder relative to ``models/<entry>/``
-    (how recipe files name paths: ``load_recipe`` resolves them from the file's folder)."""
+    """The trained recipe with its (absolute) data folder or file relative to
+    ``models/<entry>/`` (how recipe files name paths: ``load_recipe`` resolves them from the
+    file's folder)."""
     recipe = json.loads(json.dumps(recipe))
-    folder = recipe.get("data", {}).get("folder")
-    if folder and os.path.isabs(folder):
-        recipe["data"]["folder"] = os.path.relpath(folder, os.path.join(MODELS, "entry"))
+    for key in ("folder", "path"):
+        given = recipe.get("data", {}).get(key)
+        if given and os.path.isabs(given):
+            recipe["data"][key] = os.path.relpath(given, os.path.join(MODELS, "entry"))
     return recipe
+
+
+def _install_run(run_dir: str, target: str, entry: str, trained: dict) -> str:
+    """models/<entry> takes the run's weights (``preset/``, and ``encoder/`` where the run
+    exported one) and ``history.json``, its cards with no machine folders, and
+    ``trained_recipe.json``: ``trained`` (the run's recipe) with its data relative to the
+    entry and named after it. Returns that recipe file's path."""
+    for folder in ("preset", "encoder"):
+        if os.path.isdir(os.path.join(run_dir, folder)):
+            shutil.rmtree(os.path.join(target, folder), ignore_errors=True)
+            shutil.copytree(os.path.join(run_dir, folder), os.path.join(target, folder))
+    shutil.copyfile(os.path.join(run_dir, "history.json"), os.path.join(target, "history.json"))
+    _strip_machine_paths(target)
+    trained = _relative_to_entry(trained)
+    trained["name"] = entry
+    path = os.path.join(target, "trained_recipe.json")
+    with open(path, "w") as f:
+        json.dump(trained, f, indent=1, sort_keys=True)
+        f.write("\n")
+    return path
 
 
 def _same_arrays(a: str, b: str) -> bool:
@@ -400,22 +422,10 @@ def install_graph(entry: str) -> None:
         # are (no new bytes in the repository's history for the same model).
         shutil.rmtree(run_dir)
     if os.path.isdir(os.path.join(run_dir, "preset")):
-        shutil.rmtree(os.path.join(target, "preset"), ignore_errors=True)
-        shutil.copytree(os.path.join(run_dir, "preset"), os.path.join(target, "preset"))
-        shutil.copyfile(os.path.join(run_dir, "history.json"),
-                        os.path.join(target, "history.json"))
-        if os.path.isdir(os.path.join(run_dir, "encoder")):
-            shutil.rmtree(os.path.join(target, "encoder"), ignore_errors=True)
-            shutil.copytree(os.path.join(run_dir, "encoder"), os.path.join(target, "encoder"))
-        _strip_machine_paths(target)
-        trained = _relative_to_entry(_read(os.path.join(run_dir, "recipe.json")))
-        trained["name"] = entry
-        with open(os.path.join(target, "trained_recipe.json"), "w") as f:
-            json.dump(trained, f, indent=1, sort_keys=True)
-            f.write("\n")
+        trained = _install_run(run_dir, target, entry,
+                               _read(os.path.join(run_dir, "recipe.json")))
         # The weights as stored score the cell's figure (the preset, as a user loads it).
-        figures, _ = run.evaluate_directory(
-            target, recipe=os.path.join(target, "trained_recipe.json"))
+        figures, _ = run.evaluate_directory(target, recipe=trained)
         if abs(figures["svm_accuracy"] - cell["svm_accuracy"]) > 1e-9:
             raise SystemExit(f"{entry}: the installed preset scores {figures['svm_accuracy']}"
                              f", the run {cell['svm_accuracy']}")
@@ -472,19 +482,9 @@ def install_scratch(entry: str) -> None:
     if os.path.isdir(os.path.join(run_dir, "preset")):
         from keras_hardneg import run
 
-        shutil.rmtree(os.path.join(target, "preset"), ignore_errors=True)
-        shutil.copytree(os.path.join(run_dir, "preset"), os.path.join(target, "preset"))
-        shutil.copyfile(os.path.join(run_dir, "history.json"),
-                        os.path.join(target, "history.json"))
-        _strip_machine_paths(target)
         trained = _read(os.path.join(run_dir, "recipe.json"))
-        trained["data"]["path"] = os.path.relpath(trained["data"]["path"],
-                                                  os.path.join(MODELS, "entry"))
-        trained["evaluation"]["benchmark_dir"] = None
-        trained["name"] = entry
-        with open(os.path.join(target, "trained_recipe.json"), "w") as f:
-            json.dump(trained, f, indent=1, sort_keys=True)
-            f.write("\n")
+        trained["evaluation"]["benchmark_dir"] = None  # a folder the user gives
+        _install_run(run_dir, target, entry, trained)
         # The weights as stored score the cell's figure (the preset, as a user loads it).
         figures, _ = run.evaluate_directory(target, benchmark_dir=os.path.join(ROOT, BENCHMARK),
                                             senteval=False)

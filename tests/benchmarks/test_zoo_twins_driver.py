@@ -74,3 +74,33 @@ def test_a_cell_writes_its_figures_installs_seed_0_and_drops_other_seeds(driver,
 
     assert cell(entry, 1) is False  # its JSON exists: not trained again
     assert len(calls) == 2
+
+
+def test_install_run_copies_the_weights_and_writes_a_portable_trained_recipe(tmp_path,
+                                                                              monkeypatch):
+    monkeypatch.setattr(zoo_twins, "WORK", str(tmp_path / "work"))
+    run_dir, target = tmp_path / "work" / "run", tmp_path / "models" / "e"
+    (run_dir / "preset").mkdir(parents=True)
+    (run_dir / "preset" / "model.weights.h5").write_text("new")
+    (run_dir / "preset" / "model_card.md").write_text(f"trained in {run_dir}")
+    (run_dir / "history.json").write_text('{"loss": [1.0]}')
+    (target / "preset").mkdir(parents=True)
+    (target / "preset" / "stale.h5").write_text("old")
+    (target / "encoder").mkdir()  # a SavedModel the run did not export again: kept
+    shared = os.path.join(os.path.dirname(zoo_twins.ROOT), "shared", "data")
+    trained = {"name": "run", "data": {"folder": shared + "/tudataset/MUTAG",
+                                       "path": shared + "/text/a.txt", "limit": 5}}
+
+    path = zoo_twins._install_run(str(run_dir), str(target), "e", trained)
+
+    assert sorted(os.listdir(target / "preset")) == ["model.weights.h5", "model_card.md"]
+    assert (target / "encoder").is_dir()
+    assert (target / "history.json").read_text() == '{"loss": [1.0]}'
+    assert (target / "preset" / "model_card.md").read_text() == "trained in RUN_ROOT/run"
+    with open(path) as f:
+        written = json.load(f)
+    # relative to models/<entry>/, as load_recipe resolves a recipe file's paths
+    assert written == {"name": "e", "data": {"folder": "../../../shared/data/tudataset/MUTAG",
+                                             "path": "../../../shared/data/text/a.txt",
+                                             "limit": 5}}
+    assert trained["name"] == "run"  # the caller's dict is not changed
