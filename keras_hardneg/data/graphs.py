@@ -500,9 +500,36 @@ def load_tu(folder: Any, name: str | None = None, *, node_features: str = "auto"
     folder = os.fspath(folder)
     name, files = _tu_files(folder, name)
 
+    indicator, graph_labels, counts = _read_graph_ids(files)
+    n, g = len(indicator), len(graph_labels)
+    # nodes grouped by graph (stable: TU files list them so already; others are reordered)
+    order = np.argsort(indicator, kind="stable")
+    new_id = np.empty(n, np.int64)
+    new_id[order] = np.arange(n)
+    node_ptr = np.concatenate([[0], np.cumsum(counts)])
+
+    edges_global, stats = _read_edges(files, indicator, new_id)
+    graph_of_node = np.repeat(np.arange(g), counts)
+    edge_counts = np.bincount(graph_of_node[edges_global[:, 0]], minlength=g)
+    edge_ptr = np.concatenate([[0], np.cumsum(edge_counts)])
+    local = edges_global - node_ptr[graph_of_node[edges_global[:, 0]]][:, None]
+    degree = np.bincount(edges_global[:, 0], minlength=n)
+    stats["isolated_nodes"] = int((degree == 0).sum())
+
+    x, scheme = _node_features(files, folder, name, order, degree, node_features=node_features,
+                               node_attributes=node_attributes, max_degree=max_degree)
+    label_values, labels = np.unique(graph_labels, return_inverse=True)
+    return GraphSet(x, node_ptr, local.astype(np.int32), edge_ptr, labels.reshape(-1),
+                    num_classes=len(label_values), label_values=label_values,
+                    feature_scheme=scheme, name=name, stats=stats)
+
+
+def _read_graph_ids(files: dict[str, str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(graph id of each node [n] 1-based, graph labels [g], nodes per graph [g])``, checked:
+    every id in ``1..g``, every graph with a node."""
     indicator = _read_table(files["graph_indicator"], 1, np.int64, "one graph id per node")[:, 0]
     graph_labels = _read_table(files["graph_labels"], 1, np.int64, "one class per graph")[:, 0]
-    n, g = len(indicator), len(graph_labels)
+    g = len(graph_labels)
     if indicator.min() < 1 or indicator.max() > g:
         line = int(np.flatnonzero((indicator < 1) | (indicator > g))[0]) + 1
         raise ValueError(f"{files['graph_indicator']}, line {line}: graph id "
@@ -512,12 +539,15 @@ def load_tu(folder: Any, name: str | None = None, *, node_features: str = "auto"
     if (counts == 0).any():
         raise ValueError(f"{files['graph_indicator']}: graph {int(np.argmin(counts)) + 1} "
                          f"has no nodes (every graph id 1..{g} needs at least one).")
-    # nodes grouped by graph (stable: TU files list them so already; others are reordered)
-    order = np.argsort(indicator, kind="stable")
-    new_id = np.empty(n, np.int64)
-    new_id[order] = np.arange(n)
-    node_ptr = np.concatenate([[0], np.cumsum(counts)])
+    return indicator, graph_labels, counts
 
+
+def _read_edges(files: dict[str, str], indicator: np.ndarray,
+                new_id: np.ndarray) -> tuple[np.ndarray, dict[str, int]]:
+    """The folder's edges in both directions, once each, without self-loops, as
+    ``[E, 2]`` int64 of the regrouped node ids ``new_id`` sorted by source; and the counts
+    of what changed (``stats``)."""
+    n = len(indicator)
     pairs = _read_table(files["A"], 2, np.int64, "an edge 'row, col' of 1-based node ids")
     bad = (pairs < 1) | (pairs > n)
     if bad.any():
@@ -546,13 +576,15 @@ def load_tu(folder: Any, name: str | None = None, *, node_features: str = "auto"
              "duplicate_edges": int(len(pairs) - len(given)),
              "reverse_edges_added": int(len(key) - len(given)),
              "edges": int(len(key))}
-    graph_of_node = np.repeat(np.arange(g), counts)
-    edge_counts = np.bincount(graph_of_node[edges_global[:, 0]], minlength=g)
-    edge_ptr = np.concatenate([[0], np.cumsum(edge_counts)])
-    local = edges_global - node_ptr[graph_of_node[edges_global[:, 0]]][:, None]
-    degree = np.bincount(edges_global[:, 0], minlength=n)
-    stats["isolated_nodes"] = int((degree == 0).sum())
+    return edges_global, stats
 
+
+def _node_features(files: dict[str, str], folder: str, name: str, order: np.ndarray,
+                   degree: np.ndarray, *, node_features: str, node_attributes: bool,
+                   max_degree: int | None) -> tuple[np.ndarray, str]:
+    """``(features float32 [n, F] in the regrouped node order, the scheme's name)``: one-hot
+    node labels or one-hot degree, then the node attributes when asked and present."""
+    n = len(order)
     parts, scheme = [], []
     use_labels = node_features == "labels" or (node_features == "auto" and
                                                "node_labels" in files)
@@ -583,10 +615,7 @@ def load_tu(folder: Any, name: str | None = None, *, node_features: str = "auto"
         parts.append(attributes[order].astype(np.float32))
         scheme.append(f"node_attributes({attributes.shape[1]})")
     x = np.concatenate(parts, axis=1) if len(parts) > 1 else parts[0]
-    label_values, labels = np.unique(graph_labels, return_inverse=True)
-    return GraphSet(x, node_ptr, local.astype(np.int32), edge_ptr, labels.reshape(-1),
-                    num_classes=len(label_values), label_values=label_values,
-                    feature_scheme="+".join(scheme), name=name, stats=stats)
+    return x, "+".join(scheme)
 
 
 # ------------------------------------------------------------------------ registration

@@ -150,14 +150,35 @@ def tfds_dataset(
         data_dir = os.fspath(data_dir)
 
     builder = _prepared_builder(tfds, name, data_dir, download)
-
     features = builder.info.features
+    _check_features(features, name, image_key, label_key if with_labels else None, size)
+    num_examples = _split_size(builder, name, split)
+
+    read_config = tfds.ReadConfig(shuffle_seed=seed) if shuffle else tfds.ReadConfig()
+    dataset = builder.as_dataset(split=split, shuffle_files=shuffle, read_config=read_config)
+    if shuffle:
+        buffer = max(1, min(_SHUFFLE_BUFFER, num_examples))
+        dataset = dataset.shuffle(buffer, seed=seed, reshuffle_each_iteration=True)
+    convert = _converter(tf, image_key, label_key if with_labels else None, size)
+    dataset = dataset.map(convert, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
+    dataset = dataset.prefetch(tf.data.AUTOTUNE)
+    label_feature = features[label_key] if label_key in features else None
+    is_class_label = isinstance(label_feature, tfds.features.ClassLabel)
+    dataset.class_names = list(label_feature.names) if is_class_label else None
+    dataset.info = builder.info
+    return dataset
+
+
+def _check_features(features, name, image_key, label_key, size):
+    """Refuses an ``image_key`` or ``label_key`` (``None``: no labels) that ``features`` lacks,
+    and ``size`` ``None`` for images of variable shape."""
     if image_key not in features:
         raise ValueError(
             f"`image_key` {image_key!r} is not a feature of {name!r}; features: "
             f"{sorted(features.keys())}."
         )
-    if with_labels and label_key not in features:
+    if label_key is not None and label_key not in features:
         raise ValueError(
             f"`label_key` {label_key!r} is not a feature of {name!r}; features: "
             f"{sorted(features.keys())}."
@@ -169,6 +190,9 @@ def tfds_dataset(
             "give image_size=(height, width)."
         )
 
+
+def _split_size(builder, name, split):
+    """The number of examples of ``split``; refuses a split the dataset lacks or an empty one."""
     try:
         num_examples = builder.info.splits[split].num_examples
     except (KeyError, ValueError, AssertionError) as err:
@@ -178,12 +202,12 @@ def tfds_dataset(
         ) from err
     if num_examples == 0:
         raise ValueError(f"`split` {split!r} of {name!r} is empty (dataset empty).")
+    return num_examples
 
-    read_config = tfds.ReadConfig(shuffle_seed=seed) if shuffle else tfds.ReadConfig()
-    dataset = builder.as_dataset(split=split, shuffle_files=shuffle, read_config=read_config)
-    if shuffle:
-        buffer = max(1, min(_SHUFFLE_BUFFER, num_examples))
-        dataset = dataset.shuffle(buffer, seed=seed, reshuffle_each_iteration=True)
+
+def _converter(tf, image_key, label_key, size):
+    """The map function of an example: float32 RGB image in [0, 1] (resized to ``size`` unless
+    ``None``) and, unless ``label_key`` is ``None``, its int64 label."""
 
     def convert(example):
         image = to_rgb_float(example[image_key])
@@ -191,19 +215,11 @@ def tfds_dataset(
             if tuple(image.shape[-3:-1]) != size:
                 image = tf.image.resize(image, size, method="bilinear", antialias=True)
                 image = tf.clip_by_value(image, 0.0, 1.0)
-        if not with_labels:
+        if label_key is None:
             return image
         return image, tf.cast(example[label_key], tf.int64)
 
-    dataset = dataset.map(convert, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-    dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
-    dataset = dataset.prefetch(tf.data.AUTOTUNE)
-    label_feature = features[label_key] if label_key in features else None
-    dataset.class_names = (
-        list(label_feature.names) if isinstance(label_feature, tfds.features.ClassLabel) else None
-    )
-    dataset.info = builder.info
-    return dataset
+    return convert
 
 
 def tfds_random_access(name, split="train", data_dir=None, image_size=None, image_key="image",

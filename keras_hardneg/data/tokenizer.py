@@ -480,6 +480,28 @@ def pretrained_tokenizer(preset: str | os.PathLike) -> SentenceTokenizer:
                          "BERT-family checkpoint in Hugging Face format (tokenizer.json or "
                          "vocab.txt), or (online) a keras-hub preset name.")
     tokenizers = _tokenizers()
+    json_path, vocab_path, lowercase = _tokenizer_files(folder)
+    if os.path.isfile(json_path):
+        tok = _json_tokenizer(tokenizers, folder, json_path, vocab_path)
+    elif os.path.isfile(vocab_path):
+        tok = _wordpiece_tokenizer(tokenizers, folder, vocab_path, lowercase)
+    else:
+        raise ValueError(f"`preset` {folder!r} has neither tokenizer.json nor vocab.txt; a "
+                         "BERT-family checkpoint folder needs one of them.")
+    for token in (_PAD, _CLS, "[SEP]"):
+        if tok.token_to_id(token) is None:
+            raise ValueError(f"`preset` {folder!r}: the tokenizer has no {token!r} token "
+                             "(a BERT WordPiece vocabulary has [PAD], [CLS] and [SEP]).")
+    if tok.id_to_token(0) != _PAD:
+        raise ValueError(f"`preset` {folder!r}: the tokenizer's id 0 must be '[PAD]' (0 is "
+                         f"padding); got {tok.id_to_token(0)!r}.")
+    return SentenceTokenizer(tok, cls_token=_CLS, id_offset=0, kind="pretrained",
+                             sep_token="[SEP]")
+
+def _tokenizer_files(folder: str) -> tuple[str, str, bool]:
+    """``(tokenizer.json path, vocabulary path, lowercase)`` of a checkpoint folder; a
+    keras-hub preset folder gives no ``tokenizer.json`` path ("") and its WordPiece
+    vocabulary with its ``lowercase`` setting."""
     json_path = os.path.join(folder, "tokenizer.json")
     vocab_path = os.path.join(folder, "vocab.txt")
     lowercase = True
@@ -493,45 +515,44 @@ def pretrained_tokenizer(preset: str | os.PathLike) -> SentenceTokenizer:
             raise ValueError(f"`preset` {folder!r}: a keras-hub preset folder needs a "
                              "BertTokenizer with assets/tokenizer/vocabulary.txt; got "
                              f"{keras_hub_config.get('class_name')!r}.")
-    if os.path.isfile(json_path):
-        try:
-            tok = tokenizers.Tokenizer.from_file(json_path)
-        except Exception as err:  # tokenizers raises its own Exception type
-            raise ValueError(f"`preset` {folder!r}: tokenizer.json is not a readable "
-                             f"tokenizers file ({str(err).splitlines()[0]}).") from None
-        tok.no_padding()
-        tok.no_truncation()
-        if os.path.isfile(vocab_path):
-            vocab = _read_vocab_txt(vocab_path)
-            while vocab and vocab[-1] == "":
-                vocab.pop()
-            size = tok.get_vocab_size(with_added_tokens=True)
-            first = next((i for i, t in enumerate(vocab) if tok.token_to_id(t) != i), None)
-            if len(vocab) != size or first is not None:
-                where = ("" if first is None else
-                         f"; first difference at id {first}: vocab.txt {vocab[first]!r}, "
-                         f"tokenizer.json {tok.id_to_token(first)!r}")
-                raise ValueError(f"`preset` {folder!r}: vocab.txt ({len(vocab)} tokens) and "
-                                 f"tokenizer.json ({size} tokens) must hold the same "
-                                 f"vocabulary in the same order{where}.")
-    elif os.path.isfile(vocab_path):
-        from tokenizers import models, normalizers, pre_tokenizers
+    return json_path, vocab_path, lowercase
 
-        vocab = {t: i for i, t in enumerate(_read_vocab_txt(vocab_path)) if t}
-        if "[UNK]" not in vocab:
-            raise ValueError(f"`preset` {folder!r}: vocab.txt has no '[UNK]' token.")
-        tok = tokenizers.Tokenizer(models.WordPiece(vocab, unk_token="[UNK]"))
-        tok.normalizer = normalizers.BertNormalizer(lowercase=lowercase)
-        tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    else:
-        raise ValueError(f"`preset` {folder!r} has neither tokenizer.json nor vocab.txt; a "
-                         "BERT-family checkpoint folder needs one of them.")
-    for token in (_PAD, _CLS, "[SEP]"):
-        if tok.token_to_id(token) is None:
-            raise ValueError(f"`preset` {folder!r}: the tokenizer has no {token!r} token "
-                             "(a BERT WordPiece vocabulary has [PAD], [CLS] and [SEP]).")
-    if tok.id_to_token(0) != _PAD:
-        raise ValueError(f"`preset` {folder!r}: the tokenizer's id 0 must be '[PAD]' (0 is "
-                         f"padding); got {tok.id_to_token(0)!r}.")
-    return SentenceTokenizer(tok, cls_token=_CLS, id_offset=0, kind="pretrained",
-                             sep_token="[SEP]")
+
+def _json_tokenizer(tokenizers: Any, folder: str, json_path: str, vocab_path: str) -> Any:
+    """The ``tokenizers.Tokenizer`` of ``tokenizer.json``, padding and truncation off; a
+    ``vocab.txt`` beside it must hold the same vocabulary in the same order."""
+    try:
+        tok = tokenizers.Tokenizer.from_file(json_path)
+    except Exception as err:  # tokenizers raises its own Exception type
+        raise ValueError(f"`preset` {folder!r}: tokenizer.json is not a readable "
+                         f"tokenizers file ({str(err).splitlines()[0]}).") from None
+    tok.no_padding()
+    tok.no_truncation()
+    if os.path.isfile(vocab_path):
+        vocab = _read_vocab_txt(vocab_path)
+        while vocab and vocab[-1] == "":
+            vocab.pop()
+        size = tok.get_vocab_size(with_added_tokens=True)
+        first = next((i for i, t in enumerate(vocab) if tok.token_to_id(t) != i), None)
+        if len(vocab) != size or first is not None:
+            where = ("" if first is None else
+                     f"; first difference at id {first}: vocab.txt {vocab[first]!r}, "
+                     f"tokenizer.json {tok.id_to_token(first)!r}")
+            raise ValueError(f"`preset` {folder!r}: vocab.txt ({len(vocab)} tokens) and "
+                             f"tokenizer.json ({size} tokens) must hold the same "
+                             f"vocabulary in the same order{where}.")
+    return tok
+
+
+def _wordpiece_tokenizer(tokenizers: Any, folder: str, vocab_path: str, lowercase: bool) -> Any:
+    """BERT's WordPiece pipeline over a ``vocab.txt`` (one token a line, id = line number)."""
+    from tokenizers import models, normalizers, pre_tokenizers
+
+    vocab = {t: i for i, t in enumerate(_read_vocab_txt(vocab_path)) if t}
+    if "[UNK]" not in vocab:
+        raise ValueError(f"`preset` {folder!r}: vocab.txt has no '[UNK]' token.")
+    tok = tokenizers.Tokenizer(models.WordPiece(vocab, unk_token="[UNK]"))
+    tok.normalizer = normalizers.BertNormalizer(lowercase=lowercase)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    return tok
+

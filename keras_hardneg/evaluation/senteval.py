@@ -510,6 +510,40 @@ def senteval_scores(embed_fn: Callable[[list], np.ndarray], benchmark_dir: str,
         100.0
     """
     tasks = _check_tasks(tasks, SENTEVAL_TASKS, "tasks")
+    benchmark_dir = _check_senteval_arguments(benchmark_dir, missing, mrpc_features,
+                                              standardize, kfold, inner_folds, C, seed)
+    grids = (CV_GRID, TRAIN_TEST_GRID) if C is None else ((C,), (C,))
+    protocol = {"kfold": kfold, "inner_folds": inner_folds, "seed": seed,
+                "standardize": standardize}
+    out: dict = {}
+    details: dict = {}
+    skipped: list = []
+    for task in tasks:
+        try:
+            data = _read_task(benchmark_dir, task)
+        except FileNotFoundError as e:
+            if missing == "error":
+                raise
+            skipped.append(task)
+            warnings.warn(f"senteval_scores: skipping {e}", UserWarning, stacklevel=2)
+            continue
+        result, n, start = _score_task(task, data, embed_fn, batch_size, mrpc_features, grids,
+                                       protocol)
+        if task == "MRPC":
+            out["MRPC_f1"] = 100.0 * _f1(data["test"].targets, result["predictions"])
+        out[task] = 100.0 * result["acc"]
+        details[task] = {"devacc": 100.0 * result["devacc"], "C": result["C"], "n": n,
+                         "seconds": round(time.perf_counter() - start, 3)}
+    scored = [out[t] for t in tasks if t in out]
+    out["avg"] = float(np.mean(scored)) if scored else float("nan")
+    out["details"] = details
+    out["skipped"] = skipped
+    return out
+
+
+def _check_senteval_arguments(benchmark_dir, missing, mrpc_features, standardize, kfold,
+                              inner_folds, C, seed) -> str:
+    """Refuses a bad argument of :func:`senteval_scores`; returns ``benchmark_dir`` as a str."""
     if missing not in ("error", "skip"):
         raise ValueError(f"`missing` must be 'error' or 'skip'; got {missing!r}.")
     if mrpc_features not in ("senteval", "infersent"):
@@ -521,62 +555,48 @@ def senteval_scores(embed_fn: Callable[[list], np.ndarray], benchmark_dir: str,
     if not isinstance(benchmark_dir, (str, os.PathLike)) or not os.path.isdir(benchmark_dir):
         raise FileNotFoundError(f"`benchmark_dir` {benchmark_dir!r} is not a folder; it must hold "
                                 f"{', '.join(SENTEVAL_TASKS)} in the SentEval layout.")
-    benchmark_dir = os.fspath(benchmark_dir)
-    cv_grid, train_test_grid = (CV_GRID, TRAIN_TEST_GRID) if C is None else ((C,), (C,))
-    protocol = {"kfold": kfold, "inner_folds": inner_folds, "seed": seed,
-                "standardize": standardize}
-    out: dict = {}
-    details: dict = {}
-    skipped: list = []
-    for task in tasks:
-        try:
-            if task in BINARY_TASKS:
-                data = read_binary_task(benchmark_dir, task)
-            elif task == "TREC":
-                data = read_trec(benchmark_dir)
-            else:
-                data = read_mrpc(benchmark_dir)
-        except FileNotFoundError as e:
-            if missing == "error":
-                raise
-            skipped.append(task)
-            warnings.warn(f"senteval_scores: skipping {e}", UserWarning, stacklevel=2)
-            continue
-        if task in BINARY_TASKS:
-            sentences, labels = data
-            features = embed_sentences(embed_fn, sentences, batch_size)
-            start = time.perf_counter()
-            result = cross_validated_accuracy(features, labels, grid=cv_grid, **protocol)
-            n = len(labels)
-        elif task == "TREC":
-            (train_q, train_y), (test_q, test_y) = data["train"], data["test"]
-            features = embed_sentences(embed_fn, train_q + test_q, batch_size)
-            start = time.perf_counter()
-            result = train_test_accuracy(features[:len(train_q)], train_y,
-                                         features[len(train_q):], test_y,
-                                         grid=train_test_grid, **protocol)
-            n = len(train_y) + len(test_y)
-        else:
-            train, test = data["train"], data["test"]
-            features = embed_sentences(embed_fn, train.first + train.second + test.first +
-                                       test.second, batch_size)
-            start = time.perf_counter()
-            n_train, n_test = len(train), len(test)
-            blocks = np.split(features, np.cumsum([n_train, n_train, n_test]))
-            pair = _pair_features(blocks[0], blocks[1], mrpc_features)
-            pair_test = _pair_features(blocks[2], blocks[3], mrpc_features)
-            result = train_test_accuracy(pair, train.targets, pair_test, test.targets,
-                                         grid=train_test_grid, **protocol)
-            out["MRPC_f1"] = 100.0 * _f1(test.targets, result["predictions"])
-            n = n_train + n_test
-        out[task] = 100.0 * result["acc"]
-        details[task] = {"devacc": 100.0 * result["devacc"], "C": result["C"], "n": n,
-                         "seconds": round(time.perf_counter() - start, 3)}
-    scored = [out[t] for t in tasks if t in out]
-    out["avg"] = float(np.mean(scored)) if scored else float("nan")
-    out["details"] = details
-    out["skipped"] = skipped
-    return out
+    return os.fspath(benchmark_dir)
+
+
+def _read_task(benchmark_dir: str, task: str):
+    """The task's data as its reader gives it (``FileNotFoundError`` for a missing file)."""
+    if task in BINARY_TASKS:
+        return read_binary_task(benchmark_dir, task)
+    if task == "TREC":
+        return read_trec(benchmark_dir)
+    return read_mrpc(benchmark_dir)
+
+
+def _score_task(task, data, embed_fn, batch_size, mrpc_features, grids, protocol):
+    """``(result, examples, start)``: the task's sentences embedded, then its classifier's
+    result (:func:`cross_validated_accuracy` for the binary tasks, :func:`train_test_accuracy`
+    for TREC and MRPC); ``start`` is when the classifier began (embedding excluded)."""
+    cv_grid, train_test_grid = grids
+    if task in BINARY_TASKS:
+        sentences, labels = data
+        features = embed_sentences(embed_fn, sentences, batch_size)
+        start = time.perf_counter()
+        result = cross_validated_accuracy(features, labels, grid=cv_grid, **protocol)
+        return result, len(labels), start
+    if task == "TREC":
+        (train_q, train_y), (test_q, test_y) = data["train"], data["test"]
+        features = embed_sentences(embed_fn, train_q + test_q, batch_size)
+        start = time.perf_counter()
+        result = train_test_accuracy(features[:len(train_q)], train_y,
+                                     features[len(train_q):], test_y,
+                                     grid=train_test_grid, **protocol)
+        return result, len(train_y) + len(test_y), start
+    train, test = data["train"], data["test"]
+    features = embed_sentences(embed_fn, train.first + train.second + test.first +
+                               test.second, batch_size)
+    start = time.perf_counter()
+    n_train, n_test = len(train), len(test)
+    blocks = np.split(features, np.cumsum([n_train, n_train, n_test]))
+    pair = _pair_features(blocks[0], blocks[1], mrpc_features)
+    pair_test = _pair_features(blocks[2], blocks[3], mrpc_features)
+    result = train_test_accuracy(pair, train.targets, pair_test, test.targets,
+                                 grid=train_test_grid, **protocol)
+    return result, n_train + n_test, start
 
 
 def _pair_features(u: np.ndarray, v: np.ndarray, kind: str) -> np.ndarray:

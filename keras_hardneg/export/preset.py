@@ -179,8 +179,6 @@ def save_preset(encoder: keras.Model, preset_dir: str, *, modality: str = DEFAUL
         ValueError: a bad ``modality`` or ``weights_dtype``; ``FileExistsError`` if
             ``preset_dir`` exists (not ``overwrite``, or not a preset).
     """
-    from keras_hardneg import __version__
-
     if modality not in MODALITIES.names():
         raise ValueError(f"`modality` must be one of {tuple(MODALITIES.names())}; "
                          f"got {modality!r}.")
@@ -190,53 +188,14 @@ def save_preset(encoder: keras.Model, preset_dir: str, *, modality: str = DEFAUL
                          f"got {weights_dtype!r}.")
     if not isinstance(encoder, keras.Model) or not encoder.built:
         raise ValueError(f"`encoder` must be a built keras.Model; got {type(encoder).__name__}.")
-    preset_dir = os.path.abspath(os.fspath(preset_dir))
-    if os.path.exists(preset_dir):
-        if not is_preset(preset_dir):
-            raise FileExistsError(f"{preset_dir} exists and is not a keras-hardneg preset; "
-                                  "not touched (choose another folder).")
-        if not overwrite:
-            raise FileExistsError(f"{preset_dir} already holds a preset: pass overwrite=True "
-                                  "to replace it.")
+    preset_dir = _check_preset_dir(preset_dir, overwrite)
     spec = dict(input_spec or {})
     for key, value in kind.default_preset_spec(encoder).items():
         spec.setdefault(key, value)
-    parent = os.path.dirname(preset_dir)
-    os.makedirs(parent, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix=".preset-", dir=parent)
-    mask = os.umask(0)
-    os.umask(mask)
-    os.chmod(tmp, 0o777 & ~mask)  # mkdtemp makes it private; a preset is for sharing
+    tmp = _shared_temp_dir(os.path.dirname(preset_dir))
     try:
-        config = keras.saving.serialize_keras_object(encoder)
-        with open(os.path.join(tmp, CONFIG_FILE), "w") as f:
-            json.dump(config, f, indent=1)
-        weights = os.path.join(tmp, WEIGHTS_FILE)
-        encoder.save_weights(weights)
-        rounding = _to_float16(weights) if weights_dtype == "float16" else 0.0
-        files = {CONFIG_FILE: sha256_file(os.path.join(tmp, CONFIG_FILE)),
-                 WEIGHTS_FILE: sha256_file(weights)}
-        written = []
-        for name, source in (assets or {}).items():
-            os.makedirs(os.path.join(tmp, ASSETS_DIR), exist_ok=True)
-            names = None
-            if name == TOKENIZER_ASSET:
-                # A saved SentenceTokenizer (either layout): the Hugging Face file under its
-                # standard name, keras-hardneg's settings beside it. Another file is copied.
-                from keras_hardneg.data.tokenizer import tokenizer_data, write_tokenizer_assets
-
-                try:
-                    tokenizer_data(source)
-                    names = write_tokenizer_assets(source, os.path.join(tmp, ASSETS_DIR))
-                except ValueError:
-                    names = None
-            if names is None:
-                shutil.copyfile(source, os.path.join(tmp, ASSETS_DIR, name))
-                names = [name]
-            for written_name in names:
-                files[f"{ASSETS_DIR}/{written_name}"] = sha256_file(
-                    os.path.join(tmp, ASSETS_DIR, written_name))
-            written += names
+        files, rounding = _write_model(encoder, tmp, weights_dtype)
+        written = _write_assets(assets, tmp, files)
         if model_card is not None:
             card = model_card.to_dict() if hasattr(model_card, "to_dict") else dict(model_card)
             # What the preset itself knows and the card may not: its assets, its text length.
@@ -245,21 +204,7 @@ def save_preset(encoder: keras.Model, preset_dir: str, *, modality: str = DEFAUL
             kind.complete_preset_card(card, spec)
             with open(os.path.join(tmp, CARD_FILE), "w") as f:
                 json.dump(card, f, indent=1, default=str)
-        output = encoder.output_shape
-        metadata = {
-            "format": PRESET_FORMAT,
-            "keras_version": keras.__version__,
-            "keras_hardneg_version": __version__,
-            "backend": keras.backend.backend(),
-            "modality": modality,
-            "input": spec,
-            "output_dim": int(output[-1]) if isinstance(output, tuple) else None,
-            "weights_dtype": weights_dtype,
-            "max_relative_rounding_error": rounding,
-            "parameter_count": int(encoder.count_params()),
-            "files": files,
-            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        }
+        metadata = _metadata(encoder, modality, spec, weights_dtype, rounding, files)
         with open(os.path.join(tmp, METADATA_FILE), "w") as f:
             json.dump(metadata, f, indent=1)
         atomic_replace_dir(tmp, preset_dir, overwrite=True, old_prefix=".preset-old-")
@@ -267,6 +212,95 @@ def save_preset(encoder: keras.Model, preset_dir: str, *, modality: str = DEFAUL
         if os.path.isdir(tmp):
             shutil.rmtree(tmp, ignore_errors=True)
     return preset_dir
+
+
+def _check_preset_dir(preset_dir: str, overwrite: bool) -> str:
+    """``preset_dir`` as an absolute path; refuses an existing folder that is not a preset,
+    or a preset without ``overwrite``."""
+    preset_dir = os.path.abspath(os.fspath(preset_dir))
+    if os.path.exists(preset_dir):
+        if not is_preset(preset_dir):
+            raise FileExistsError(f"{preset_dir} exists and is not a keras-hardneg preset; "
+                                  "not touched (choose another folder).")
+        if not overwrite:
+            raise FileExistsError(f"{preset_dir} already holds a preset: pass overwrite=True "
+                                  "to replace it.")
+    return preset_dir
+
+
+def _shared_temp_dir(parent: str) -> str:
+    """A new temporary folder in ``parent`` (created), with the umask's permissions:
+    ``mkdtemp`` makes it private, a preset is for sharing."""
+    os.makedirs(parent, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=".preset-", dir=parent)
+    mask = os.umask(0)
+    os.umask(mask)
+    os.chmod(tmp, 0o777 & ~mask)
+    return tmp
+
+
+def _write_model(encoder: keras.Model, folder: str,
+                 weights_dtype: str) -> tuple[dict[str, str], float]:
+    """Writes the config and the weights (as ``weights_dtype``) into ``folder``; returns
+    ``({file: SHA-256}, largest relative float16 rounding error or 0.0)``."""
+    config = keras.saving.serialize_keras_object(encoder)
+    with open(os.path.join(folder, CONFIG_FILE), "w") as f:
+        json.dump(config, f, indent=1)
+    weights = os.path.join(folder, WEIGHTS_FILE)
+    encoder.save_weights(weights)
+    rounding = _to_float16(weights) if weights_dtype == "float16" else 0.0
+    files = {CONFIG_FILE: sha256_file(os.path.join(folder, CONFIG_FILE)),
+             WEIGHTS_FILE: sha256_file(weights)}
+    return files, rounding
+
+
+def _write_assets(assets: dict[str, str] | None, folder: str, files: dict[str, str]) -> list:
+    """Copies ``assets`` into ``folder/assets/`` (a saved tokenizer as its two files), adds
+    their SHA-256s to ``files``; returns the names written."""
+    written = []
+    for name, source in (assets or {}).items():
+        os.makedirs(os.path.join(folder, ASSETS_DIR), exist_ok=True)
+        names = None
+        if name == TOKENIZER_ASSET:
+            # A saved SentenceTokenizer (either layout): the Hugging Face file under its
+            # standard name, keras-hardneg's settings beside it. Another file is copied.
+            from keras_hardneg.data.tokenizer import tokenizer_data, write_tokenizer_assets
+
+            try:
+                tokenizer_data(source)
+                names = write_tokenizer_assets(source, os.path.join(folder, ASSETS_DIR))
+            except ValueError:
+                names = None
+        if names is None:
+            shutil.copyfile(source, os.path.join(folder, ASSETS_DIR, name))
+            names = [name]
+        for written_name in names:
+            files[f"{ASSETS_DIR}/{written_name}"] = sha256_file(
+                os.path.join(folder, ASSETS_DIR, written_name))
+        written += names
+    return written
+
+
+def _metadata(encoder: keras.Model, modality: str, spec: dict[str, Any], weights_dtype: str,
+              rounding: float, files: dict[str, str]) -> dict[str, Any]:
+    """The content of ``metadata.json`` (module docstring)."""
+    from keras_hardneg import __version__
+
+    output = encoder.output_shape
+    return {
+        "format": PRESET_FORMAT,
+        "keras_version": keras.__version__,
+        "keras_hardneg_version": __version__,
+        "backend": keras.backend.backend(),
+        "modality": modality,
+        "input": spec,
+        "output_dim": int(output[-1]) if isinstance(output, tuple) else None,
+        "weights_dtype": weights_dtype,
+        "max_relative_rounding_error": rounding,
+        "parameter_count": int(encoder.count_params()),
+        "files": files,
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    }
 
 
 def read_preset_metadata(path: str) -> dict[str, Any]:

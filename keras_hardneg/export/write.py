@@ -243,6 +243,43 @@ def export_encoder(encoder, export_dir, *, input_shape=None, input_signature=Non
                        assets={"tokenizer.json": "/tmp/tok.json"},
                        model_card=ModelCard(name="simcse", modality="text"))
     """
+    export_dir, parent, base = _check_target(encoder, export_dir, overwrite)
+    modality, signature, spec = _resolve_signature(encoder, input_shape, input_signature)
+    if not encoder.built:
+        modality.build_encoder(encoder, signature)
+    tmp_dir = os.path.join(parent, f"{_TMP_PREFIX}{base}-{uuid.uuid4().hex[:8]}")
+    staging_dir = os.path.join(parent, f"{_TMP_PREFIX}{base}-assets-{uuid.uuid4().hex[:8]}")
+    try:
+        staged = _stage_assets(assets, staging_dir)
+        module = ReusableEncoder(encoder, spec, assets=staged)
+        card = _make_card(model_card, modality, signature,
+                          _traced_output_dim(module, spec, encoder), list(staged), encoder)
+        _write_saved_model(module, card, tmp_dir)
+        _commit(tmp_dir, export_dir, overwrite)
+    finally:
+        _remove_temporaries(tmp_dir, staging_dir)
+    return card
+
+
+def _commit(tmp_dir, export_dir, overwrite):
+    """Renames the finished ``tmp_dir`` into place as ``export_dir`` (atomic swap)."""
+    try:
+        atomic_replace_dir(tmp_dir, export_dir, overwrite=overwrite, old_prefix=_OLD_PREFIX)
+    except FileExistsError as e:  # export_dir appeared or is not a directory
+        raise FileExistsError(f"export_encoder: {e}") from None
+
+
+def _remove_temporaries(*paths):
+    """Deletes what is left of the temporary folders (after a failure, or the staging)."""
+    for path in paths:
+        if os.path.lexists(path):
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _check_target(encoder, export_dir, overwrite):
+    """``(absolute export_dir, its parent, its base name)``; refuses an encoder that is not a
+    ``keras.Model``, a backend other than TensorFlow, a missing parent, or an existing
+    ``export_dir`` without ``overwrite`` (or not replaceable: :func:`check_replaceable`)."""
     if not isinstance(encoder, keras.Model):
         raise TypeError(f"export_encoder: encoder must be a keras.Model, "
                         f"got {type(encoder).__name__}")
@@ -258,49 +295,39 @@ def export_encoder(encoder, export_dir, *, input_shape=None, input_signature=Non
                               "pass overwrite=True to replace it.")
     if os.path.lexists(export_dir):
         check_replaceable(export_dir)
-    modality, signature, spec = _resolve_signature(encoder, input_shape, input_signature)
-    if not encoder.built:
-        modality.build_encoder(encoder, signature)
+    return export_dir, parent, base
 
-    tmp_dir = os.path.join(parent, f"{_TMP_PREFIX}{base}-{uuid.uuid4().hex[:8]}")
-    staging_dir = os.path.join(parent, f"{_TMP_PREFIX}{base}-assets-{uuid.uuid4().hex[:8]}")
-    try:
-        staged = _stage_assets(assets, staging_dir)
-        module = ReusableEncoder(encoder, spec, assets=staged)
-        out_shape = module.__call__.get_concrete_function(spec, training=False).output_shapes
-        if out_shape.rank != 2 or out_shape[1] is None:
-            raise ValueError(f"export_encoder: encoder must output [B, F] with known F, "
-                             f"got shape {out_shape}")
-        declared = _declared_output_dim(encoder)
-        if declared is not None and declared != out_shape[1]:
-            raise ValueError(f"export_encoder: encoder.output_shape says F={declared} but "
-                             f"the traced encoder outputs {out_shape}")
-        card = _make_card(model_card, modality, signature, int(out_shape[1]), list(staged),
-                          encoder)
 
-        options = tf.saved_model.SaveOptions(
-            experimental_io_device=None,
-            experimental_variable_policy=tf.saved_model.experimental.VariablePolicy.NONE,
-        )
-        tf.saved_model.save(module, tmp_dir,
-                            signatures={"serving_default": module.serving_default},
-                            options=options)
-        pinned = find_device_strings(tmp_dir)
-        if pinned:
-            raise RuntimeError("export_encoder: the traced graph is pinned to devices "
-                               f"({pinned[:3]}...); do not export under a device scope.")
-        with open(os.path.join(tmp_dir, MODEL_CARD_JSON), "w", encoding="utf-8") as f:
-            f.write(card.to_json())
-        with open(os.path.join(tmp_dir, MODEL_CARD_MD), "w", encoding="utf-8") as f:
-            f.write(card.to_markdown())
-        fsync_tree(tmp_dir)
-        try:
-            atomic_replace_dir(tmp_dir, export_dir, overwrite=overwrite,
-                               old_prefix=_OLD_PREFIX)
-        except FileExistsError as e:  # export_dir appeared or is not a directory
-            raise FileExistsError(f"export_encoder: {e}") from None
-    finally:
-        for path in (tmp_dir, staging_dir):
-            if os.path.lexists(path):
-                shutil.rmtree(path, ignore_errors=True)
-    return card
+def _traced_output_dim(module, spec, encoder):
+    """``F`` of the traced encoder's ``[B, F]`` output; refuses another rank, an unknown
+    ``F``, or one that disagrees with ``encoder.output_shape``."""
+    out_shape = module.__call__.get_concrete_function(spec, training=False).output_shapes
+    if out_shape.rank != 2 or out_shape[1] is None:
+        raise ValueError(f"export_encoder: encoder must output [B, F] with known F, "
+                         f"got shape {out_shape}")
+    declared = _declared_output_dim(encoder)
+    if declared is not None and declared != out_shape[1]:
+        raise ValueError(f"export_encoder: encoder.output_shape says F={declared} but "
+                         f"the traced encoder outputs {out_shape}")
+    return int(out_shape[1])
+
+
+def _write_saved_model(module, card, tmp_dir):
+    """Saves ``module`` as a SavedModel in ``tmp_dir`` (no device pinned, checked) with the
+    model card beside it, synced to disk."""
+    options = tf.saved_model.SaveOptions(
+        experimental_io_device=None,
+        experimental_variable_policy=tf.saved_model.experimental.VariablePolicy.NONE,
+    )
+    tf.saved_model.save(module, tmp_dir,
+                        signatures={"serving_default": module.serving_default},
+                        options=options)
+    pinned = find_device_strings(tmp_dir)
+    if pinned:
+        raise RuntimeError("export_encoder: the traced graph is pinned to devices "
+                           f"({pinned[:3]}...); do not export under a device scope.")
+    with open(os.path.join(tmp_dir, MODEL_CARD_JSON), "w", encoding="utf-8") as f:
+        f.write(card.to_json())
+    with open(os.path.join(tmp_dir, MODEL_CARD_MD), "w", encoding="utf-8") as f:
+        f.write(card.to_markdown())
+    fsync_tree(tmp_dir)

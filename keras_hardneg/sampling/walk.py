@@ -246,7 +246,6 @@ def random_walk_with_restart(neighbors, seed_node, restart_prob, batch_size, rng
     alpha = _validate(nb, seed_node, restart_prob, batch_size)
     if not isinstance(rng, np.random.Generator):
         rng = np.random.default_rng(rng)
-    n, k = nb.shape
     seed_node = int(seed_node)
     if max_steps is None:
         max_steps = max(10 ** 6, 2000 * batch_size)
@@ -258,7 +257,13 @@ def random_walk_with_restart(neighbors, seed_node, restart_prob, batch_size, rng
     if engine != "numpy" and _compiled_kernel is not None:
         return _compiled_walk(nb, seed_node, alpha, batch_size, rng, max_steps,
                               _compiled_kernel)
+    return _numpy_walk(nb, seed_node, alpha, batch_size, rng, max_steps)
 
+
+def _numpy_walk(nb, seed_node, alpha, batch_size, rng, max_steps):
+    """The vectorised excursions (module docstring): rounds of excursions until ``batch_size``
+    distinct nodes are visited; the reachability and ``max_steps`` checks between rounds."""
+    n, k = nb.shape
     flat = nb.ravel()
     mean_len = (1.0 - alpha) / alpha if alpha > 0 else math.inf
     target = int(1.25 * batch_size) + 8  # moves simulated in the first round
@@ -269,59 +274,11 @@ def random_walk_with_restart(neighbors, seed_node, restart_prob, batch_size, rng
     checked = False
     got = 1
     while True:
-        if math.isinf(mean_len):
-            e = 1
-            depth_cap = target
-        else:
-            e = max(1, int(math.ceil(target / max(mean_len, 1e-9))))
-            # the longest of e geometric lengths is ~ mean * log(e); cap a bit above that
-            depth_cap = max(16, int(math.ceil(3.0 * (mean_len + 1) * (1 + math.log(e)))))
-        if math.isinf(mean_len):
-            lengths = np.full(e, depth_cap, dtype=np.int64)
-        else:
-            lengths = rng.geometric(alpha, size=e).astype(np.int64) - 1
-        if cont is not None:
-            lengths[0] += 1  # remaining length of an interrupted excursion is >= 1 (memoryless)
-        over = np.nonzero(lengths > depth_cap)[0]
-        if over.size:  # truncate at the first over-long excursion; it continues next round
-            j = int(over[0])
-            lengths = lengths[: j + 1]
-            lengths[j] = depth_cap
-            e = j + 1
-            interrupted = True
-        else:
-            interrupted = math.isinf(mean_len)
-        d = int(lengths.max()) if e else 0
-        if d > 0:
-            # longest excursions first: the active ones at depth t are a prefix, so each depth
-            # is one gather over a shrinking prefix and only sum(lengths) random slots are drawn
-            order = np.argsort(-lengths, kind="stable")
-            ls = lengths[order]
-            active = e - np.cumsum(np.bincount(ls, minlength=d + 1))[:d]
-            offs = np.zeros(d + 1, dtype=np.int64)
-            np.cumsum(active, out=offs[1:])
-            slots = (rng.random(int(offs[-1])) * k).astype(np.intp)  # uniform neighbour slot
-            cur = np.full(e, seed_node, dtype=np.int64)
-            if cont is not None:
-                cur[int(np.nonzero(order == 0)[0][0])] = cont
-            path = np.empty((d, e), dtype=np.int64)
-            for t in range(d):  # one gather per depth for all running excursions
-                a = int(active[t])
-                cur = flat[cur[:a] * k + slots[offs[t]:offs[t + 1]]]
-                path[t, :a] = cur
-            inv = np.empty(e, dtype=np.intp)
-            inv[order] = np.arange(e)
-            path = path[:, inv]  # back to excursion order
-            valid = np.arange(d)[:, None] < lengths[None, :]
-            seq = path.T[valid.T]  # excursion-major, then depth order
+        lengths, interrupted = _excursion_lengths(rng, alpha, mean_len, target, cont)
+        seq, cont = _run_excursions(flat, k, seed_node, lengths, interrupted, cont, rng)
+        if seq is not None:
             parts.append(seq)
-            if interrupted:
-                cont = int(path[lengths[-1] - 1, e - 1])
-            else:
-                cont = None
-        else:
-            cont = None
-        total += int(lengths.sum()) + e
+        total += int(lengths.sum()) + lengths.shape[0]
         allv = np.concatenate(parts) if len(parts) > 1 else parts[0]
         distinct = _first_occurrences(allv, n)
         got = distinct.size
@@ -337,6 +294,65 @@ def random_walk_with_restart(neighbors, seed_node, restart_prob, batch_size, rng
         # next round: aim at the missing nodes given the observed discovery rate
         rate = max(got / max(total, 1), 1e-3)
         target = int(min(max(1.5 * (batch_size - got) / rate, 32), 50 * batch_size))
+
+
+def _excursion_lengths(rng, alpha, mean_len, target, cont):
+    """One round's excursion lengths (moves each, int64 ``[e]``, about ``target`` moves in
+    all) and whether the last one is interrupted at the round's depth cap (it then continues
+    next round). ``cont``: the node an interrupted excursion of the last round continues from,
+    or ``None``."""
+    if math.isinf(mean_len):
+        e = 1
+        depth_cap = target
+    else:
+        e = max(1, int(math.ceil(target / max(mean_len, 1e-9))))
+        # the longest of e geometric lengths is ~ mean * log(e); cap a bit above that
+        depth_cap = max(16, int(math.ceil(3.0 * (mean_len + 1) * (1 + math.log(e)))))
+    if math.isinf(mean_len):
+        lengths = np.full(e, depth_cap, dtype=np.int64)
+    else:
+        lengths = rng.geometric(alpha, size=e).astype(np.int64) - 1
+    if cont is not None:
+        lengths[0] += 1  # remaining length of an interrupted excursion is >= 1 (memoryless)
+    over = np.nonzero(lengths > depth_cap)[0]
+    if over.size:  # truncate at the first over-long excursion; it continues next round
+        j = int(over[0])
+        lengths = lengths[: j + 1]
+        lengths[j] = depth_cap
+        return lengths, True
+    return lengths, math.isinf(mean_len)
+
+
+def _run_excursions(flat, k, seed_node, lengths, interrupted, cont, rng):
+    """Advances all excursions of a round together (one gather per depth); returns their
+    visited nodes, excursion-major then depth order (``None`` when no move was made), and
+    the node the interrupted last excursion continues from next round (else ``None``)."""
+    e = lengths.shape[0]
+    d = int(lengths.max()) if e else 0
+    if d <= 0:
+        return None, None
+    # longest excursions first: the active ones at depth t are a prefix, so each depth
+    # is one gather over a shrinking prefix and only sum(lengths) random slots are drawn
+    order = np.argsort(-lengths, kind="stable")
+    ls = lengths[order]
+    active = e - np.cumsum(np.bincount(ls, minlength=d + 1))[:d]
+    offs = np.zeros(d + 1, dtype=np.int64)
+    np.cumsum(active, out=offs[1:])
+    slots = (rng.random(int(offs[-1])) * k).astype(np.intp)  # uniform neighbour slot
+    cur = np.full(e, seed_node, dtype=np.int64)
+    if cont is not None:
+        cur[int(np.nonzero(order == 0)[0][0])] = cont
+    path = np.empty((d, e), dtype=np.int64)
+    for t in range(d):  # one gather per depth for all running excursions
+        a = int(active[t])
+        cur = flat[cur[:a] * k + slots[offs[t]:offs[t + 1]]]
+        path[t, :a] = cur
+    inv = np.empty(e, dtype=np.intp)
+    inv[order] = np.arange(e)
+    path = path[:, inv]  # back to excursion order
+    valid = np.arange(d)[:, None] < lengths[None, :]
+    seq = path.T[valid.T]  # excursion-major, then depth order
+    return seq, (int(path[lengths[-1] - 1, e - 1]) if interrupted else None)
 
 
 def python_random_walk_with_restart(neighbors, seed_node, restart_prob, batch_size, rng):

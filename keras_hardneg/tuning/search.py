@@ -173,7 +173,40 @@ def run_search(dataset="digits", trials=2, epochs=1, tuner="random", output="tun
     Raises:
         ValueError: naming the bad argument.
     """
-    # ------------------------------------------------------------- arguments
+    _check_arguments(trials=trials, epochs=epochs, tuner=tuner, objective=objective,
+                     loss=loss, framework=framework, seed=seed, batch_size=batch_size,
+                     validation_fraction=validation_fraction, trial_seeds=trial_seeds,
+                     output=output)
+    base = _base_recipe(dataset, dataset_options, recipe, epochs=epochs, seed=seed, loss=loss,
+                        framework=framework, batch_size=batch_size)
+    space = normalize_search_space(search_space, base["loss"]["name"])
+    output = os.fspath(output)
+    _write_settings(output, resume, trials, {
+        "dataset": dataset if not isinstance(dataset, os.PathLike) else os.fspath(dataset),
+        "tuner": tuner, "objective": objective, "epochs": epochs, "seed": seed,
+        "search_space": space, "validation_fraction": validation_fraction,
+        "trial_seeds": trial_seeds, "recipe": base})
+
+    keras.config.set_dtype_policy(base["precision"])
+    try:
+        train, _test, description = run.load_data(base)  # the test split is not used
+        hypermodel = ContrastiveHyperModel(
+            base, train, search_space=space, objective=objective, epochs=epochs,
+            validation_fraction=validation_fraction, seed=seed, trial_seeds=trial_seeds,
+            verbose=2 if verbose >= 2 else 0)
+        if verbose:
+            print(f"keras-hardneg tune: {description}; {len(hypermodel.fit_data[0])} training / "
+                  f"{len(hypermodel.validation_data[0])} validation images; knobs: "
+                  f"{', '.join(space)}; objective {hypermodel.objective_name} (max)")
+        return _search(hypermodel, base, dataset=dataset, tuner=tuner, trials=trials,
+                       epochs=epochs, output=output, resume=resume, seed=seed, verbose=verbose)
+    finally:
+        keras.config.set_dtype_policy("float32")
+
+
+def _check_arguments(*, trials, epochs, tuner, objective, loss, framework, seed, batch_size,
+                     validation_fraction, trial_seeds, output):
+    """Refuses a bad argument of :func:`run_search` in one line naming it."""
     if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
         raise ValueError(f"`trials` must be an integer >= 1; got {trials!r}.")
     if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
@@ -199,6 +232,10 @@ def run_search(dataset="digits", trials=2, epochs=1, tuner="random", output="tun
     if not isinstance(output, (str, os.PathLike)) or not os.fspath(output):
         raise ValueError(f"`output` must be a folder path; got {output!r}.")
 
+
+def _base_recipe(dataset, dataset_options, recipe, *, epochs, seed, loss, framework,
+                 batch_size):
+    """The search's base recipe: ``recipe`` with the arguments given to :func:`run_search`."""
     try:
         data = dataset_spec(dataset, **dataset_options)
     except ValueError as e:
@@ -210,15 +247,12 @@ def run_search(dataset="digits", trials=2, epochs=1, tuner="random", output="tun
         given["framework"] = {"name": framework}
     if batch_size is not None:
         given["batch_size"] = batch_size
-    base = run.load_recipe(recipe, overrides=given)
-    space = normalize_search_space(search_space, base["loss"]["name"])
+    return run.load_recipe(recipe, overrides=given)
 
-    output = os.fspath(output)
+
+def _write_settings(output, resume, trials, settings):
+    """Writes ``output/search.json``; a resumed search must keep the old settings."""
     os.makedirs(output, exist_ok=True)
-    settings = {"dataset": dataset if not isinstance(dataset, os.PathLike) else os.fspath(dataset),
-                "tuner": tuner, "objective": objective, "epochs": epochs, "seed": seed,
-                "search_space": space, "validation_fraction": validation_fraction,
-                "trial_seeds": trial_seeds, "recipe": base}
     settings_path = os.path.join(output, "search.json")
     project_dir = os.path.join(output, PROJECT_NAME)
     if resume and os.path.isfile(settings_path) and os.path.isdir(project_dir):
@@ -233,53 +267,41 @@ def run_search(dataset="digits", trials=2, epochs=1, tuner="random", output="tun
                              "choose another output folder.")
     atomic_write_json(settings_path, {**settings, "trials": trials}, indent=1, default=str)
 
-    # ------------------------------------------------------------------ data
-    keras.config.set_dtype_policy(base["precision"])
-    try:
-        train, _test, description = run.load_data(base)  # the test split is not used
-        hypermodel = ContrastiveHyperModel(
-            base, train, search_space=space, objective=objective, epochs=epochs,
-            validation_fraction=validation_fraction, seed=seed, trial_seeds=trial_seeds,
-            verbose=2 if verbose >= 2 else 0)
-        if verbose:
-            print(f"keras-hardneg tune: {description}; {len(hypermodel.fit_data[0])} training / "
-                  f"{len(hypermodel.validation_data[0])} validation images; knobs: "
-                  f"{', '.join(space)}; objective {hypermodel.objective_name} (max)")
 
-        results_path = os.path.join(output, "results.json")
-        plot_path = os.path.join(output, "objective_beta_tau.png")
+def _search(hypermodel, base, *, dataset, tuner, trials, epochs, output, resume, seed, verbose):
+    """Runs the tuner, writes ``results.json`` and the plot; returns the trial records."""
+    results_path = os.path.join(output, "results.json")
+    plot_path = os.path.join(output, "objective_beta_tau.png")
 
-        def record(t):
-            recs = collect_records(t, hypermodel)
-            atomic_write_json(results_path, recs, indent=1, default=str)
-            return recs
-
-        common = dict(hypermodel=hypermodel, objective=hypermodel.objective,
-                      directory=output, project_name=PROJECT_NAME, overwrite=not resume,
-                      seed=seed + 1,  # Keras Tuner treats seed 0 as "no seed"
-                      on_record=record)
-        if tuner == "random":
-            t = _recording(keras_tuner.RandomSearch)(max_trials=trials, **common)
-        elif tuner == "bayesian":
-            t = _recording(keras_tuner.BayesianOptimization)(max_trials=trials, **common)
-        else:
-            t = _recording(keras_tuner.Hyperband)(max_epochs=epochs, hyperband_iterations=trials,
-                                                  **common)
-        failure = None
-        try:
-            t.search(epochs=epochs, verbose=min(int(verbose), 1))
-        except RuntimeError as e:  # e.g. too many consecutive failed trials
-            failure = e
-        recs = record(t)
-        plot_objective(recs, plot_path, objective_name=hypermodel.objective_name,
-                       title=f"{hypermodel.objective_name}: {base['framework']['name']}, "
-                             f"{base['loss']['name']} loss, {dataset}")
-        if verbose:
-            print(records_lib.format_table(recs, hypermodel.objective_name))
-            print(f"results: {results_path}\nplot: {plot_path}")
-        if failure is not None:
-            raise RuntimeError(f"the search stopped: {failure}; the finished trials are in "
-                               f"{results_path}.") from failure
+    def record(t):
+        recs = collect_records(t, hypermodel)
+        atomic_write_json(results_path, recs, indent=1, default=str)
         return recs
-    finally:
-        keras.config.set_dtype_policy("float32")
+
+    common = dict(hypermodel=hypermodel, objective=hypermodel.objective,
+                  directory=output, project_name=PROJECT_NAME, overwrite=not resume,
+                  seed=seed + 1,  # Keras Tuner treats seed 0 as "no seed"
+                  on_record=record)
+    if tuner == "random":
+        t = _recording(keras_tuner.RandomSearch)(max_trials=trials, **common)
+    elif tuner == "bayesian":
+        t = _recording(keras_tuner.BayesianOptimization)(max_trials=trials, **common)
+    else:
+        t = _recording(keras_tuner.Hyperband)(max_epochs=epochs, hyperband_iterations=trials,
+                                              **common)
+    failure = None
+    try:
+        t.search(epochs=epochs, verbose=min(int(verbose), 1))
+    except RuntimeError as e:  # e.g. too many consecutive failed trials
+        failure = e
+    recs = record(t)
+    plot_objective(recs, plot_path, objective_name=hypermodel.objective_name,
+                   title=f"{hypermodel.objective_name}: {base['framework']['name']}, "
+                         f"{base['loss']['name']} loss, {dataset}")
+    if verbose:
+        print(records_lib.format_table(recs, hypermodel.objective_name))
+        print(f"results: {results_path}\nplot: {plot_path}")
+    if failure is not None:
+        raise RuntimeError(f"the search stopped: {failure}; the finished trials are in "
+                           f"{results_path}.") from failure
+    return recs
