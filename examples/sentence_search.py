@@ -25,6 +25,7 @@ import time
 
 import numpy as np
 
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # no C++ start-up log lines
 import keras_hardneg as khn
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -66,7 +67,8 @@ have 5 to 60 words. `wiki1m` names SimCSE's million Wikipedia sentences
 (`khn.data.public.sentence_corpus`: fetched once from the authors' Hugging Face dataset).
 """
 
-files = [khn.data.public.sentence_corpus(p) if p == "wiki1m" else p for p in args.corpus]
+with khn.data.fetch.exit_on_fetch_error(parser.prog):  # one line, not a traceback
+    files = [khn.data.public.sentence_corpus(p) if p == "wiki1m" else p for p in args.corpus]
 sentences, seen = [], set()
 for path in files:
     with open(path, encoding="utf-8") as f:

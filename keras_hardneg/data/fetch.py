@@ -48,7 +48,8 @@ import urllib.parse
 from typing import Any, Callable, Iterator
 
 __all__ = ["MIRROR_ENV", "STAMP_FILE", "URL_SCHEMES", "FetchError", "data_home", "source_url",
-           "is_url", "locked", "download", "fetch_folder", "read_stamp", "remove_orphans"]
+           "is_url", "locked", "download", "fetch_folder", "read_stamp", "remove_orphans",
+           "exit_on_fetch_error"]
 
 MIRROR_ENV = "KERAS_HARDNEG_DATA_MIRROR"
 #: Written last into a folder this module placed: where it came from, what was checked.
@@ -59,6 +60,32 @@ _TMP_PREFIX = ".fetch-"
 
 class FetchError(ValueError):
     """A file that cannot be fetched, or that fails its check (nothing is cached then)."""
+
+
+@contextlib.contextmanager
+def exit_on_fetch_error(prog: str) -> Iterator[None]:
+    """Ends a script in one line when a fetch inside the block fails: ``PROG: error:
+    MESSAGE`` on standard error and exit status 2 (as ``argparse`` ends on a bad flag),
+    instead of a traceback. The message already says what to give instead.
+
+    Args:
+        prog: the script's name as its usage line shows it (``parser.prog``).
+
+    Example:
+
+    >>> from keras_hardneg.data.fetch import FetchError, exit_on_fetch_error
+    >>> try:
+    ...     with exit_on_fetch_error("my_script.py"):
+    ...         raise FetchError("MUTAG.zip: no network.")
+    ... except SystemExit as e:
+    ...     print(e.code)
+    2
+    """
+    try:
+        yield
+    except FetchError as e:
+        print(f"{prog}: error: {' '.join(str(e).split())}", file=sys.stderr, flush=True)
+        raise SystemExit(2) from None
 
 
 def data_home(data_dir: str | None = None) -> str:

@@ -3,6 +3,7 @@ the public hosts ($KERAS_HARDNEG_DATA_MIRROR), checked, cached, and one clear li
 network. No test reaches the internet."""
 
 import hashlib
+import io
 import os
 import zipfile
 
@@ -89,7 +90,7 @@ def test_without_network_the_error_is_one_line_naming_what_to_give(tmp_path, mon
     monkeypatch.setenv("KERAS_HOME", str(tmp_path))
     monkeypatch.setenv(fetch.MIRROR_ENV, "http://127.0.0.1:9")  # nothing listens there
     monkeypatch.setenv("NO_PROXY", "127.0.0.1")
-    for call, words in ((lambda: public.tu_folder("MUTAG"), "--dataset DIR holding MUTAG_A"),
+    for call, words in ((lambda: public.tu_folder("MUTAG"), "--data DIR in the examples"),
                         (lambda: public.load_cifar("cifar10"), "image folder"),
                         (lambda: public.sentence_corpus("wiki1m"), "--dataset FILE.txt")):
         with pytest.raises(fetch.FetchError) as err:
@@ -98,6 +99,39 @@ def test_without_network_the_error_is_one_line_naming_what_to_give(tmp_path, mon
         assert len(message.splitlines()) == 1, message
         assert "cannot fetch http://127.0.0.1:9/" in message and words in message
         assert fetch.MIRROR_ENV in message and str(tmp_path) in message
+        # the mirror is set: the line says it lacks the file, not "set the mirror"
+        assert "in the mirror" in message
+        assert f"set {fetch.MIRROR_ENV}" not in message
+
+
+def test_without_a_mirror_the_error_says_to_set_one(tmp_path, monkeypatch):
+    monkeypatch.setenv("KERAS_HOME", str(tmp_path))
+    monkeypatch.delenv(fetch.MIRROR_ENV, raising=False)
+    hint = public.offline_hint("a MUTAG/ folder", "give a TU folder", str(tmp_path),
+                               "MUTAG.zip")
+    assert f"set {fetch.MIRROR_ENV} to a URL or file:// folder holding MUTAG.zip" in hint
+
+
+def test_a_truncated_tu_archive_is_one_line_and_caches_nothing(mirror):
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as z:
+        z.writestr("MUTAG/MUTAG_A.txt", "1, 2\n" * 2000)
+        z.writestr("MUTAG/MUTAG_graph_indicator.txt", "1\n1\n")
+    (mirror.www / "MUTAG.zip").write_bytes(buffer.getvalue()[:-300])  # cut off its end
+    with pytest.raises(fetch.FetchError) as err:
+        public.tu_folder("MUTAG")
+    assert len(str(err.value).splitlines()) == 1
+    assert "not a complete zip archive" in str(err.value)
+    assert not os.path.exists(os.path.join(fetch.data_home(), "tudataset", "MUTAG"))
+
+
+def test_a_script_ends_a_failed_fetch_in_one_line(capsys):
+    with pytest.raises(SystemExit) as stop:
+        with fetch.exit_on_fetch_error("example.py"):
+            raise fetch.FetchError("CIFAR-10: cannot fetch it.\nWithout network: give X.")
+    assert stop.value.code == 2
+    assert capsys.readouterr().err == ("example.py: error: CIFAR-10: cannot fetch it. "
+                                       "Without network: give X.\n")
 
 
 def test_cifar_from_a_keras_cache_needs_no_request(tmp_path, monkeypatch):
