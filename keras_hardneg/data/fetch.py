@@ -119,19 +119,33 @@ def posix_basename(url: str) -> str:
 @contextlib.contextmanager
 def locked(path: str) -> Iterator[None]:
     """Holds an exclusive lock on ``path + ".lock"`` (POSIX ``flock``; where there is none,
-    no lock: the atomic rename alone keeps readers safe)."""
+    no lock: the atomic rename alone keeps readers safe). The lock file is removed on the
+    way out, fetched or failed, so the cache keeps no ``.lock`` files: it is unlinked while
+    still held, and a process that waited on it finds on waking that its file is no longer
+    the one at the path (another inode, or none) and takes the lock again on the new one."""
     try:
         import fcntl
     except ImportError:  # pragma: no cover -- Windows
         yield
         return
+    lock = path + ".lock"
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path + ".lock", "a") as handle:
+    while True:
+        handle = open(lock, "a")
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
         try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+            if os.path.samestat(os.stat(lock), os.fstat(handle.fileno())):
+                break
+        except FileNotFoundError:
+            pass
+        handle.close()  # the holder before removed it: lock the file now at the path
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            os.remove(lock)
+        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+        handle.close()
 
 
 def remove_orphans(parent: str, name: str) -> None:

@@ -4,6 +4,7 @@ network. No test reaches the internet."""
 
 import hashlib
 import io
+import time
 import os
 import zipfile
 
@@ -61,7 +62,7 @@ def test_a_tu_set_by_name_is_fetched_once_checked_and_cached(mirror, capsys):
     DATASETS.build("tu", 0, dataset="MUTAG")
     assert mirror.requests == ["/MUTAG.zip"]  # cached: no request
     # nothing but the set and its lock beside it
-    assert sorted(os.listdir(os.path.dirname(folder))) == ["MUTAG", "MUTAG.lock"]
+    assert sorted(os.listdir(os.path.dirname(folder))) == ["MUTAG"]  # no lock file left
 
 
 def test_a_tu_set_that_differs_from_the_published_counts_is_refused(mirror):
@@ -69,7 +70,7 @@ def test_a_tu_set_that_differs_from_the_published_counts_is_refused(mirror):
     with pytest.raises(fetch.FetchError, match=r"not the published .*nothing was cached"):
         public.tu_folder("PROTEINS")
     root = os.path.join(fetch.data_home(), "tudataset")
-    assert sorted(os.listdir(root)) == ["PROTEINS.lock"]
+    assert sorted(os.listdir(root)) == []  # nothing cached, no lock file left
     # a set without published statistics is taken, its hash recorded
     _loopback.tu_zip(str(mirror.www / "TOY.zip"), "TOY", 10, [5, 5], 40)
     assert fetch.read_stamp(public.tu_folder("TOY"))["check"].startswith("none published")
@@ -102,6 +103,42 @@ def test_without_network_the_error_is_one_line_naming_what_to_give(tmp_path, mon
         # the mirror is set: the line says it lacks the file, not "set the mirror"
         assert "in the mirror" in message
         assert f"set {fetch.MIRROR_ENV}" not in message
+
+
+def test_fetches_leave_no_lock_files(mirror):
+    with pytest.raises(fetch.FetchError):
+        public.tu_folder("MUTAG")  # nothing at the mirror: a failed fetch
+    with zipfile.ZipFile(mirror.www / "TOY.zip", "w") as z:
+        z.writestr("TOY/TOY_A.txt", "1, 2\n2, 1\n")
+        z.writestr("TOY/TOY_graph_indicator.txt", "1\n1\n")
+        z.writestr("TOY/TOY_graph_labels.txt", "1\n")
+    public.tu_folder("TOY")  # and one that succeeds
+    left = [os.path.join(d, f) for d, _, files in os.walk(fetch.data_home()) for f in files
+            if f.endswith(".lock")]
+    assert left == []
+
+
+def test_a_waiter_relocks_when_the_holder_removed_the_lock_file(tmp_path):
+    """The lock is removed while held; a second holder after it locks a fresh file, and
+    the two holders never overlap."""
+    import threading
+
+    target, inside, overlaps = str(tmp_path / "item"), [], []
+
+    def hold():
+        with fetch.locked(target):
+            inside.append(1)
+            if len(inside) > 1:
+                overlaps.append(1)
+            time.sleep(0.05)
+            inside.pop()
+
+    threads = [threading.Thread(target=hold) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert overlaps == [] and not os.path.exists(target + ".lock")
 
 
 def test_without_a_mirror_the_error_says_to_set_one(tmp_path, monkeypatch):
@@ -228,4 +265,4 @@ def test_fetches_of_one_set_at_once_fetch_it_once(mirror):
     assert not errors and len(got) == 4 and len(set(got)) == 1, errors
     assert slow.requests == ["/MUTAG.zip"]
     assert fetch.read_stamp(got[0])["counts"]["graphs"] == 188
-    assert sorted(os.listdir(os.path.dirname(got[0]))) == ["MUTAG", "MUTAG.lock"]
+    assert sorted(os.listdir(os.path.dirname(got[0]))) == ["MUTAG"]  # no lock file left
