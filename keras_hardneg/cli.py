@@ -992,6 +992,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"keras-hardneg {args.command}: error: {_with_flag(str(e))}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
+        if sys.stdout.isatty():  # end the progress bar's line: the message gets its own
+            print(flush=True)
         print(f"keras-hardneg {args.command}: interrupted; rerun the same command to resume.",
               file=sys.stderr)
         return 130
