@@ -20,6 +20,7 @@ import argparse
 import os
 import time
 
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # no C++ start-up log lines
 import keras
 import numpy as np
 
@@ -47,8 +48,9 @@ if min(args.limit_per_class, args.epochs, args.batch_size) < 1:
     parser.error("--limit-per-class, --epochs and --batch-size must be >= 1")
 os.makedirs(args.output, exist_ok=True)
 start_all = time.perf_counter()
-(x, y), _, _ = khn.data.load_dataset(args.data, image_size=32,
-                                     limit_per_class=args.limit_per_class)
+with khn.data.fetch.exit_on_fetch_error(parser.prog):  # one line, not a traceback
+    (x, y), _, _ = khn.data.load_dataset(args.data, image_size=32,
+                                         limit_per_class=args.limit_per_class)
 batch_size = min(args.batch_size, len(x))
 print(f"{len(x)} images, batch {batch_size}")
 

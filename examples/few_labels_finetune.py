@@ -22,6 +22,7 @@ import json
 import os
 import time
 
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # no C++ start-up log lines
 import keras
 import numpy as np
 
@@ -60,9 +61,10 @@ balanced test subset; the smaller label budgets are the first images of each cla
 pool, so every budget's labelled set contains the smaller ones.
 """
 
-(x_pool, y_pool), (x_test, y_test), _ = khn.data.load_dataset(
-    args.data, image_size=32, limit_per_class=budgets[-1],
-    test_limit_per_class=args.test_per_class)
+with khn.data.fetch.exit_on_fetch_error(parser.prog):  # one line, not a traceback
+    (x_pool, y_pool), (x_test, y_test), _ = khn.data.load_dataset(
+        args.data, image_size=32, limit_per_class=budgets[-1],
+        test_limit_per_class=args.test_per_class)
 num_classes = int(y_pool.max()) + 1
 rank_in_class = np.zeros(len(y_pool), int)
 for c in range(num_classes):

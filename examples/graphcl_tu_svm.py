@@ -20,6 +20,7 @@ import argparse
 import os
 import time
 
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # no C++ start-up log lines
 import keras
 import numpy as np
 
@@ -57,7 +58,8 @@ reads the folder into a `GraphSet`: node features are one-hot node labels when t
 has them (else one-hot degrees), edges in both directions.
 """
 
-graphs = load_tu(args.data if os.path.isdir(args.data) else tu_folder(args.data))
+with khn.data.fetch.exit_on_fetch_error(parser.prog):  # one line, not a traceback
+    graphs = load_tu(args.data if os.path.isdir(args.data) else tu_folder(args.data))
 if args.smoke:
     graphs = graphs.subset(np.arange(40))
 print(f"{graphs.name}: {len(graphs)} graphs, {graphs.num_classes} classes, node features "

@@ -19,6 +19,7 @@ import argparse
 import os
 import time
 
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # no C++ start-up log lines
 import keras
 import numpy as np
 
@@ -47,9 +48,10 @@ keras.utils.set_random_seed(0)
 os.makedirs(args.output, exist_ok=True)
 start_all = time.perf_counter()
 
-(x, y), (x_test, y_test), _ = khn.data.load_dataset(
-    args.data, image_size=32, limit_per_class=args.limit_per_class,
-    test_limit_per_class=max(2, args.limit_per_class // 4))
+with khn.data.fetch.exit_on_fetch_error(parser.prog):  # one line, not a traceback
+    (x, y), (x_test, y_test), _ = khn.data.load_dataset(
+        args.data, image_size=32, limit_per_class=args.limit_per_class,
+        test_limit_per_class=max(2, args.limit_per_class // 4))
 print(f"train {x.shape}, kNN test {x_test.shape}")
 
 """

@@ -9,8 +9,8 @@ Shows: the zoo's sentence encoder (`simcse-minilm-ntxent-wiki`: all-MiniLM-L6-v2
     against exact (brute-force) search over the same embeddings.
 Run time: 2 min 30 s (CPU 1 min 46 s) with the defaults (MiniLM, 4,000 sentences) on 2 CPU
     cores shared with another job's benchmarks; `--smoke` (tiny data) is what the test suite
-    runs. Needs `tokenizers` ([text] extra) and `scann`; MiniLM also needs `keras_hub`
-    ([pretrained] extra).
+    runs. Needs `tokenizers` (the [text] extra); MiniLM also needs `keras_hub` (the
+    [pretrained] extra).
 
     python examples/sentence_search.py
     python examples/sentence_search.py --sentences 40000 --entry quickthought-ntxent-wiki
@@ -25,6 +25,7 @@ import time
 
 import numpy as np
 
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # no C++ start-up log lines
 import keras_hardneg as khn
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -50,9 +51,9 @@ if args.smoke:
     args.entry = args.entry or "quickthought-ntxent-wiki"
 if args.sentences < 20:
     parser.error("--sentences must be >= 20")
-for name in ("tokenizers", "scann"):
-    if importlib.util.find_spec(name) is None:
-        raise SystemExit(f"this example needs `{name}`: pip install -e '.[text]' scann")
+if importlib.util.find_spec("tokenizers") is None:  # scann comes with keras-hardneg itself
+    parser.exit(2, f"{parser.prog}: error: this example needs `tokenizers`: "
+                   "pip install \"keras-hardneg[text]\" (in a clone: pip install -e \".[text]\")\n")
 if args.entry is None:
     args.entry = ("simcse-minilm-ntxent-wiki" if importlib.util.find_spec("keras_hub")
                   else "quickthought-ntxent-wiki")
@@ -66,7 +67,8 @@ have 5 to 60 words. `wiki1m` names SimCSE's million Wikipedia sentences
 (`khn.data.public.sentence_corpus`: fetched once from the authors' Hugging Face dataset).
 """
 
-files = [khn.data.public.sentence_corpus(p) if p == "wiki1m" else p for p in args.corpus]
+with khn.data.fetch.exit_on_fetch_error(parser.prog):  # one line, not a traceback
+    files = [khn.data.public.sentence_corpus(p) if p == "wiki1m" else p for p in args.corpus]
 sentences, seen = [], set()
 for path in files:
     with open(path, encoding="utf-8") as f:

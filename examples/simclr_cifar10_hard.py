@@ -22,6 +22,7 @@ import math
 import os
 import time
 
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # no C++ start-up log lines
 import keras
 import numpy as np
 
@@ -81,9 +82,10 @@ def read(folder, limit):
 data = os.path.abspath(os.path.expanduser(args.data))
 limit = args.limit_per_class or None
 if args.data == "cifar10":
-    (x, y), (x_test, y_test), _ = khn.data.load_dataset(
-        "cifar10", image_size=args.image_size, limit_per_class=limit,
-        test_limit_per_class=max(limit // 5, 2) if limit else None)
+    with khn.data.fetch.exit_on_fetch_error(parser.prog):  # one line, not a traceback
+        (x, y), (x_test, y_test), _ = khn.data.load_dataset(
+            "cifar10", image_size=args.image_size, limit_per_class=limit,
+            test_limit_per_class=max(limit // 5, 2) if limit else None)
 elif not os.path.isdir(data):
     parser.error(f"--data {args.data!r}: no such folder (give an image folder, or cifar10)")
 elif os.path.isdir(os.path.join(data, "train")):

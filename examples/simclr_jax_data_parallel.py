@@ -73,9 +73,10 @@ batch_size = args.batch_size - args.batch_size % len(devices)
 print(f"backend {keras.backend.backend()}, {len(devices)} devices: "
       f"{[str(d) for d in devices]}; global batch {batch_size}")
 
-(x, y), (x_test, y_test), _ = khn.data.load_dataset(
-    args.data, image_size=32, limit_per_class=args.limit_per_class,
-    test_limit_per_class=max(2, args.limit_per_class // 4))
+with khn.data.fetch.exit_on_fetch_error(parser.prog):  # one line, not a traceback
+    (x, y), (x_test, y_test), _ = khn.data.load_dataset(
+        args.data, image_size=32, limit_per_class=args.limit_per_class,
+        test_limit_per_class=max(2, args.limit_per_class // 4))
 steps = len(x) // batch_size  # full batches only: every device gets the same share
 x, y = x[:steps * batch_size], y[:steps * batch_size]
 

@@ -23,6 +23,7 @@ import time
 
 import numpy as np
 
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # no C++ start-up log lines
 import keras_hardneg as khn
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -63,9 +64,10 @@ hub_dir = os.path.join(args.output, "hub_encoder")
 card = khn.export.export_encoder(encoder, hub_dir, overwrite=True)
 print(f"exported {args.entry or 'a small ConvNet'} to {hub_dir}: {card.output_dim}-d features")
 
-(x, y), (x_test, y_test), _ = khn.data.load_dataset(
-    args.data, image_size=32, limit_per_class=args.train_per_class,
-    test_limit_per_class=args.test_per_class)
+with khn.data.fetch.exit_on_fetch_error(parser.prog):  # one line, not a traceback
+    (x, y), (x_test, y_test), _ = khn.data.load_dataset(
+        args.data, image_size=32, limit_per_class=args.train_per_class,
+        test_limit_per_class=args.test_per_class)
 num_classes = int(y.max()) + 1
 
 """

@@ -24,6 +24,7 @@ import time
 
 import keras_tuner
 
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # no C++ start-up log lines
 import keras_hardneg as khn
 
 parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])

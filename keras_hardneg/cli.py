@@ -486,9 +486,18 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             if key in result and card.get(key) is not None:
                 rows.append((label, f"{card[key]:.4f}"))
     rows.append(("time", f"{time.perf_counter() - start:.1f} s"))
-    _print_summary("evaluation", rows)
-    if args.json:
-        print(json.dumps(result), flush=True)
+    return _print_evaluation(rows, result, dict(rows[:3]), args.json)
+
+
+def _print_evaluation(rows: list, result: dict[str, Any], about: dict[str, Any],
+                      as_json: bool) -> int:
+    """The evaluation's summary block, or with ``--json`` only one JSON document on
+    stdout: the figures plus what was evaluated (``about``: encoder, modality, data; a
+    figure's key wins)."""
+    if as_json:
+        print(json.dumps({**about, **result}), flush=True)
+    else:
+        _print_summary("evaluation", rows)
     return 0
 
 
@@ -535,10 +544,7 @@ def _evaluate_preset(args: argparse.Namespace) -> int:
     rows = [("encoder", f"{preset} (pretrained, {args.pooling} pooling, zero-shot)"),
             ("modality", "text")] + _figure_rows(result, None)
     rows.append(("time", f"{time.perf_counter() - start:.1f} s"))
-    _print_summary("evaluation", rows)
-    if args.json:
-        print(json.dumps(result), flush=True)
-    return 0
+    return _print_evaluation(rows, result, dict(rows[:2]), args.json)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -862,7 +868,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="images: kNN only, skip the logistic-regression probe")
     p.add_argument("--seed", type=_number(int, "--seed"),
                    help="seed of the data split and the probe (default: the run's, else 0)")
-    p.add_argument("--json", action="store_true", help="also print the result as JSON")
+    p.add_argument("--json", action="store_true",
+                   help="print only the result, as one JSON document (stdout parses as JSON)")
     p.set_defaults(func=cmd_evaluate)
 
     p = sub.add_parser("report", help="write report.html: what a run's negatives did, as a "
@@ -985,6 +992,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"keras-hardneg {args.command}: error: {_with_flag(str(e))}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
+        if sys.stdout.isatty():  # end the progress bar's line: the message gets its own
+            print(flush=True)
         print(f"keras-hardneg {args.command}: interrupted; rerun the same command to resume.",
               file=sys.stderr)
         return 130

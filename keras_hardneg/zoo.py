@@ -131,13 +131,21 @@ def entries(zoo: str | None = None) -> dict[str, bool]:
     return out
 
 
-def list(zoo: str | None = None) -> builtins.list[str]:  # noqa: A001 -- the zoo API's name
-    """The names of the entries with weights that :func:`load` gives now, sorted: those of
-    the zoo folder; with a URL, every entry of the index with weights (fetched at first
-    load); with neither, the entries in the cache."""
+def list(zoo: str | None = None,  # noqa: A001 -- the zoo API's name
+         available: bool = False) -> builtins.list[str]:
+    """The names of the zoo's entries with weights, sorted: those of the zoo folder, else
+    every entry of the index shipped with the package (what ``keras-hardneg zoo list``
+    shows).
+
+    Args:
+        zoo: a zoo folder or URL (default ``$KERAS_HARDNEG_ZOO``, ``models/`` in a clone).
+        available: only those :func:`load` gives now: with a URL, all of them (fetched at
+            first load); with neither folder nor URL, those intact in the cache (the others
+            need a zoo to fetch them from).
+    """
     kind, _ = zoo_source(zoo)
     names = [name for name, trained in entries(zoo).items() if trained]
-    if kind == "cache":
+    if available and kind == "cache":
         index = zoo_store.read_index()
         names = [name for name in names if zoo_store.cached_entry(name, index[name])]
     return names

@@ -36,7 +36,8 @@ def test_train_writes_run_export_and_card(trained_run, capsys):
 def test_evaluate_reproduces_the_model_card(trained_run, capsys):
     capsys.readouterr()
     assert cli.main(["evaluate", str(trained_run / "encoder"), "--json"]) == 0
-    measured = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    measured = json.loads(capsys.readouterr().out)  # stdout is one JSON document
+    assert measured["encoder"] == str(trained_run / "encoder")
     card = json.loads((trained_run / "encoder" / "model_card.json").read_text())
     assert measured["knn_accuracy"] == pytest.approx(card["knn_accuracy"], abs=1e-6)
     assert measured["linear_probe_accuracy"] == pytest.approx(card["linear_probe_accuracy"], abs=1e-6)

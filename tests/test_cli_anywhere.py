@@ -28,7 +28,7 @@ def offline(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("entry, words", [
     ("simclr-hard-cifar10", "image folder"),
-    ("graphcl-hard-mutag", "--dataset DIR holding MUTAG_A.txt"),
+    ("graphcl-hard-mutag", "--dataset DIR in the CLI"),
     ("simcse-ntxent-wiki", "--dataset FILE.txt"),
 ])
 def test_a_zoo_recipe_without_network_says_how_to_give_local_data(entry, words, offline,

@@ -147,7 +147,7 @@ def test_loads_of_one_entry_at_once_fetch_it_once(tmp_path, no_clone):
     assert not errors and len(got) == 4 and len(set(got)) == 1, errors
     assert len(slow.requests) == len(files) == len(set(slow.requests))
     root = zoo_store.cache_root()
-    assert sorted(os.listdir(root)) == [GRAPH, f"{GRAPH}.lock"]
+    assert sorted(os.listdir(root)) == [GRAPH]
 
 
 def test_a_typo_gets_did_you_mean_and_list_has_no_empty_legend(no_clone, capsys):

@@ -52,7 +52,7 @@ def test_processes_loading_one_entry_at_once_fetch_it_once(tmp_path):
     assert len(paths) == 1, outs
     assert len(server.requests) == len(files) == len(set(server.requests)), server.requests
     root = os.path.join(str(tmp_path / "keras_home"), "keras_hardneg", "zoo")
-    assert sorted(os.listdir(root)) == [GRAPH, f"{GRAPH}.lock"]
+    assert sorted(os.listdir(root)) == [GRAPH]
 
 
 def test_a_fetch_killed_half_way_leaves_no_entry_and_the_next_load_is_whole(
@@ -88,4 +88,4 @@ def test_a_fetch_killed_half_way_leaves_no_entry_and_the_next_load_is_whole(
     record = zoo_store.read_index()[GRAPH]
     assert zoo_store.cached_entry(GRAPH, record) == os.path.join(root, GRAPH)
     assert model.preset_metadata["path"] == os.path.join(root, GRAPH, "preset")
-    assert sorted(os.listdir(root)) == [GRAPH, f"{GRAPH}.lock"]  # the orphan removed
+    assert sorted(os.listdir(root)) == [GRAPH]  # the orphan removed

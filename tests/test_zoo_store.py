@@ -187,10 +187,10 @@ def test_listing_the_cache_hashes_each_file_once_until_it_changes(tmp_path, monk
     monkeypatch.setattr(zoo_store, "sha256_file", lambda p: hashed.append(p) or real(p))
     monkeypatch.setattr(zoo, "zoo_source", lambda z=None: ("cache", None))
 
-    assert name in zoo.list()
+    assert name in zoo.list(available=True)
     first = len(hashed)
     assert first == len(record["files"])
-    assert name in zoo.list() and zoo_store.cached_entry(name, record)
+    assert name in zoo.list(available=True) and zoo_store.cached_entry(name, record)
     assert len(hashed) == first  # nothing read again
 
     weights = os.path.join(root, name, "preset", "model.weights.h5")
@@ -199,5 +199,20 @@ def test_listing_the_cache_hashes_each_file_once_until_it_changes(tmp_path, monk
     with open(weights, "wb") as f:
         f.write(bytes(data))
     assert zoo_store.cached_entry(name, record) is None
-    assert name not in zoo.list()
+    assert name not in zoo.list(available=True) and name in zoo.list()
     assert hashed[first:] and all(p == weights for p in hashed[first:])
+
+
+def test_on_a_fresh_machine_list_names_every_entry_with_weights(tmp_path, monkeypatch, capsys):
+    """No zoo set, nothing cached: ``zoo.list()`` and ``zoo list --json`` name the entries
+    the table shows (every one with weights in the shipped index); ``available=True``
+    none, since ``load`` would need a zoo to fetch them from."""
+    from keras_hardneg import cli, zoo
+
+    monkeypatch.setenv("KERAS_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(zoo, "zoo_source", lambda z=None: ("cache", None))
+    weights = sorted(n for n, r in zoo_store.read_index().items() if r["status"] == "weights")
+    assert zoo.list() == weights and len(weights) > 2
+    assert zoo.list(available=True) == []
+    assert cli.main(["zoo", "list", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == weights

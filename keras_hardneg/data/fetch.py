@@ -48,7 +48,8 @@ import urllib.parse
 from typing import Any, Callable, Iterator
 
 __all__ = ["MIRROR_ENV", "STAMP_FILE", "URL_SCHEMES", "FetchError", "data_home", "source_url",
-           "is_url", "locked", "download", "fetch_folder", "read_stamp", "remove_orphans"]
+           "is_url", "locked", "download", "fetch_folder", "read_stamp", "remove_orphans",
+           "exit_on_fetch_error"]
 
 MIRROR_ENV = "KERAS_HARDNEG_DATA_MIRROR"
 #: Written last into a folder this module placed: where it came from, what was checked.
@@ -59,6 +60,32 @@ _TMP_PREFIX = ".fetch-"
 
 class FetchError(ValueError):
     """A file that cannot be fetched, or that fails its check (nothing is cached then)."""
+
+
+@contextlib.contextmanager
+def exit_on_fetch_error(prog: str) -> Iterator[None]:
+    """Ends a script in one line when a fetch inside the block fails: ``PROG: error:
+    MESSAGE`` on standard error and exit status 2 (as ``argparse`` ends on a bad flag),
+    instead of a traceback. The message already says what to give instead.
+
+    Args:
+        prog: the script's name as its usage line shows it (``parser.prog``).
+
+    Example:
+
+    >>> from keras_hardneg.data.fetch import FetchError, exit_on_fetch_error
+    >>> try:
+    ...     with exit_on_fetch_error("my_script.py"):
+    ...         raise FetchError("MUTAG.zip: no network.")
+    ... except SystemExit as e:
+    ...     print(e.code)
+    2
+    """
+    try:
+        yield
+    except FetchError as e:
+        print(f"{prog}: error: {' '.join(str(e).split())}", file=sys.stderr, flush=True)
+        raise SystemExit(2) from None
 
 
 def data_home(data_dir: str | None = None) -> str:
@@ -92,19 +119,33 @@ def posix_basename(url: str) -> str:
 @contextlib.contextmanager
 def locked(path: str) -> Iterator[None]:
     """Holds an exclusive lock on ``path + ".lock"`` (POSIX ``flock``; where there is none,
-    no lock: the atomic rename alone keeps readers safe)."""
+    no lock: the atomic rename alone keeps readers safe). The lock file is removed on the
+    way out, fetched or failed, so the cache keeps no ``.lock`` files: it is unlinked while
+    still held, and a process that waited on it finds on waking that its file is no longer
+    the one at the path (another inode, or none) and takes the lock again on the new one."""
     try:
         import fcntl
     except ImportError:  # pragma: no cover -- Windows
         yield
         return
+    lock = path + ".lock"
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path + ".lock", "a") as handle:
+    while True:
+        handle = open(lock, "a")
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
         try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+            if os.path.samestat(os.stat(lock), os.fstat(handle.fileno())):
+                break
+        except FileNotFoundError:
+            pass
+        handle.close()  # the holder before removed it: lock the file now at the path
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            os.remove(lock)
+        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+        handle.close()
 
 
 def remove_orphans(parent: str, name: str) -> None:

@@ -38,6 +38,7 @@ import re
 import shutil
 import tarfile
 import zipfile
+import zlib
 from typing import Any
 
 import numpy as np
@@ -67,9 +68,15 @@ CIFAR = {
 
 
 def offline_hint(what: str, local: str, cache: str, file_name: str) -> str:
-    """The sentence every fetch error ends with: what to give without network."""
-    return (f"Without network: {local}, or put {what} in {cache} (the cache), or set "
-            f"{MIRROR_ENV} to a URL or file:// folder holding {file_name}.")
+    """The sentence every fetch error ends with: what to give without network (with
+    ``$KERAS_HARDNEG_DATA_MIRROR`` set: that the mirror lacks the file, not to set it)."""
+    mirror = os.environ.get(MIRROR_ENV)
+    if mirror:
+        where = (f"or put {file_name} in the mirror {MIRROR_ENV}={mirror} (it is fetched "
+                 f"from there, not from its public host)")
+    else:
+        where = f"or set {MIRROR_ENV} to a URL or file:// folder holding {file_name}"
+    return f"Without network: {local}, or put {what} in {cache} (the cache), {where}."
 
 
 def _cifar_batches_dir(name: str, root: str) -> str | None:
@@ -246,6 +253,24 @@ def _tu_counts(folder: str, name: str) -> dict[str, Any]:
             "nodes": len(lines("graph_indicator"))}
 
 
+def _extract_tu_zip(path: str, name: str, folder: str, source: str) -> None:
+    """The files of ``NAME/`` in the zip at ``path`` into ``folder`` (no ``__MACOSX/``, no
+    nesting); a damaged or truncated archive raises :class:`FetchError` in one line."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            for info in archive.infolist():
+                parts = info.filename.replace("\\", "/").split("/")
+                if info.is_dir() or len(parts) != 2 or parts[0] != name or not parts[1] \
+                        or parts[1].startswith("."):
+                    continue
+                with archive.open(info) as src, \
+                        open(os.path.join(folder, parts[1]), "wb") as out:
+                    shutil.copyfileobj(src, out)
+    except (zipfile.BadZipFile, EOFError, zlib.error) as e:
+        raise FetchError(f"TU {name}: {source} is not a complete zip archive ({e}); nothing "
+                         "was cached. Fetch it again, or give the extracted folder.") from None
+
+
 def tu_folder(name: str, data_dir: str | None = None) -> str:
     """The folder of TU set ``name`` (``MUTAG``, ``PROTEINS``, ...: the host's names) in the
     cache (``DATA_HOME/tudataset/NAME``), fetched from :data:`TU_HOST` when absent and
@@ -273,18 +298,12 @@ def tu_folder(name: str, data_dir: str | None = None) -> str:
             path = fetch_file(source_url(url), zip_dir, f"{name}.zip", what=f"TU {name}")
         except FetchError as e:
             raise FetchError(f"{e} " + offline_hint(
-                f"a {name}/ folder", f"give a TU folder (--dataset DIR holding {name}_A.txt, "
-                f"{name}_graph_indicator.txt, {name}_graph_labels.txt, ...)", root,
+                f"a {name}/ folder", "give a TU folder (--dataset DIR in the CLI, --data DIR in "
+                f"the examples) holding {name}_A.txt, "
+                f"{name}_graph_indicator.txt, {name}_graph_labels.txt, ...", root,
                 f"{name}.zip")) from None
         digest = _sha256(path)
-        with zipfile.ZipFile(path) as archive:
-            for info in archive.infolist():
-                parts = info.filename.replace("\\", "/").split("/")
-                if info.is_dir() or len(parts) != 2 or parts[0] != name or not parts[1] \
-                        or parts[1].startswith("."):
-                    continue  # only the files of NAME/ (no __MACOSX/, no nesting)
-                with archive.open(info) as src, open(os.path.join(tmp, parts[1]), "wb") as out:
-                    shutil.copyfileobj(src, out)
+        _extract_tu_zip(path, name, tmp, source_url(url))
         shutil.rmtree(zip_dir)
         if not is_tu_folder(tmp):
             raise FetchError(f"TU {name}: {source_url(url)} holds no {name}/{name}_A.txt, "
@@ -331,7 +350,8 @@ def sentence_corpus(name: str, data_dir: str | None = None) -> str:
         download(spec["url"], path, what=spec["title"])
     except FetchError as e:
         raise FetchError(f"{e} " + offline_hint(
-            file_name, "give a sentence file (--dataset FILE.txt, one sentence per line)",
+            file_name, "give a sentence file (--dataset FILE.txt in the CLI, --corpus FILE.txt "
+            "in the examples; one sentence per line)",
             root, file_name)) from None
     record = path + ".source.json"
     if not os.path.isfile(record):

@@ -220,6 +220,29 @@ def mark_run(output_dir: str) -> None:
                              f"{__version__} train", "files": list(RUN_FILES)}, indent=1)
 
 
+def clear_previous_run(output_dir: str) -> list[str]:
+    """Before a run that starts over (``--no-resume``) in a run directory of this package:
+    removes the earlier run's outputs (every :data:`RUN_FILES` entry but ``recipe.json``,
+    which the new run rewrites), so no file of the earlier run (an ``encoder/`` whose card
+    says 1 epoch beside a 2-epoch recipe) outlives it. A folder that is not this package's
+    run (:func:`is_own_run`) is left as it is. Returns the names removed."""
+    import shutil
+
+    if not os.path.isdir(output_dir) or not is_own_run(output_dir):
+        return []
+    removed = []
+    for name in RUN_FILES:
+        path = os.path.join(output_dir, name)
+        if name == "recipe.json" or not os.path.lexists(path):
+            continue
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        else:
+            os.remove(path)
+        removed.append(name)
+    return removed
+
+
 def remove_new_files(output_dir: str, before: set[str] | None) -> None:
     """After a ``train`` that failed before committing an epoch: removes what it created in
     ``output_dir`` (entries of :data:`RUN_FILES` and :data:`RUN_MARKER` not in ``before``,

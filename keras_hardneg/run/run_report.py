@@ -46,11 +46,18 @@ REPORT_FILE = page.REPORT_FILE
 
 
 def _read_json(path: str) -> Any:
+    """The JSON file at ``path``; None when there is none. A file that is there but does
+    not parse (a truncated ``history.json``) raises :class:`RunDirectoryError` naming it:
+    the page never says "no history" of a history it could not read."""
+    if not os.path.isfile(path):
+        return None
     try:
         with open(path) as f:
             return json.load(f)
-    except (OSError, ValueError):
-        return None
+    except (OSError, ValueError) as e:
+        raise RunDirectoryError(
+            f"{path} is damaged ({' '.join(str(e).split())}); the report is not rewritten. "
+            "Restore the file, or remove it to report without it.") from None
 
 
 def _probe_view_maker(recipe: dict[str, Any], modality: Any, x: Any) -> Any:

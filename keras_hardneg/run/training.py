@@ -27,7 +27,8 @@ from keras_hardneg.run.modality import (MONITOR_TEST_LIMIT, MONITOR_TRAIN_LIMIT,
 from keras_hardneg.run.recipe import load_recipe, save_recipe
 from keras_hardneg.run.report import HISTORY_PLOT, ShortProgress, plot_history, resolve_verbose
 from keras_hardneg.run.resume import (_committed_epoch, check_own_files, check_output_dir,
-                                      check_resume, mark_run, remove_new_files)
+                                      check_resume, clear_previous_run, mark_run,
+                                      remove_new_files)
 from keras_hardneg.run.run_report import REPORT_FILE, make_probe_callback, write_run_report
 
 __all__ = ["train", "MONITOR_TRAIN_LIMIT", "MONITOR_TEST_LIMIT"]
@@ -291,6 +292,8 @@ def train(recipe: Any, output_dir: str, *, resume: bool = True, verbose: Any = "
     private = None  # a worker's own backup directory (not the chief's)
     try:
         if place.is_chief:
+            if not resume:  # starting over: nothing of the earlier run stays
+                clear_previous_run(output_dir)
             mark_run(output_dir)
             if stored is None or stored["recipe"] != _as_json(recipe):
                 save_recipe(recipe, os.path.join(output_dir, "recipe.json"))
@@ -320,8 +323,6 @@ def train(recipe: Any, output_dir: str, *, resume: bool = True, verbose: Any = "
         if verbose:
             cbs.append(ShortProgress())  # replaces Keras's: the figures that matter
         backup = os.path.join(output_dir, "backup")
-        if not resume and place.is_chief and os.path.isdir(backup):
-            shutil.rmtree(backup)
         # After the sampler's callbacks: their on_train_begin resets what the backup restores.
         state = {}
         if feed.sampler is not None:

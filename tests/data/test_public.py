@@ -3,6 +3,8 @@ the public hosts ($KERAS_HARDNEG_DATA_MIRROR), checked, cached, and one clear li
 network. No test reaches the internet."""
 
 import hashlib
+import io
+import time
 import os
 import zipfile
 
@@ -60,7 +62,7 @@ def test_a_tu_set_by_name_is_fetched_once_checked_and_cached(mirror, capsys):
     DATASETS.build("tu", 0, dataset="MUTAG")
     assert mirror.requests == ["/MUTAG.zip"]  # cached: no request
     # nothing but the set and its lock beside it
-    assert sorted(os.listdir(os.path.dirname(folder))) == ["MUTAG", "MUTAG.lock"]
+    assert sorted(os.listdir(os.path.dirname(folder))) == ["MUTAG"]  # no lock file left
 
 
 def test_a_tu_set_that_differs_from_the_published_counts_is_refused(mirror):
@@ -68,7 +70,7 @@ def test_a_tu_set_that_differs_from_the_published_counts_is_refused(mirror):
     with pytest.raises(fetch.FetchError, match=r"not the published .*nothing was cached"):
         public.tu_folder("PROTEINS")
     root = os.path.join(fetch.data_home(), "tudataset")
-    assert sorted(os.listdir(root)) == ["PROTEINS.lock"]
+    assert sorted(os.listdir(root)) == []  # nothing cached, no lock file left
     # a set without published statistics is taken, its hash recorded
     _loopback.tu_zip(str(mirror.www / "TOY.zip"), "TOY", 10, [5, 5], 40)
     assert fetch.read_stamp(public.tu_folder("TOY"))["check"].startswith("none published")
@@ -89,7 +91,7 @@ def test_without_network_the_error_is_one_line_naming_what_to_give(tmp_path, mon
     monkeypatch.setenv("KERAS_HOME", str(tmp_path))
     monkeypatch.setenv(fetch.MIRROR_ENV, "http://127.0.0.1:9")  # nothing listens there
     monkeypatch.setenv("NO_PROXY", "127.0.0.1")
-    for call, words in ((lambda: public.tu_folder("MUTAG"), "--dataset DIR holding MUTAG_A"),
+    for call, words in ((lambda: public.tu_folder("MUTAG"), "--data DIR in the examples"),
                         (lambda: public.load_cifar("cifar10"), "image folder"),
                         (lambda: public.sentence_corpus("wiki1m"), "--dataset FILE.txt")):
         with pytest.raises(fetch.FetchError) as err:
@@ -98,6 +100,75 @@ def test_without_network_the_error_is_one_line_naming_what_to_give(tmp_path, mon
         assert len(message.splitlines()) == 1, message
         assert "cannot fetch http://127.0.0.1:9/" in message and words in message
         assert fetch.MIRROR_ENV in message and str(tmp_path) in message
+        # the mirror is set: the line says it lacks the file, not "set the mirror"
+        assert "in the mirror" in message
+        assert f"set {fetch.MIRROR_ENV}" not in message
+
+
+def test_fetches_leave_no_lock_files(mirror):
+    with pytest.raises(fetch.FetchError):
+        public.tu_folder("MUTAG")  # nothing at the mirror: a failed fetch
+    with zipfile.ZipFile(mirror.www / "TOY.zip", "w") as z:
+        z.writestr("TOY/TOY_A.txt", "1, 2\n2, 1\n")
+        z.writestr("TOY/TOY_graph_indicator.txt", "1\n1\n")
+        z.writestr("TOY/TOY_graph_labels.txt", "1\n")
+    public.tu_folder("TOY")  # and one that succeeds
+    left = [os.path.join(d, f) for d, _, files in os.walk(fetch.data_home()) for f in files
+            if f.endswith(".lock")]
+    assert left == []
+
+
+def test_a_waiter_relocks_when_the_holder_removed_the_lock_file(tmp_path):
+    """The lock is removed while held; a second holder after it locks a fresh file, and
+    the two holders never overlap."""
+    import threading
+
+    target, inside, overlaps = str(tmp_path / "item"), [], []
+
+    def hold():
+        with fetch.locked(target):
+            inside.append(1)
+            if len(inside) > 1:
+                overlaps.append(1)
+            time.sleep(0.05)
+            inside.pop()
+
+    threads = [threading.Thread(target=hold) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert overlaps == [] and not os.path.exists(target + ".lock")
+
+
+def test_without_a_mirror_the_error_says_to_set_one(tmp_path, monkeypatch):
+    monkeypatch.setenv("KERAS_HOME", str(tmp_path))
+    monkeypatch.delenv(fetch.MIRROR_ENV, raising=False)
+    hint = public.offline_hint("a MUTAG/ folder", "give a TU folder", str(tmp_path),
+                               "MUTAG.zip")
+    assert f"set {fetch.MIRROR_ENV} to a URL or file:// folder holding MUTAG.zip" in hint
+
+
+def test_a_truncated_tu_archive_is_one_line_and_caches_nothing(mirror):
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as z:
+        z.writestr("MUTAG/MUTAG_A.txt", "1, 2\n" * 2000)
+        z.writestr("MUTAG/MUTAG_graph_indicator.txt", "1\n1\n")
+    (mirror.www / "MUTAG.zip").write_bytes(buffer.getvalue()[:-300])  # cut off its end
+    with pytest.raises(fetch.FetchError) as err:
+        public.tu_folder("MUTAG")
+    assert len(str(err.value).splitlines()) == 1
+    assert "not a complete zip archive" in str(err.value)
+    assert not os.path.exists(os.path.join(fetch.data_home(), "tudataset", "MUTAG"))
+
+
+def test_a_script_ends_a_failed_fetch_in_one_line(capsys):
+    with pytest.raises(SystemExit) as stop:
+        with fetch.exit_on_fetch_error("example.py"):
+            raise fetch.FetchError("CIFAR-10: cannot fetch it.\nWithout network: give X.")
+    assert stop.value.code == 2
+    assert capsys.readouterr().err == ("example.py: error: CIFAR-10: cannot fetch it. "
+                                       "Without network: give X.\n")
 
 
 def test_cifar_from_a_keras_cache_needs_no_request(tmp_path, monkeypatch):
@@ -194,4 +265,4 @@ def test_fetches_of_one_set_at_once_fetch_it_once(mirror):
     assert not errors and len(got) == 4 and len(set(got)) == 1, errors
     assert slow.requests == ["/MUTAG.zip"]
     assert fetch.read_stamp(got[0])["counts"]["graphs"] == 188
-    assert sorted(os.listdir(os.path.dirname(got[0]))) == ["MUTAG", "MUTAG.lock"]
+    assert sorted(os.listdir(os.path.dirname(got[0]))) == ["MUTAG"]  # no lock file left

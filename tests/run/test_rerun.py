@@ -92,6 +92,22 @@ def test_no_resume_starts_over_with_the_new_recipe(tmp_path):
     assert json.loads((out / "recipe.json").read_text())["loss"]["name"] == "nt_xent"
 
 
+def test_no_resume_leaves_nothing_of_the_earlier_run(tmp_path):
+    """Starting over removes the earlier run's outputs (a stale ``encoder/`` whose card
+    described the earlier recipe), never a file of the user's beside them."""
+    out = tmp_path / "run"
+    run.train({**TINY, "epochs": 1}, str(out), verbose=0, export=False)
+    (out / "encoder").mkdir()  # as an earlier exported run leaves it
+    (out / "encoder" / "model_card.json").write_text('{"epochs_run": 1}')
+    (out / "README.md").write_text("my notes\n")
+    run.train({**TINY, "epochs": 1, "seed": 1}, str(out), resume=False, verbose=0,
+              export=False)
+    assert not (out / "encoder").exists()
+    assert (out / "README.md").read_text() == "my notes\n"
+    assert json.loads((out / "recipe.json").read_text())["seed"] == 1
+    assert json.loads((out / "history.json").read_text())["loss"]  # the new run's
+
+
 def test_recipe_differences_names_dotted_keys():
     assert recipe_differences({"a": {"b": 1, "c": [1, 2]}, "d": 0},
                               {"a": {"b": 2, "c": (1, 2)}, "d": 0, "e": 1}) == ["a.b", "e"]

@@ -180,6 +180,19 @@ def test_report_refuses_a_folder_that_is_neither_in_one_line(tmp_path, capsys):
     assert "neither a run directory" in capsys.readouterr().err
 
 
+def test_report_names_a_damaged_history_and_keeps_the_page(digits_run, tmp_path, capsys):
+    out, _ = digits_run
+    copy = tmp_path / "run"
+    shutil.copytree(out, copy)
+    before = (copy / "report.html").read_text()
+    text = (copy / "history.json").read_text()
+    (copy / "history.json").write_text(text[: len(text) // 2])  # truncated mid-write
+    assert cli.main(["report", str(copy)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "history.json is damaged" in err[0], err
+    assert (copy / "report.html").read_text() == before
+
+
 def test_a_user_file_named_report_html_is_not_replaced(tmp_path):
     path = tmp_path / "report.html"
     path.write_text("<html>my own page</html>")
