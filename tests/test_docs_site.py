@@ -208,6 +208,7 @@ WORKSHOP = {
     "a script from git history": r"\bgit show\b",
     "the workshop's own lists": r"retired scripts|open issues",
     "a stop of a work session": r"\bstops? \d+",
+    "the task's brief": r"\bthe issue\b|\bthe lead\b",
 }
 
 
@@ -264,7 +265,7 @@ def test_public_pages_speak_to_users():
 
 def test_the_workshop_check_finds_each_pattern():
     page = ("See docs/notes/x.md and ../shared/data (issue 16, #46); session 12, wave-2,\n"
-            "`git show e9db6ef:PATH`; Retired scripts; Open issues; stop 36.\n"
+            "`git show e9db6ef:PATH`; Retired scripts; Open issues; stop 36; as the issue asks.\n"
             "Fine: joshr17/HCL#8, keras.backend.clear_session(), a graph's wavelet.\n")
     found = workshop_mentions({"page.md": page})
     assert {what for _, _, what, _ in found} == set(WORKSHOP)
