@@ -151,7 +151,28 @@ def test_every_public_symbol_has_an_api_entry(site):
         for name in module.__all__:
             if f"keras_hardneg.{module_name}.{name}" not in page.ids:
                 missing.append(f"keras_hardneg.{module_name}.{name}")
+    for page_name, module_name in generate.EXTRA_API_MODULES.items():
+        page = pages[f"api/{page_name}/index.html"]
+        module = importlib.import_module(f"keras_hardneg.{module_name}")
+        missing += [f"keras_hardneg.{module_name}.{name}" for name in module.__all__
+                    if f"keras_hardneg.{module_name}.{name}" not in page.ids]
     assert missing == []
+
+
+@needs_docs
+def test_api_pages_lead_with_what_a_user_calls(site):
+    """On the models page the frameworks come before their base classes, and the hooks a
+    subclass overrides are in the last section, below the table of contents."""
+    page = (site / "api" / "models" / "index.html").read_text(encoding="utf-8")
+    simclr = page.index('id="keras_hardneg.models.SimCLR"')
+    assert simclr < page.index('id="keras_hardneg.models.ContrastiveModel"')
+    hooks = page.index('id="for-subclass-authors"')
+    assert hooks < page.index('id="keras_hardneg.models.ContrastiveModel.make_projector"')
+    assert hooks < page.index('id="keras_hardneg.models.SimCLR.pairs"')
+    toc = page[page.index('class="md-nav md-nav--secondary"'):simclr]
+    assert "keras_hardneg.models.SimCLR" in toc and ".make_projector" not in toc
+    index = (site / "api" / "index.html").read_text(encoding="utf-8")
+    assert "Contrastive losses: NT-Xent" in index  # each module's one-line summary
 
 
 @needs_docs

@@ -281,12 +281,120 @@ def public_names(module: str, root: str = ROOT) -> list[str]:
     return _static_all(module_file(module, root))
 
 
+#: Modules documented on a page of their own besides ``API_MODULES``: reached through their
+#: full path (``keras_hardneg.zoo_store``), not as ``khn.NAME``. ``{page name: module}``.
+EXTRA_API_MODULES = {"zoo_store": "zoo_store", "run_probe": "run.probe",
+                     "run_report_page": "run.report_page"}
+
+#: Per module, the names a user reaches for first, in this order; the module's other names
+#: follow in its ``__all__``'s order. A name no longer exported is skipped.
+LEAD = {
+    "losses": ("HardNegativeContrastiveLoss", "DebiasedContrastiveLoss", "NTXentLoss",
+               "RingContrastiveLoss", "UnReMixContrastiveLoss", "get", "effective_negatives"),
+    "models": ("SimCLR", "MoCoV2", "MoCoV3", "MoCo", "GraphCL", "InfoGraph", "NonFiniteGuard",
+               "NonFiniteError"),
+    "encoders": ("resnet18_cifar", "resnet50", "small_convnet", "gin", "text_transformer",
+                 "pretrained_text", "projection_head", "prediction_head"),
+    "augment": ("simclr_augmentation", "SimCLRAugmentation", "graphcl_views", "simclr_views",
+                "two_views"),
+    "sampling": ("BatchSampler", "UniformSampler", "KNNSampler", "ProximityGraph",
+                 "make_dataset", "make_py_dataset"),
+    "data": ("load_dataset", "load_digits", "load_cifar", "image_folder", "load_tu",
+             "text_file", "tfds_dataset"),
+    "evaluation": ("weighted_knn_accuracy", "linear_probe_accuracy", "extract_features",
+                   "svm_cross_validation", "sts_scores", "senteval_scores"),
+    "callbacks": ("KNNMonitor", "GraphRefreshCallback", "BetaAnnealing", "RingAnnealing",
+                  "NonFiniteGuard", "AtomicBackupAndRestore"),
+    "optimizers": ("LARS", "WarmupCosineDecay", "SGDL2"),
+    "export": ("export_encoder", "load_encoder", "save_preset", "load_preset",
+               "load_model_card", "ModelCard"),
+    "zoo": ("list", "show", "load", "export", "compare", "entries", "catalog"),
+    "run": ("train", "load_recipe", "save_recipe", "restore_run", "evaluate_directory",
+            "evaluate_encoder", "DEFAULT_RECIPE"),
+    "tuning": ("run_search", "ContrastiveHyperModel", "default_search_space",
+               "collect_records", "format_table", "plot_objective"),
+    "run.report_page": ("render_page", "write_page", "is_our_page"),
+    "run.probe": ("NegativesProbe", "read_probe", "make_probe_batch", "score_pairs"),
+    "zoo_store": ("read_index", "build_index", "write_index", "fetch_entry", "cached_entry",
+                  "cache_state", "verify_files"),
+}
+
+#: Classes whose public methods are hooks a subclass overrides, not calls a user makes: in
+#: the page's listing they show their summary and constructor only; their hooks are in the
+#: page's last section, "For subclass authors", below the TOC's depth. The bases of a
+#: family (``ContrastiveModel``) are there whole.
+HOOK_CLASSES = {"models": ("SimCLR", "MoCoV2", "MoCoV3", "GraphCL", "InfoGraph")}
+BASES = {"models": ("ContrastiveModel", "MomentumContrast"), "losses": ("ContrastiveLoss",),
+         "augment": ("ViewMaker",)}
+
+#: Methods every Keras object has: not listed among a class's hooks.
+_KERAS_PLUMBING = {"get_config", "from_config", "build", "call", "compute_output_shape"}
+
+
+def _class_methods(module: str, name: str, root: str = ROOT) -> list[str]:
+    """The public methods class ``name`` defines itself, read statically from the files of
+    ``keras_hardneg.<module>`` (its package folder, or its file)."""
+    base = os.path.join(root, PACKAGE, *module.split("."))
+    files = ([os.path.join(base, f) for f in sorted(os.listdir(base)) if f.endswith(".py")]
+             if os.path.isdir(base) else [base + ".py"])
+    for path in files:
+        with open(path, encoding="utf-8") as f:
+            tree = ast.parse(f.read())
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef) and node.name == name:
+                return [m.name for m in node.body
+                        if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
+                        and not m.name.startswith("_") and m.name not in _KERAS_PLUMBING]
+    return []
+
+
+def ordered_names(module: str, root: str = ROOT) -> list[str]:
+    """The module's public names as its page lists them: ``LEAD`` first, the rest in
+    ``__all__``'s order, the family's bases (``BASES``) last."""
+    names = public_names(module, root)
+    lead = [n for n in LEAD.get(module, ()) if n in names]
+    bases = [n for n in BASES.get(module, ()) if n in names]
+    return lead + [n for n in names if n not in lead and n not in bases] + bases
+
+
+def module_summary(module: str, root: str = ROOT) -> str:
+    """The first sentence of the module's docstring, its reST roles and literals as
+    Markdown code."""
+    with open(module_file(module, root), encoding="utf-8") as f:
+        doc = ast.get_docstring(ast.parse(f.read())) or ""
+    paragraph = " ".join(doc.strip().split("\n\n")[0].split())
+    sentence = re.split(r"(?<=\.)\s+(?=[A-Z(`:])", paragraph)[0]
+    sentence = re.sub(r":\w+:`~?([^`]+)`", r"`\1`", sentence)
+    return sentence.replace("``", "`").rstrip(":")
+
+
 def api_page(module: str, root: str = ROOT) -> str:
     full = f"{PACKAGE}.{module}"
     out = [f"# `{full}`", "", f"::: {full}", "    options:", "      members: false",
            "      show_root_heading: false", "      show_root_toc_entry: false", ""]
-    for name in public_names(module, root):
-        out += [f"::: {full}.{name}", ""]
+    hook_classes = [n for n in HOOK_CLASSES.get(module, ()) if n in public_names(module, root)]
+    bases = [n for n in BASES.get(module, ()) if n in public_names(module, root)]
+    for name in ordered_names(module, root):
+        if name in bases:
+            continue
+        out += [f"::: {full}.{name}"]
+        if name in hook_classes:
+            out += ["    options:", "      members: false"]
+        out += [""]
+    hooks = [(name, _class_methods(module, name, root)) for name in hook_classes]
+    if bases or any(methods for _, methods in hooks):
+        out += ["## For subclass authors", "",
+                "The base classes of the family and the hooks each class overrides: what a "
+                "new framework, loss or view maker implements. A user builds, compiles and "
+                "fits the classes above.", ""]
+        for name in bases:
+            out += [f"::: {full}.{name}", "    options:", "      heading_level: 3", ""]
+        for name, methods in hooks:
+            if methods:
+                out += [f"### `{name}`'s hooks", ""]
+                for method in methods:
+                    out += [f"::: {full}.{name}.{method}", "    options:",
+                            "      heading_level: 4", ""]
     return "\n".join(out)
 
 
@@ -294,11 +402,17 @@ def api_index(root: str = ROOT) -> str:
     out = ["# API reference", "",
            "One page per public module of `keras_hardneg`: each documents every name of the "
            "module's `__all__`, generated from the docstrings (shapes and conventions "
-           "included). `import keras_hardneg as khn` makes each module reachable as "
-           "`khn.NAME`.", "", "| module | public names |", "|---|---|"]
+           "included), the names a user reaches for first at the top. `import keras_hardneg "
+           "as khn` makes each module reachable as `khn.NAME`.", "",
+           "| module | what it holds | public names |", "|---|---|---|"]
     for module in API_MODULES:
-        names = public_names(module, root)
-        out.append(f"| [`{PACKAGE}.{module}`]({module}.md) | {len(names)} |")
+        out.append(f"| [`{PACKAGE}.{module}`]({module}.md) | {module_summary(module, root)} "
+                   f"| {len(public_names(module, root))} |")
+    out += ["", "Modules reached by their full path:", "",
+            "| module | what it holds | public names |", "|---|---|---|"]
+    for page, module in EXTRA_API_MODULES.items():
+        out.append(f"| [`{PACKAGE}.{module}`]({page}.md) | {module_summary(module, root)} "
+                   f"| {len(public_names(module, root))} |")
     return "\n".join(out) + "\n"
 
 
@@ -372,6 +486,8 @@ def generated_pages(root: str = ROOT, docs_dir: str | None = None) -> dict[str, 
     pages["api/index.md"] = api_index(root)
     for module in API_MODULES:
         pages[f"api/{module}.md"] = api_page(module, root)
+    for page, module in EXTRA_API_MODULES.items():
+        pages[f"api/{page}.md"] = api_page(module, root)
     return pages
 
 
