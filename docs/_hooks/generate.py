@@ -403,7 +403,8 @@ def api_index(root: str = ROOT) -> str:
            "One page per public module of `keras_hardneg`: each documents every name of the "
            "module's `__all__`, generated from the docstrings (shapes and conventions "
            "included), the names a user reaches for first at the top. `import keras_hardneg "
-           "as khn` makes each module reachable as `khn.NAME`.", "",
+           "as khn` makes each module reachable as `khn.NAME`; `khn.__version__` is the "
+           "package's version (`keras-hardneg --version` prints it).", "",
            "| module | what it holds | public names |", "|---|---|---|"]
     for module in API_MODULES:
         out.append(f"| [`{PACKAGE}.{module}`]({module}.md) | {module_summary(module, root)} "
