@@ -198,8 +198,48 @@ def _zoo_figures():
     return module
 
 
-def zoo_page(index_path: str, models_dir: str | None = None) -> str:
-    """The zoo's page: every entry of the packaged index, those with weights first."""
+#: The zoo page's sections, in this order: ``(modality, heading)``.
+ZOO_MODALITIES = (("image", "Images"), ("graph", "Graphs"), ("text", "Sentences"))
+
+
+def _entry_links(name: str, models_dir: str | None, repo_url: str | None) -> str:
+    """`` · [card](URL) · [recipe](URL)`` for the files the clone holds, on the repository's
+    site; empty without a repository URL."""
+    if not repo_url or not models_dir:
+        return ""
+    links = []
+    for label, file in (("card", "model_card.md"), ("recipe", "recipe.json")):
+        if os.path.isfile(os.path.join(models_dir, name, file)):
+            links.append(f"[{label}]({repo_url.rstrip('/')}/blob/main/models/{name}/{file})")
+    return "<br>" + " · ".join(links) if links else ""
+
+
+def _zoo_rows(weights: dict, models_dir: str | None, repo_url: str | None) -> list[str]:
+    """The table rows of the zoo page's entries with weights."""
+    out = []
+    for name, record in weights.items():
+        recipe = _recipe_summary(_read_recipe(models_dir, name))
+        size = sum(f.get("size", 0) for f in record.get("files", {}).values())
+        params = record.get("parameter_count")
+        shape = f"{_input_text(record)} -> [B, {record.get('output_dim', '?')}]"
+        what = ", ".join(x for x in (recipe["framework"], recipe["loss"],
+                                     recipe["encoder"], recipe["data"]) if x)
+        if recipe["epochs"]:
+            what += f"; {recipe['epochs']} epochs in the recipe"
+        out.append("| " + " | ".join([
+            f"`{name}`" + _entry_links(name, models_dir, repo_url),
+            shape + (f"; {params:,} parameters" if params else ""),
+            record.get("figures", ""), what, record.get("trained_on", ""),
+            _mb(size) + (f" ({record['weights_dtype']})" if record.get("weights_dtype")
+                         else "")]) + " |")
+    return out
+
+
+def zoo_page(index_path: str, models_dir: str | None = None,
+             repo_url: str | None = None) -> str:
+    """The zoo's page: every entry of the packaged index, those with weights first, each
+    group by modality (images, graphs, sentences), linked to its card and recipe on the
+    repository's site when ``repo_url`` is given."""
     with open(index_path, encoding="utf-8") as f:
         index = json.load(f)
     entries = index["entries"]
@@ -218,37 +258,37 @@ def zoo_page(index_path: str, models_dir: str | None = None) -> str:
            "Figures are measured on frozen features: images, weighted kNN (k=200, t=0.1) "
            "and a linear probe; graphs, 10-fold SVM accuracy; sentences, STS Spearman x 100 "
            "and SentEval accuracy.", "",
-           f"## Entries with weights ({len(weights)})", "",
-           "| entry | input -> features | figures | recipe | trained on | size |",
-           "|---|---|---|---|---|---|"]
-    for name, record in weights.items():
-        recipe = _recipe_summary(_read_recipe(models_dir, name))
-        size = sum(f.get("size", 0) for f in record.get("files", {}).values())
-        params = record.get("parameter_count")
-        shape = f"{_input_text(record)} -> [B, {record.get('output_dim', '?')}]"
-        what = ", ".join(x for x in (recipe["framework"], recipe["loss"],
-                                     recipe["encoder"], recipe["data"]) if x)
-        if recipe["epochs"]:
-            what += f"; {recipe['epochs']} epochs in the recipe"
-        out.append("| " + " | ".join([
-            f"`{name}`", shape + (f"; {params:,} parameters" if params else ""),
-            record.get("figures", ""), what, record.get("trained_on", ""),
-            _mb(size) + (f" ({record['weights_dtype']})" if record.get("weights_dtype")
-                         else "")]) + " |")
+           f"## Entries with weights ({len(weights)})", ""]
+    for modality, heading in ZOO_MODALITIES + (("", "Other"),):
+        known = {m for m, _ in ZOO_MODALITIES}
+        group = {n: r for n, r in weights.items()
+                 if (r.get("modality") == modality if modality else
+                     r.get("modality") not in known)}
+        if not group:
+            continue
+        out += [f"### {heading} ({len(group)})", "",
+                "| entry | input -> features | figures | recipe | trained on | size |",
+                "|---|---|---|---|---|---|"]
+        out += _zoo_rows(group, models_dir, repo_url)
+        out.append("")
     out += _zoo_figures().twins_markdown(entries)
     out += ["", f"## Recipes without weights yet ({len(recipes)})", "",
             "Each is a recipe a user can train (`keras-hardneg train --recipe "
             "models/NAME/recipe.json --dataset ...`).", "",
             "| entry | modality | recipe | sampler | why no weights |",
             "|---|---|---|---|---|"]
-    for name, record in recipes.items():
+    order = {m: i for i, (m, _) in enumerate(ZOO_MODALITIES)}
+    for name, record in sorted(recipes.items(),
+                               key=lambda item: (order.get(item[1].get("modality"), 9),
+                                                 item[0])):
         recipe = _recipe_summary(_read_recipe(models_dir, name))
         what = ", ".join(x for x in (recipe["framework"], recipe["loss"],
                                      recipe["encoder"], recipe["data"]) if x)
         if recipe["epochs"]:
             what += f"; {recipe['epochs']} epochs in the recipe"
         out.append("| " + " | ".join([
-            f"`{name}`", record.get("modality", ""), what, recipe["sampler"],
+            f"`{name}`" + _entry_links(name, models_dir, repo_url), record.get("modality", ""),
+            what, recipe["sampler"],
             record.get("why_no_weights", "")]) + " |")
     return "\n".join(out) + "\n"
 
@@ -472,7 +512,8 @@ def cli_page(root: str = ROOT) -> str:
 # --------------------------------------------------------------------------- the hook
 
 
-def generated_pages(root: str = ROOT, docs_dir: str | None = None) -> dict[str, str]:
+def generated_pages(root: str = ROOT, docs_dir: str | None = None,
+                    repo_url: str | None = None) -> dict[str, str]:
     """``{path under docs/: Markdown}`` of every generated page."""
     docs_dir = docs_dir or os.path.join(root, "docs")
     pages = {}
@@ -482,7 +523,7 @@ def generated_pages(root: str = ROOT, docs_dir: str | None = None) -> dict[str, 
             pages[f"examples/{name[:-3]}.md"] = example_page(
                 os.path.join(examples, name), os.path.join(docs_dir, "img"))
     pages["zoo.md"] = zoo_page(os.path.join(root, PACKAGE, "zoo_index.json"),
-                               os.path.join(root, "models"))
+                               os.path.join(root, "models"), repo_url)
     pages["cli.md"] = cli_page()
     pages["api/index.md"] = api_index(root)
     for module in API_MODULES:
@@ -495,6 +536,7 @@ def generated_pages(root: str = ROOT, docs_dir: str | None = None) -> dict[str, 
 def on_files(files, config):  # noqa: D103 -- MkDocs's hook
     from mkdocs.structure.files import File
 
-    for path, content in generated_pages(docs_dir=config["docs_dir"]).items():
+    for path, content in generated_pages(docs_dir=config["docs_dir"],
+                                         repo_url=config.get("repo_url")).items():
         files.append(File.generated(config, path, content=content))
     return files
