@@ -6,6 +6,11 @@ a missing page or anchor, a page left out of the navigation, a docstring that do
 parse. The tests then read the built HTML: every internal link and anchor resolves, every
 public symbol has its API entry, and the examples and the zoo are pages generated from their
 sources. A clean clone without the extra skips them (``pip install -e ".[docs]"``).
+
+The public pages' sources (``docs/`` but its maintainers' notes, the pages generated from the
+examples and the zoo's index, ``README.md``) are also read without a build: they speak to a
+user, not of the repository's workshop (its notes, folders outside a clone, tracker
+numbers, who worked when).
 """
 
 import html.parser
@@ -24,7 +29,7 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-pytestmark = pytest.mark.skipif(
+needs_docs = pytest.mark.skipif(
     any(importlib.util.find_spec(m) is None for m in ("mkdocs", "material", "mkdocstrings_handlers")),
     reason='needs the [docs] extra (pip install -e ".[docs]")')
 
@@ -101,11 +106,13 @@ def _broken_links(site):
     return broken
 
 
+@needs_docs
 def test_the_site_builds_strictly(site):
     assert (site / "index.html").is_file()
     assert (site / "api" / "losses" / "index.html").is_file()
 
 
+@needs_docs
 def test_internal_links_and_anchors_resolve(site):
     pages = _pages(site)
     assert len(pages) > 40
@@ -124,6 +131,7 @@ def test_the_link_check_finds_a_broken_link_and_anchor(tmp_path):
                                        ("index.html", "b/", "no such file")]
 
 
+@needs_docs
 def test_every_public_symbol_has_an_api_entry(site):
     """What ``import keras_hardneg`` exposes and each submodule's ``__all__`` (read at run
     time, so a name the generator's static reading missed shows here) has its entry."""
@@ -143,9 +151,31 @@ def test_every_public_symbol_has_an_api_entry(site):
         for name in module.__all__:
             if f"keras_hardneg.{module_name}.{name}" not in page.ids:
                 missing.append(f"keras_hardneg.{module_name}.{name}")
+    for page_name, module_name in generate.EXTRA_API_MODULES.items():
+        page = pages[f"api/{page_name}/index.html"]
+        module = importlib.import_module(f"keras_hardneg.{module_name}")
+        missing += [f"keras_hardneg.{module_name}.{name}" for name in module.__all__
+                    if f"keras_hardneg.{module_name}.{name}" not in page.ids]
     assert missing == []
 
 
+@needs_docs
+def test_api_pages_lead_with_what_a_user_calls(site):
+    """On the models page the frameworks come before their base classes, and the hooks a
+    subclass overrides are in the last section, below the table of contents."""
+    page = (site / "api" / "models" / "index.html").read_text(encoding="utf-8")
+    simclr = page.index('id="keras_hardneg.models.SimCLR"')
+    assert simclr < page.index('id="keras_hardneg.models.ContrastiveModel"')
+    hooks = page.index('id="for-subclass-authors"')
+    assert hooks < page.index('id="keras_hardneg.models.ContrastiveModel.make_projector"')
+    assert hooks < page.index('id="keras_hardneg.models.SimCLR.pairs"')
+    toc = page[page.index('class="md-nav md-nav--secondary"'):simclr]
+    assert "keras_hardneg.models.SimCLR" in toc and ".make_projector" not in toc
+    index = (site / "api" / "index.html").read_text(encoding="utf-8")
+    assert "Contrastive losses: NT-Xent" in index  # each module's one-line summary
+
+
+@needs_docs
 def test_examples_and_zoo_are_pages_from_their_sources(site):
     examples = sorted(n[:-3] for n in os.listdir(os.path.join(ROOT, "examples"))
                       if n.endswith(".py") and not n.startswith("_"))
@@ -165,6 +195,7 @@ def test_examples_and_zoo_are_pages_from_their_sources(site):
     assert [name for name in entries if f"<code>{name}</code>" not in zoo] == []
 
 
+@needs_docs
 def test_a_broken_cross_reference_fails_the_build(tmp_path):
     """The same site with one bad reference to the API, one link to a missing page and one
     to a missing anchor: the strict build refuses it and names all three."""
@@ -186,3 +217,77 @@ def test_a_broken_cross_reference_fails_the_build(tmp_path):
     assert "keras_hardneg.losses.NoSuchLoss" in log
     assert "no_such_page.md" in log
     assert "no-such-anchor" in log
+
+
+#: What no public page says, each with why a reader would stumble on it.
+WORKSHOP = {
+    "a maintainers' note (not on the site)": r"docs/notes",
+    "a folder outside a clone": r"\.\./shared|/work/shared",
+    "an issue number": r"\bissues? #?\d|(?<![\w/])#\d+\b",
+    "a work session": r"\bsessions?\b",
+    "a wave of work": r"\bwaves?\b",
+    "a script from git history": r"\bgit show\b",
+    "the workshop's own lists": r"retired scripts|open issues",
+    "a stop of a work session": r"\bstops? \d+",
+    "the task's brief": r"\bthe issue\b|\bthe lead\b",
+}
+
+
+def _generator():
+    spec = importlib.util.spec_from_file_location(
+        "khn_docs_generate_sources", os.path.join(ROOT, "docs", "_hooks", "generate.py"))
+    generate = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(generate)
+    return generate
+
+
+def public_sources(root: str = ROOT) -> dict[str, str]:
+    """``{name: markdown}`` of every public page's source: ``docs/**.md`` but ``docs/notes``,
+    the examples' and the zoo's generated pages, and ``README.md``."""
+    sources = {}
+    docs = os.path.join(root, "docs")
+    for folder, dirs, files in os.walk(docs):
+        dirs[:] = [d for d in dirs if os.path.relpath(os.path.join(folder, d), docs)
+                   not in ("notes", "_hooks")]
+        for name in files:
+            if name.endswith(".md"):
+                path = os.path.join(folder, name)
+                with open(path, encoding="utf-8") as f:
+                    sources[os.path.relpath(path, root)] = f.read()
+    with open(os.path.join(root, "README.md"), encoding="utf-8") as f:
+        sources["README.md"] = f.read()
+    generate = _generator()
+    for name in sorted(os.listdir(os.path.join(root, "examples"))):
+        if name.endswith(".py") and not name.startswith("_"):
+            sources[f"examples/{name} (its page)"] = generate.example_page(
+                os.path.join(root, "examples", name))
+    sources["zoo.md (generated)"] = generate.zoo_page(
+        os.path.join(root, "keras_hardneg", "zoo_index.json"), os.path.join(root, "models"))
+    return sources
+
+
+def workshop_mentions(sources: dict[str, str]) -> list[tuple[str, int, str, str]]:
+    """``[(page, line, what, text)]`` for each mention of the workshop in the pages."""
+    found = []
+    for page, text in sorted(sources.items()):
+        for number, line in enumerate(text.splitlines(), 1):
+            for what, pattern in WORKSHOP.items():
+                for match in re.finditer(pattern, line, flags=re.IGNORECASE):
+                    found.append((page, number, what, match.group(0)))
+    return found
+
+
+def test_public_pages_speak_to_users():
+    sources = public_sources()
+    assert "docs/index.md" in sources and "README.md" in sources
+    assert any(name.startswith("examples/") for name in sources)
+    assert workshop_mentions(sources) == []
+
+
+def test_the_workshop_check_finds_each_pattern():
+    page = ("See docs/notes/x.md and ../shared/data (issue 16, #46); session 12, wave-2,\n"
+            "`git show e9db6ef:PATH`; Retired scripts; Open issues; stop 36; as the issue asks.\n"
+            "Fine: joshr17/HCL#8, keras.backend.clear_session(), a graph's wavelet.\n")
+    found = workshop_mentions({"page.md": page})
+    assert {what for _, _, what, _ in found} == set(WORKSHOP)
+    assert all(line == 1 or line == 2 for _, line, _, _ in found)

@@ -198,8 +198,48 @@ def _zoo_figures():
     return module
 
 
-def zoo_page(index_path: str, models_dir: str | None = None) -> str:
-    """The zoo's page: every entry of the packaged index, those with weights first."""
+#: The zoo page's sections, in this order: ``(modality, heading)``.
+ZOO_MODALITIES = (("image", "Images"), ("graph", "Graphs"), ("text", "Sentences"))
+
+
+def _entry_links(name: str, models_dir: str | None, repo_url: str | None) -> str:
+    """`` · [card](URL) · [recipe](URL)`` for the files the clone holds, on the repository's
+    site; empty without a repository URL."""
+    if not repo_url or not models_dir:
+        return ""
+    links = []
+    for label, file in (("card", "model_card.md"), ("recipe", "recipe.json")):
+        if os.path.isfile(os.path.join(models_dir, name, file)):
+            links.append(f"[{label}]({repo_url.rstrip('/')}/blob/main/models/{name}/{file})")
+    return "<br>" + " · ".join(links) if links else ""
+
+
+def _zoo_rows(weights: dict, models_dir: str | None, repo_url: str | None) -> list[str]:
+    """The table rows of the zoo page's entries with weights."""
+    out = []
+    for name, record in weights.items():
+        recipe = _recipe_summary(_read_recipe(models_dir, name))
+        size = sum(f.get("size", 0) for f in record.get("files", {}).values())
+        params = record.get("parameter_count")
+        shape = f"{_input_text(record)} -> [B, {record.get('output_dim', '?')}]"
+        what = ", ".join(x for x in (recipe["framework"], recipe["loss"],
+                                     recipe["encoder"], recipe["data"]) if x)
+        if recipe["epochs"]:
+            what += f"; {recipe['epochs']} epochs in the recipe"
+        out.append("| " + " | ".join([
+            f"`{name}`" + _entry_links(name, models_dir, repo_url),
+            shape + (f"; {params:,} parameters" if params else ""),
+            record.get("figures", ""), what, record.get("trained_on", ""),
+            _mb(size) + (f" ({record['weights_dtype']})" if record.get("weights_dtype")
+                         else "")]) + " |")
+    return out
+
+
+def zoo_page(index_path: str, models_dir: str | None = None,
+             repo_url: str | None = None) -> str:
+    """The zoo's page: every entry of the packaged index, those with weights first, each
+    group by modality (images, graphs, sentences), linked to its card and recipe on the
+    repository's site when ``repo_url`` is given."""
     with open(index_path, encoding="utf-8") as f:
         index = json.load(f)
     entries = index["entries"]
@@ -218,37 +258,37 @@ def zoo_page(index_path: str, models_dir: str | None = None) -> str:
            "Figures are measured on frozen features: images, weighted kNN (k=200, t=0.1) "
            "and a linear probe; graphs, 10-fold SVM accuracy; sentences, STS Spearman x 100 "
            "and SentEval accuracy.", "",
-           f"## Entries with weights ({len(weights)})", "",
-           "| entry | input -> features | figures | recipe | trained on | size |",
-           "|---|---|---|---|---|---|"]
-    for name, record in weights.items():
-        recipe = _recipe_summary(_read_recipe(models_dir, name))
-        size = sum(f.get("size", 0) for f in record.get("files", {}).values())
-        params = record.get("parameter_count")
-        shape = f"{_input_text(record)} -> [B, {record.get('output_dim', '?')}]"
-        what = ", ".join(x for x in (recipe["framework"], recipe["loss"],
-                                     recipe["encoder"], recipe["data"]) if x)
-        if recipe["epochs"]:
-            what += f"; {recipe['epochs']} epochs in the recipe"
-        out.append("| " + " | ".join([
-            f"`{name}`", shape + (f"; {params:,} parameters" if params else ""),
-            record.get("figures", ""), what, record.get("trained_on", ""),
-            _mb(size) + (f" ({record['weights_dtype']})" if record.get("weights_dtype")
-                         else "")]) + " |")
+           f"## Entries with weights ({len(weights)})", ""]
+    for modality, heading in ZOO_MODALITIES + (("", "Other"),):
+        known = {m for m, _ in ZOO_MODALITIES}
+        group = {n: r for n, r in weights.items()
+                 if (r.get("modality") == modality if modality else
+                     r.get("modality") not in known)}
+        if not group:
+            continue
+        out += [f"### {heading} ({len(group)})", "",
+                "| entry | input -> features | figures | recipe | trained on | size |",
+                "|---|---|---|---|---|---|"]
+        out += _zoo_rows(group, models_dir, repo_url)
+        out.append("")
     out += _zoo_figures().twins_markdown(entries)
     out += ["", f"## Recipes without weights yet ({len(recipes)})", "",
             "Each is a recipe a user can train (`keras-hardneg train --recipe "
             "models/NAME/recipe.json --dataset ...`).", "",
             "| entry | modality | recipe | sampler | why no weights |",
             "|---|---|---|---|---|"]
-    for name, record in recipes.items():
+    order = {m: i for i, (m, _) in enumerate(ZOO_MODALITIES)}
+    for name, record in sorted(recipes.items(),
+                               key=lambda item: (order.get(item[1].get("modality"), 9),
+                                                 item[0])):
         recipe = _recipe_summary(_read_recipe(models_dir, name))
         what = ", ".join(x for x in (recipe["framework"], recipe["loss"],
                                      recipe["encoder"], recipe["data"]) if x)
         if recipe["epochs"]:
             what += f"; {recipe['epochs']} epochs in the recipe"
         out.append("| " + " | ".join([
-            f"`{name}`", record.get("modality", ""), what, recipe["sampler"],
+            f"`{name}`" + _entry_links(name, models_dir, repo_url), record.get("modality", ""),
+            what, recipe["sampler"],
             record.get("why_no_weights", "")]) + " |")
     return "\n".join(out) + "\n"
 
@@ -281,12 +321,120 @@ def public_names(module: str, root: str = ROOT) -> list[str]:
     return _static_all(module_file(module, root))
 
 
+#: Modules documented on a page of their own besides ``API_MODULES``: reached through their
+#: full path (``keras_hardneg.zoo_store``), not as ``khn.NAME``. ``{page name: module}``.
+EXTRA_API_MODULES = {"zoo_store": "zoo_store", "run_probe": "run.probe",
+                     "run_report_page": "run.report_page"}
+
+#: Per module, the names a user reaches for first, in this order; the module's other names
+#: follow in its ``__all__``'s order. A name no longer exported is skipped.
+LEAD = {
+    "losses": ("HardNegativeContrastiveLoss", "DebiasedContrastiveLoss", "NTXentLoss",
+               "RingContrastiveLoss", "UnReMixContrastiveLoss", "get", "effective_negatives"),
+    "models": ("SimCLR", "MoCoV2", "MoCoV3", "MoCo", "GraphCL", "InfoGraph", "NonFiniteGuard",
+               "NonFiniteError"),
+    "encoders": ("resnet18_cifar", "resnet50", "small_convnet", "gin", "text_transformer",
+                 "pretrained_text", "projection_head", "prediction_head"),
+    "augment": ("simclr_augmentation", "SimCLRAugmentation", "graphcl_views", "simclr_views",
+                "two_views"),
+    "sampling": ("BatchSampler", "UniformSampler", "KNNSampler", "ProximityGraph",
+                 "make_dataset", "make_py_dataset"),
+    "data": ("load_dataset", "load_digits", "load_cifar", "image_folder", "load_tu",
+             "text_file", "tfds_dataset"),
+    "evaluation": ("weighted_knn_accuracy", "linear_probe_accuracy", "extract_features",
+                   "svm_cross_validation", "sts_scores", "senteval_scores"),
+    "callbacks": ("KNNMonitor", "GraphRefreshCallback", "BetaAnnealing", "RingAnnealing",
+                  "NonFiniteGuard", "AtomicBackupAndRestore"),
+    "optimizers": ("LARS", "WarmupCosineDecay", "SGDL2"),
+    "export": ("export_encoder", "load_encoder", "save_preset", "load_preset",
+               "load_model_card", "ModelCard"),
+    "zoo": ("list", "show", "load", "export", "compare", "entries", "catalog"),
+    "run": ("train", "load_recipe", "save_recipe", "restore_run", "evaluate_directory",
+            "evaluate_encoder", "DEFAULT_RECIPE"),
+    "tuning": ("run_search", "ContrastiveHyperModel", "default_search_space",
+               "collect_records", "format_table", "plot_objective"),
+    "run.report_page": ("render_page", "write_page", "is_our_page"),
+    "run.probe": ("NegativesProbe", "read_probe", "make_probe_batch", "score_pairs"),
+    "zoo_store": ("read_index", "build_index", "write_index", "fetch_entry", "cached_entry",
+                  "cache_state", "verify_files"),
+}
+
+#: Classes whose public methods are hooks a subclass overrides, not calls a user makes: in
+#: the page's listing they show their summary and constructor only; their hooks are in the
+#: page's last section, "For subclass authors", below the TOC's depth. The bases of a
+#: family (``ContrastiveModel``) are there whole.
+HOOK_CLASSES = {"models": ("SimCLR", "MoCoV2", "MoCoV3", "GraphCL", "InfoGraph")}
+BASES = {"models": ("ContrastiveModel", "MomentumContrast"), "losses": ("ContrastiveLoss",),
+         "augment": ("ViewMaker",)}
+
+#: Methods every Keras object has: not listed among a class's hooks.
+_KERAS_PLUMBING = {"get_config", "from_config", "build", "call", "compute_output_shape"}
+
+
+def _class_methods(module: str, name: str, root: str = ROOT) -> list[str]:
+    """The public methods class ``name`` defines itself, read statically from the files of
+    ``keras_hardneg.<module>`` (its package folder, or its file)."""
+    base = os.path.join(root, PACKAGE, *module.split("."))
+    files = ([os.path.join(base, f) for f in sorted(os.listdir(base)) if f.endswith(".py")]
+             if os.path.isdir(base) else [base + ".py"])
+    for path in files:
+        with open(path, encoding="utf-8") as f:
+            tree = ast.parse(f.read())
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef) and node.name == name:
+                return [m.name for m in node.body
+                        if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
+                        and not m.name.startswith("_") and m.name not in _KERAS_PLUMBING]
+    return []
+
+
+def ordered_names(module: str, root: str = ROOT) -> list[str]:
+    """The module's public names as its page lists them: ``LEAD`` first, the rest in
+    ``__all__``'s order, the family's bases (``BASES``) last."""
+    names = public_names(module, root)
+    lead = [n for n in LEAD.get(module, ()) if n in names]
+    bases = [n for n in BASES.get(module, ()) if n in names]
+    return lead + [n for n in names if n not in lead and n not in bases] + bases
+
+
+def module_summary(module: str, root: str = ROOT) -> str:
+    """The first sentence of the module's docstring, its reST roles and literals as
+    Markdown code."""
+    with open(module_file(module, root), encoding="utf-8") as f:
+        doc = ast.get_docstring(ast.parse(f.read())) or ""
+    paragraph = " ".join(doc.strip().split("\n\n")[0].split())
+    sentence = re.split(r"(?<=\.)\s+(?=[A-Z(`:])", paragraph)[0]
+    sentence = re.sub(r":\w+:`~?([^`]+)`", r"`\1`", sentence)
+    return sentence.replace("``", "`").rstrip(":")
+
+
 def api_page(module: str, root: str = ROOT) -> str:
     full = f"{PACKAGE}.{module}"
     out = [f"# `{full}`", "", f"::: {full}", "    options:", "      members: false",
            "      show_root_heading: false", "      show_root_toc_entry: false", ""]
-    for name in public_names(module, root):
-        out += [f"::: {full}.{name}", ""]
+    hook_classes = [n for n in HOOK_CLASSES.get(module, ()) if n in public_names(module, root)]
+    bases = [n for n in BASES.get(module, ()) if n in public_names(module, root)]
+    for name in ordered_names(module, root):
+        if name in bases:
+            continue
+        out += [f"::: {full}.{name}"]
+        if name in hook_classes:
+            out += ["    options:", "      members: false"]
+        out += [""]
+    hooks = [(name, _class_methods(module, name, root)) for name in hook_classes]
+    if bases or any(methods for _, methods in hooks):
+        out += ["## For subclass authors", "",
+                "The base classes of the family and the hooks each class overrides: what a "
+                "new framework, loss or view maker implements. A user builds, compiles and "
+                "fits the classes above.", ""]
+        for name in bases:
+            out += [f"::: {full}.{name}", "    options:", "      heading_level: 3", ""]
+        for name, methods in hooks:
+            if methods:
+                out += [f"### `{name}`'s hooks", ""]
+                for method in methods:
+                    out += [f"::: {full}.{name}.{method}", "    options:",
+                            "      heading_level: 4", ""]
     return "\n".join(out)
 
 
@@ -294,11 +442,18 @@ def api_index(root: str = ROOT) -> str:
     out = ["# API reference", "",
            "One page per public module of `keras_hardneg`: each documents every name of the "
            "module's `__all__`, generated from the docstrings (shapes and conventions "
-           "included). `import keras_hardneg as khn` makes each module reachable as "
-           "`khn.NAME`.", "", "| module | public names |", "|---|---|"]
+           "included), the names a user reaches for first at the top. `import keras_hardneg "
+           "as khn` makes each module reachable as `khn.NAME`; `khn.__version__` is the "
+           "package's version (`keras-hardneg --version` prints it).", "",
+           "| module | what it holds | public names |", "|---|---|---|"]
     for module in API_MODULES:
-        names = public_names(module, root)
-        out.append(f"| [`{PACKAGE}.{module}`]({module}.md) | {len(names)} |")
+        out.append(f"| [`{PACKAGE}.{module}`]({module}.md) | {module_summary(module, root)} "
+                   f"| {len(public_names(module, root))} |")
+    out += ["", "Modules reached by their full path:", "",
+            "| module | what it holds | public names |", "|---|---|---|"]
+    for page, module in EXTRA_API_MODULES.items():
+        out.append(f"| [`{PACKAGE}.{module}`]({page}.md) | {module_summary(module, root)} "
+                   f"| {len(public_names(module, root))} |")
     return "\n".join(out) + "\n"
 
 
@@ -357,7 +512,8 @@ def cli_page(root: str = ROOT) -> str:
 # --------------------------------------------------------------------------- the hook
 
 
-def generated_pages(root: str = ROOT, docs_dir: str | None = None) -> dict[str, str]:
+def generated_pages(root: str = ROOT, docs_dir: str | None = None,
+                    repo_url: str | None = None) -> dict[str, str]:
     """``{path under docs/: Markdown}`` of every generated page."""
     docs_dir = docs_dir or os.path.join(root, "docs")
     pages = {}
@@ -367,17 +523,20 @@ def generated_pages(root: str = ROOT, docs_dir: str | None = None) -> dict[str, 
             pages[f"examples/{name[:-3]}.md"] = example_page(
                 os.path.join(examples, name), os.path.join(docs_dir, "img"))
     pages["zoo.md"] = zoo_page(os.path.join(root, PACKAGE, "zoo_index.json"),
-                               os.path.join(root, "models"))
+                               os.path.join(root, "models"), repo_url)
     pages["cli.md"] = cli_page()
     pages["api/index.md"] = api_index(root)
     for module in API_MODULES:
         pages[f"api/{module}.md"] = api_page(module, root)
+    for page, module in EXTRA_API_MODULES.items():
+        pages[f"api/{page}.md"] = api_page(module, root)
     return pages
 
 
 def on_files(files, config):  # noqa: D103 -- MkDocs's hook
     from mkdocs.structure.files import File
 
-    for path, content in generated_pages(docs_dir=config["docs_dir"]).items():
+    for path, content in generated_pages(docs_dir=config["docs_dir"],
+                                         repo_url=config.get("repo_url")).items():
         files.append(File.generated(config, path, content=content))
     return files
