@@ -413,6 +413,17 @@ def _is_int(value):
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
+def _embedding_rows(graph):
+    """``N`` when ``graph`` is float embeddings ``[N, d]`` with ``N >= 2`` (the sampler
+    builds the graph), else None (a given graph, or input the graph build refuses)."""
+    if isinstance(graph, ProximityGraph):
+        return None
+    arr = np.asarray(graph)
+    if np.issubdtype(arr.dtype, np.integer) or arr.ndim != 2 or arr.shape[0] < 2:
+        return None
+    return int(arr.shape[0])
+
+
 def _fitted_default(sampler, wanted, limit, rule):
     """``min(wanted, limit)`` for a ``num_neighbors`` the caller left unset, with one
     warning when the data lowers it (an explicit value is never changed: the graph build
@@ -429,13 +440,23 @@ def _default_batchsampler_neighbors(graph, num_candidates):
     """``K`` for ``BatchSampler(num_neighbors=None)``: :data:`DEFAULT_NUM_NEIGHBORS`, or
     ``min(M, N - 1) - 1`` where the data has fewer candidates (embeddings only: a given graph
     has its own ``K``)."""
-    if isinstance(graph, ProximityGraph) or np.issubdtype(np.asarray(graph).dtype, np.integer):
-        return None
-    n = np.asarray(graph).shape[0]
-    if not _is_int(num_candidates):  # let the graph build name the bad value
-        return DEFAULT_NUM_NEIGHBORS
+    n = _embedding_rows(graph)
+    if n is None or not _is_int(num_candidates):  # a given graph (its own K), or input
+        return None                                # the graph build refuses, naming it
     return _fitted_default("BatchSampler", DEFAULT_NUM_NEIGHBORS,
                            min(int(num_candidates), n - 1) - 1, "min(num_candidates, N - 1) - 1")
+
+
+def _check_explicit_neighbors(graph, num_candidates, num_neighbors):
+    """Refuses a given ``K`` the data cannot have (never lowered behind the caller's back)."""
+    n = _embedding_rows(graph)
+    if n is None or not (_is_int(num_candidates) and _is_int(num_neighbors)):
+        return  # a given graph has its own K; the graph build names a bad value
+    limit = min(int(num_candidates), n - 1)
+    if num_neighbors >= limit:
+        raise ValueError(f"`num_neighbors` (K={num_neighbors}) must be < min(`num_candidates`, "
+                         f"N - 1) = {limit} for these N={n} examples; lower it, or leave it "
+                         f"unset (default K={DEFAULT_NUM_NEIGHBORS}, fitted to the data).")
 
 
 def _as_neighbors(graph_or_embeddings, num_candidates, num_neighbors, backend, seed):
@@ -489,6 +510,8 @@ class BatchSampler(_GraphSampler):
                  refresh_every=100, initial_graph="inputs"):
         if num_neighbors is None:
             num_neighbors = _default_batchsampler_neighbors(graph, num_candidates)
+        else:
+            _check_explicit_neighbors(graph, num_candidates, num_neighbors)
         self.num_candidates = num_candidates
         self.backend = backend
         nb = _as_neighbors(graph, num_candidates, num_neighbors, backend, seed)
@@ -546,9 +569,9 @@ class KNNSampler(_GraphSampler):
             not np.issubdtype(np.asarray(graph).dtype, np.integer)
         if num_neighbors is None:
             num_neighbors = int(batch_size) - 1
-            if embeddings and _is_int(batch_size):
+            if _embedding_rows(graph) is not None and _is_int(batch_size):
                 num_neighbors = _fitted_default("KNNSampler", num_neighbors,
-                                                np.asarray(graph).shape[0] - 2, "N - 2")
+                                                _embedding_rows(graph) - 2, "N - 2")
         self.num_neighbors = num_neighbors
         self.backend = backend
         arr = graph
