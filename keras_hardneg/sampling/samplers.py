@@ -424,7 +424,7 @@ def _embedding_rows(graph):
     return int(arr.shape[0])
 
 
-def _fitted_default(sampler, wanted, limit, rule):
+def _fitted_default(sampler, wanted, limit, rule, stacklevel=3):
     """``min(wanted, limit)`` for a ``num_neighbors`` the caller left unset, with one
     warning when the data lowers it (an explicit value is never changed: the graph build
     refuses one the data cannot have)."""
@@ -432,7 +432,7 @@ def _fitted_default(sampler, wanted, limit, rule):
         return wanted
     warnings.warn(f"{sampler}: `num_neighbors` not given and the default K={wanted} needs more "
                   f"nodes than the data has; using K={max(limit, 1)} ({rule}). Set "
-                  "`num_neighbors` to choose.", UserWarning, stacklevel=3)
+                  "`num_neighbors` to choose.", UserWarning, stacklevel=stacklevel)
     return max(limit, 1)
 
 
@@ -444,7 +444,8 @@ def _default_batchsampler_neighbors(graph, num_candidates):
     if n is None or not _is_int(num_candidates):  # a given graph (its own K), or input
         return None                                # the graph build refuses, naming it
     return _fitted_default("BatchSampler", DEFAULT_NUM_NEIGHBORS,
-                           min(int(num_candidates), n - 1) - 1, "min(num_candidates, N - 1) - 1")
+                           min(int(num_candidates), n - 1) - 1, "min(num_candidates, N - 1) - 1",
+                           stacklevel=4)
 
 
 def _check_explicit_neighbors(graph, num_candidates, num_neighbors):
