@@ -9,7 +9,7 @@ fails if the entry is gone. The names are those the API pages are generated from
 names link:
 
 - a full path (``keras_hardneg.M.N``, ``khn.M.N``, ``M.N``) and a module
-  (``keras_hardneg.M``, ``khn.M``);
+  (``keras_hardneg.M``, ``khn.M``: a link to its page);
 - a bare name exported by one module only (or by several that re-export one definition),
   holding an upper-case letter or an underscore (``train``, ``load``, ``gin`` stay code:
   they are also commands, registry names and words);
@@ -26,6 +26,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import os
+import posixpath
 import re
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -68,9 +69,13 @@ def inventory(root: str | None = None) -> dict[str, str]:
     forms: dict[str, str] = {}
     bare: dict[str, set[str]] = {}
     defined: dict[str, dict[str, ast.AST]] = {}
+    pages = {m: m for m in generate.API_MODULES}
+    pages.update({m: p for p, m in generate.EXTRA_API_MODULES.items()})
     for module in modules:
         full = f"{package}.{module}"
-        forms[full] = forms[f"khn.{module}"] = full
+        # A module has no entry of its own to link to (its page opens with its docstring):
+        # its form links to the page, a path under docs/.
+        forms[full] = forms[f"khn.{module}"] = f"api/{pages[module]}.md"
         defined[module] = _definitions(generate, module, root)
         for name in generate.public_names(module, root):
             ident = f"{full}.{name}"
@@ -139,8 +144,9 @@ def _spans(markdown: str):
             yield number, line, match
 
 
-def link_api_names(markdown: str, forms: dict[str, str]) -> str:
-    """``markdown`` with each code span naming an API object made a link to its entry."""
+def link_api_names(markdown: str, forms: dict[str, str], page: str = "index.md") -> str:
+    """``markdown`` (the page ``page``, a path under docs/) with each code span naming an
+    API object made a link to its entry (a module: to its page)."""
     lines = markdown.split("\n")
     edits: dict[int, list] = {}
     for number, _, match in _spans(markdown):
@@ -150,7 +156,11 @@ def link_api_names(markdown: str, forms: dict[str, str]) -> str:
     for number, spans in edits.items():
         line = lines[number]
         for (start, end), ident in reversed(spans):
-            line = f"{line[:start]}[{line[start:end]}][{ident}]{line[end:]}"
+            if ident.endswith(".md"):
+                href = posixpath.relpath(ident, posixpath.dirname(page) or ".")
+                line = f"{line[:start]}[{line[start:end]}]({href}){line[end:]}"
+            else:
+                line = f"{line[:start]}[{line[start:end]}][{ident}]{line[end:]}"
         lines[number] = line
     return "\n".join(lines)
 
@@ -167,16 +177,16 @@ _PATH = re.compile(r"^(?:khn|keras_hardneg)(?:\.\w+)+")
 def unknown_api_paths(markdown: str, forms: dict[str, str]) -> list[tuple[int, str]]:
     """``[(line, span)]``: code spans that start with a ``khn.``/``keras_hardneg.`` path
     naming nothing the API pages document (a renamed or removed name), links' texts
-    included."""
+    included. The path is read up to its first call: ``khn.zoo.load(NAME).x`` names
+    ``khn.zoo.load``."""
     found = []
     for number, line in enumerate(markdown.split("\n")):
         for match in _SPAN.finditer(line):
             path = _PATH.match(match.group(2))
             if not path:
                 continue
-            parts = path.group(0).split(".")
-            # the longest prefix that names something: a chained call's tail is not a name
-            if not any(".".join(parts[:i]) in forms for i in range(len(parts), 1, -1)):
+            # (the package's own attributes: its version)
+            if path.group(0) not in forms and not path.group(0).endswith(".__version__"):
                 found.append((number + 1, match.group(2)))
     return found
 
@@ -194,4 +204,5 @@ def on_pre_build(config):  # noqa: D103 -- MkDocs's hook: the names, read once p
 def on_page_markdown(markdown, page, config, files):  # noqa: D103 -- MkDocs's hook
     if page.file.src_uri.startswith("api/"):
         return markdown
-    return link_api_names(markdown, _FORMS if _FORMS is not None else inventory())
+    return link_api_names(markdown, _FORMS if _FORMS is not None else inventory(),
+                          page.file.src_uri)
