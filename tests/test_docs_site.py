@@ -291,3 +291,152 @@ def test_the_workshop_check_finds_each_pattern():
     found = workshop_mentions({"page.md": page})
     assert {what for _, _, what, _ in found} == set(WORKSHOP)
     assert all(line == 1 or line == 2 for _, line, _, _ in found)
+
+
+# --------------------------------------------------------------------------- math, offline
+
+
+def _config_list(key: str) -> list[str]:
+    """The ``- item`` entries under the top-level ``key:`` of mkdocs.yml (read as text: no
+    YAML parser needed)."""
+    with open(os.path.join(ROOT, "mkdocs.yml"), encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    start = lines.index(f"{key}:") + 1
+    items = []
+    for line in lines[start:]:
+        if line.startswith("  - "):
+            items.append(line[4:].strip())
+        elif line.strip() and not line.startswith("#"):
+            break
+    return items
+
+
+def test_math_assets_are_in_the_repository():
+    """KaTeX is vendored under docs/js/katex/ with its licence, the config loads it from
+    there, and every font its stylesheet names first (woff2) is beside it."""
+    katex = os.path.join(ROOT, "docs", "js", "katex")
+    scripts, styles = _config_list("extra_javascript"), _config_list("extra_css")
+    assert "js/katex/katex.min.js" in scripts and "js/katex/katex.min.css" in styles
+    for path in scripts + styles:
+        assert "://" not in path and os.path.isfile(os.path.join(ROOT, "docs", path)), path
+    with open(os.path.join(katex, "LICENSE"), encoding="utf-8") as f:
+        assert "MIT License" in f.read()
+    with open(os.path.join(katex, "katex.min.css"), encoding="utf-8") as f:
+        fonts = re.findall(r"url\((fonts/[\w-]+\.woff2)\)", f.read())
+    assert len(fonts) >= 20
+    assert [font for font in fonts if not os.path.isfile(os.path.join(katex, font))] == []
+
+
+@needs_docs
+def test_the_site_fetches_nothing_from_elsewhere(site):
+    """No page loads a script, stylesheet or font from another host (the canonical link
+    names the site's address, it fetches nothing), and the losses guide's formulas are
+    marked for the KaTeX the site serves."""
+    outside = []
+    for path in site.rglob("*.html"):
+        page = path.read_text(encoding="utf-8")
+        for tag in re.findall(r"<(?:script|link)\b[^>]*>", page):
+            if 'rel="canonical"' in tag:
+                continue
+            for url in re.findall(r'(?:src|href)="([^"]*)"', tag):
+                if re.match(r"(?:[a-z]+:)?//", url):
+                    outside.append((str(path.relative_to(site)), url))
+    assert outside == []
+    losses = (site / "guides" / "losses" / "index.html").read_text(encoding="utf-8")
+    assert losses.count('class="arithmatex"') > 20
+    assert 'src="../../js/katex/katex.min.js"' in losses
+    assert (site / "js" / "katex" / "fonts" / "KaTeX_Main-Regular.woff2").is_file()
+
+
+# --------------------------------------------------------------------------- API names
+
+
+def _api_links():
+    spec = importlib.util.spec_from_file_location(
+        "khn_docs_api_links", os.path.join(ROOT, "docs", "_hooks", "api_links.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+#: Code spans that look like an API path but name no entry, each with its reason. Empty.
+UNKNOWN_PATHS_ALLOWED: dict[str, str] = {}
+
+
+def test_guides_link_every_api_name():
+    """The hook (``docs/_hooks/api_links.py``, named in mkdocs.yml) turns every code span
+    of the hand-written pages that names an API object into a link to its entry: after it,
+    no such span is left unlinked; and no span names a ``khn.``/``keras_hardneg.`` path the
+    API pages lack."""
+    assert "docs/_hooks/api_links.py" in _config_list("hooks")
+    links = _api_links()
+    forms = links.inventory(ROOT)
+    pages = {name: text for name, text in public_sources().items()
+             if name.startswith("docs/") and not name.startswith("docs/api/")}
+    assert "docs/guides/losses.md" in pages
+    before = sum(len(links.unlinked_mentions(text, forms)) for text in pages.values())
+    assert before > 100  # the guides' mentions the hook links at build time
+    left = {name: links.unlinked_mentions(
+        links.link_api_names(text, forms, name[len("docs/"):]), forms)
+        for name, text in pages.items()}
+    assert {name: found for name, found in left.items() if found} == {}
+    unknown = [(name, line, span) for name, text in pages.items()
+               for line, span in links.unknown_api_paths(text, forms)
+               if span not in UNKNOWN_PATHS_ALLOWED]
+    assert unknown == []
+
+
+def test_the_api_link_rules_on_a_planted_page():
+    links = _api_links()
+    forms = links.inventory(ROOT)
+    page = "\n".join([
+        "# `HardNegativeContrastiveLoss`",
+        "Use `HardNegativeContrastiveLoss`, `khn.zoo.load(NAME)`, `losses.get` and "
+        "`ProximityGraph.build(x, k=5)`; see `keras_hardneg.losses`.",
+        "Already linked: [`NTXentLoss`][keras_hardneg.losses.NTXentLoss]. Words: `train`, "
+        "`load`, `beta`, `khn.export.load_encoder(p).embed([s])`, `BatchSampler.get_state()` "
+        "(inherited: no entry of its own).",
+        "```python", "`HardNegativeContrastiveLoss`", "```",
+        "Stale: `khn.losses.NoSuchLoss`."])
+    out = links.link_api_names(page, forms, "guides/x.md").split("\n")
+    assert out[0] == page.split("\n")[0]  # headings stay as they are
+    assert ("[`HardNegativeContrastiveLoss`][keras_hardneg.losses.HardNegativeContrastiveLoss]"
+            in out[1])
+    assert "[`khn.zoo.load(NAME)`][keras_hardneg.zoo.load]" in out[1]
+    assert "[`losses.get`][keras_hardneg.losses.get]" in out[1]
+    assert "[`ProximityGraph.build(x, k=5)`][keras_hardneg.sampling.ProximityGraph.build]" in out[1]
+    assert "[`keras_hardneg.losses`](../api/losses.md)" in out[1]
+    assert out[2] == page.split("\n")[2]  # a link's text, words and a chained call: as is
+    assert out[4] == "`HardNegativeContrastiveLoss`"  # code blocks: as is
+    assert links.unknown_api_paths(page, forms) == [(7, "khn.losses.NoSuchLoss")]
+
+
+# --------------------------------------------------------------------------- the CLI page
+
+
+@needs_docs
+def test_the_cli_page_documents_every_option(site):
+    """/cli/ has a section per command and a table row per option, from ``build_parser()``,
+    and its usage blocks are wrapped to the column, never cut."""
+    import argparse
+
+    from keras_hardneg.cli import build_parser
+
+    page = (site / "cli" / "index.html").read_text(encoding="utf-8")
+    text = html.unescape(re.sub(r"<[^>]+>", "", page))
+    missing = []
+    parser = build_parser()
+    subparsers = next(a for a in parser._actions  # noqa: SLF001
+                      if isinstance(a, argparse._SubParsersAction))  # noqa: SLF001
+    for name, child in subparsers.choices.items():
+        if f'id="keras-hardneg-{name}"' not in page:
+            missing.append(name)
+        for action in child._actions:  # noqa: SLF001
+            missing += [f"{name} {o}" for o in action.option_strings if o not in text]
+    assert missing == []
+    assert page.count("<table>") >= 7
+    usage = re.findall(r'<pre><span></span><code>(usage:.*?)</code></pre>', page, flags=re.S)
+    assert len(usage) >= len(subparsers.choices)
+    lines = [line for block in usage
+             for line in html.unescape(re.sub(r"<[^>]+>", "", block)).splitlines()]
+    assert max(len(line) for line in lines) <= 78

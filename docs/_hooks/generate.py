@@ -323,8 +323,8 @@ def public_names(module: str, root: str = ROOT) -> list[str]:
 
 #: Modules documented on a page of their own besides ``API_MODULES``: reached through their
 #: full path (``keras_hardneg.zoo_store``), not as ``khn.NAME``. ``{page name: module}``.
-EXTRA_API_MODULES = {"zoo_store": "zoo_store", "run_probe": "run.probe",
-                     "run_report_page": "run.report_page"}
+EXTRA_API_MODULES = {"zoo_store": "zoo_store", "zoo_figures": "zoo_figures",
+                     "run_probe": "run.probe", "run_report_page": "run.report_page"}
 
 #: Per module, the names a user reaches for first, in this order; the module's other names
 #: follow in its ``__all__``'s order. A name no longer exported is skipped.
@@ -357,6 +357,8 @@ LEAD = {
     "run.probe": ("NegativesProbe", "read_probe", "make_probe_batch", "score_pairs"),
     "zoo_store": ("read_index", "build_index", "write_index", "fetch_entry", "cached_entry",
                   "cache_state", "verify_files"),
+    "zoo_figures": ("entry_metrics", "summarize", "compare_records", "link_twins",
+                    "twins_markdown", "METRICS"),
 }
 
 #: Classes whose public methods are hooks a subclass overrides, not calls a user makes: in
@@ -464,49 +466,159 @@ _CLI_HELP = """
 import argparse, json, sys
 from keras_hardneg.cli import build_parser
 
-def subparsers(parser):
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            yield from action.choices.items()
+def describe(parser, prog):
+    formatter = parser._get_formatter()
+    groups, commands = [], []
+    for group in parser._action_groups:
+        rows = []
+        for action in group._group_actions:
+            if isinstance(action, argparse._SubParsersAction):
+                helps = {a.dest: a.help for a in action._choices_actions}
+                commands += [[name, helps.get(name) or ""] for name in action.choices]
+                continue
+            if action.help == argparse.SUPPRESS:
+                continue
+            default = action.default
+            shown = (None if default in (None, False, argparse.SUPPRESS) or action.nargs == 0
+                     or isinstance(action, argparse._VersionAction) else repr(default)
+                     if not isinstance(default, str) else default)
+            rows.append({"invocation": formatter._format_action_invocation(action),
+                         "dest": action.dest,
+                         "choices": ([str(c) for c in action.choices]
+                                     if action.choices is not None else None),
+                         "help": formatter._expand_help(action) if action.help else "",
+                         "default": shown,
+                         "required": bool(action.required and action.option_strings),
+                         "positional": not action.option_strings})
+        if rows:
+            groups.append({"title": group.title, "description": group.description,
+                           "rows": rows})
+    return {"prog": prog, "usage": parser.format_usage().strip(),
+            "description": parser.description or "", "groups": groups,
+            "commands": commands}
 
 def walk(prefix, parser, level, out):
-    for name, child in subparsers(parser):
-        child.prog = f"{prefix} {name}"
-        out.append([f"{prefix} {name}", level, child.format_help().rstrip()])
-        walk(f"{prefix} {name}", child, level + 1, out)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                child.prog = f"{prefix} {name}"
+                out.append(dict(describe(child, child.prog), level=level))
+                walk(child.prog, child, level + 1, out)
 
 parser = build_parser()
 parser.prog = "keras-hardneg"
-out = [["keras-hardneg", 1, parser.format_help().rstrip()]]
+out = [dict(describe(parser, "keras-hardneg"), level=1)]
 walk("keras-hardneg", parser, 2, out)
 json.dump(out, sys.stdout)
 """
 
+#: The width the usage lines are wrapped at (argparse's own wrapping, at word boundaries):
+#: narrow enough for a code block of the page's column, so nothing scrolls out of sight.
+CLI_USAGE_COLUMNS = 78
 
-def cli_page(root: str = ROOT) -> str:
-    """``keras-hardneg --help`` and every (sub)command's, as argparse prints them, from the
-    tree's own ``keras_hardneg.cli`` in a child process (it imports Keras; ``mkdocs serve``
-    sees every change)."""
+
+def _cli_anchor(prog: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", prog.lower()).strip("-")
+
+
+def _cell(text: str) -> str:
+    """Help text as a table cell: one line, pipes escaped, ``<`` not taken for HTML, and
+    words in upper case with dashes (``--flag``) or ``$VARS`` kept literal."""
+    text = " ".join(str(text).split()).replace("\\", "\\\\").replace("|", "\\|")
+    text = text.replace("<", "&lt;").replace("*", "\\*")
+    parts = re.split(r"(`[^`]*`)", text)  # the help's own code spans stay as they are
+    return "".join(part if part.startswith("`") else
+                   re.sub(r"(?<![\w`])((?:--?|\$)[A-Za-z][\w-]*)", r"`\1`", part)
+                   for part in parts)
+
+
+def cli_commands(root: str = ROOT) -> list[dict]:
+    """Every (sub)command of ``keras-hardneg``: its usage, description, options and
+    subcommands, read from ``keras_hardneg.cli.build_parser()`` in a child process (it
+    imports Keras; ``mkdocs serve`` sees every change)."""
     import subprocess
     import sys
 
-    env = dict(os.environ, COLUMNS="96", TF_CPP_MIN_LOG_LEVEL="3",
+    env = dict(os.environ, COLUMNS=str(CLI_USAGE_COLUMNS + 2), TF_CPP_MIN_LOG_LEVEL="3",
                PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH"))
                                           if p))
     result = subprocess.run([sys.executable, "-c", _CLI_HELP], cwd=root, env=env,
                             capture_output=True, text=True, timeout=300)
     if result.returncode != 0:
-        raise RuntimeError(f"keras-hardneg's parser failed to print its help:\n"
+        raise RuntimeError(f"keras-hardneg's parser failed to describe itself:\n"
                            f"{result.stderr[-2000:]}")
-    out = ["# Command-line reference", "",
-           "Generated at build time from the parser of `keras-hardneg` "
-           "(`keras_hardneg/cli.py`): what `keras-hardneg COMMAND --help` prints. How the "
-           "commands fit together: [Recipes and the CLI](guides/recipes_cli.md).", ""]
-    for prog, level, text in json.loads(result.stdout):
-        if level > 1:
-            out += [f"{'#' * level} `{prog}`", ""]
-        out += ["```text", text, "```", ""]
+    return json.loads(result.stdout)
+
+
+def _wrap_usage(usage: str, width: int = CLI_USAGE_COLUMNS) -> str:
+    """argparse wraps a usage between its arguments; an argument longer than the line (a
+    long ``{a,b,c}`` of choices) is broken after a comma, its rest indented under it."""
+    out = []
+    for line in usage.splitlines():
+        indent = " " * (len(line) - len(line.lstrip()) + 2)
+        while len(line) > width and "," in line[:width]:
+            cut = line.rindex(",", 0, width) + 1
+            out.append(line[:cut])
+            line = indent + line[cut:]
+        out.append(line)
     return "\n".join(out)
+
+
+def _invocation(row: dict) -> str:
+    """``--loss LOSS`` for ``--loss {a,b}`` (the choices go to the meaning column)."""
+    text = row["invocation"]
+    if row.get("choices"):
+        text = re.sub(r"\{[^{}]*\}", row["dest"].upper(), text)
+    return ", ".join(f"`{part.strip()}`" for part in text.split(", "))
+
+
+def cli_markdown(commands: list[dict]) -> str:
+    """The command-line page from :func:`cli_commands`: per command its usage (wrapped, in
+    full), its description, a table of its subcommands and one per group of options."""
+    out = ["# Command-line reference", "",
+           "Generated at build time from the parser of `keras-hardneg`: what "
+           "`keras-hardneg COMMAND --help` prints, as tables. How the commands fit "
+           "together: [Recipes and the CLI](guides/recipes_cli.md).", ""]
+    for command in commands:
+        level, prog = command["level"], command["prog"]
+        if level > 1:
+            out += [f"{'#' * level} `{prog}` {{#{_cli_anchor(prog)}}}", ""]
+        out += ["```text", _wrap_usage(command["usage"]), "```", ""]
+        if command["description"]:
+            out += [_cell(command["description"]), ""]
+        if command["commands"]:
+            out += ["| command | what it does |", "|---|---|"]
+            for name, text in command["commands"]:
+                anchor = _cli_anchor(f"{prog} {name}")
+                out.append(f"| [`{name}`](#{anchor}) | {_cell(text)} |")
+            out.append("")
+        for group in command["groups"]:
+            title = group["title"]
+            title = {"positional arguments": "Arguments", "options": "Options",
+                     "optional arguments": "Options"}.get(title, title[:1].upper() + title[1:])
+            out += [f"**{title}**", ""]
+            if group["description"]:
+                out += [_cell(group["description"]), ""]
+            out += ["| argument | meaning |", "|---|---|"]
+            for row in group["rows"]:
+                text = _cell(row["help"])
+                if row["required"]:
+                    text += " **Required.**"
+                extra = []
+                if row.get("choices"):
+                    extra.append("one of " + ", ".join(f"`{c}`" for c in row["choices"]))
+                if row["default"] is not None and "default" not in row["help"].lower():
+                    extra.append(f"default `{row['default']}`")
+                if extra:
+                    text = text.rstrip(". ") + ("; " if text else "") + "; ".join(extra)
+                out.append(f"| {_invocation(row)} | {text.strip()} |")
+            out.append("")
+    return "\n".join(out)
+
+
+def cli_page(root: str = ROOT) -> str:
+    """``keras-hardneg``'s reference page: every command's usage and options."""
+    return cli_markdown(cli_commands(root))
 
 
 # --------------------------------------------------------------------------- the hook
