@@ -42,8 +42,9 @@ _JSON_KEYS = ("anchor", "positive", "negatives", "negative")
 
 @dataclass(frozen=True)
 class Pairs:
-    """Rows of (anchor, positive, K negatives): ``anchors[i]``, ``positives[i]``,
-    ``negatives[i]`` (a tuple of ``K`` texts; ``K = num_negatives``, 0 for plain pairs)."""
+    """Rows of (anchor, positive, K negatives): ``anchors`` and ``positives`` are ``[n]``
+    texts, ``negatives`` ``[n, K]`` (a tuple of ``K`` texts per row; ``K = num_negatives``,
+    0 for plain pairs)."""
 
     anchors: tuple[str, ...]
     positives: tuple[str, ...]
@@ -137,8 +138,9 @@ def write_pairs(path: str | os.PathLike, anchors: Sequence[str], positives: Sequ
 
     Args:
         path: the file (``.jsonl``; overwritten).
-        anchors, positives: one string per row.
-        negatives: per row a sequence of ``K`` strings (the same ``K`` for every row), or None.
+        anchors, positives: ``[n]`` strings, one per row.
+        negatives: ``[n, K]``: per row a sequence of ``K`` strings (the same ``K`` for every
+            row), or None.
     """
     path = os.fspath(path)
     if not path.endswith(".jsonl"):
