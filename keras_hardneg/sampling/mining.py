@@ -169,8 +169,10 @@ def _rows(name, rows, num_queries, num_docs):
                          f"({num_queries}); got {got}.")
     out = []
     for i, entry in enumerate(rows):
+        items = list(entry) if isinstance(entry, (list, tuple, set, frozenset, range,
+                                                  np.ndarray)) else [entry]
         try:
-            a = np.asarray(list(np.atleast_1d(entry)), dtype=np.float64)
+            a = np.asarray(items, dtype=np.float64).reshape(-1)
         except (TypeError, ValueError):
             a = None
         if a is None or (a.size and (not np.all(a == np.round(a)) or a.min() < 0 or

@@ -91,6 +91,13 @@ def test_positives_excluded_unless_asked_and_extra_exclusions():
     np.testing.assert_array_equal(mine(num_negatives=3, exclude=[[0]]).negatives, [[2, 3, 4]])
 
 
+def test_positives_may_be_sets_arrays_or_one_row():
+    want = mine(num_negatives=2).negatives
+    for positives in ([{1}], [np.array([1])], [1]):
+        got = mine_hard_negatives(QUERY, CORPUS, positives, num_negatives=2).negatives
+        np.testing.assert_array_equal(got, want)
+
+
 def test_several_positives_share_negatives_below_the_least_similar_one():
     m = mine(positives=((1, 4),), num_negatives=3, absolute_margin=0.05)
     # reference: min(0.9, 0.7) = 0.7; keep cos <= 0.65 among rows 0, 2, 3, 5, 6, 7
@@ -149,6 +156,8 @@ def test_bad_positives_are_one_line():
         mine(positives=((1,), (2,)))
     with pytest.raises(ValueError, match=r"`positives\[0\]` is \[9\]; it must hold integer"):
         mine(positives=((9,),))
+    with pytest.raises(ValueError, match=r"`positives\[0\]` is \['a'\]; it must hold integer"):
+        mine(positives=(("a",),))
 
 
 @pytest.mark.skipif(importlib.util.find_spec("scann") is None, reason="scann not installed")
