@@ -14,7 +14,7 @@ import pytest
 from keras_hardneg import cli, run
 from keras_hardneg.data import dataset_spec
 from keras_hardneg.evaluation.sts import STS_SUBSETS
-from keras_hardneg.run.modality import modality_of
+from keras_hardneg.modalities import modality_of
 
 # ------------------------------------------------------------------ fixtures
 
@@ -259,7 +259,7 @@ def test_graphcl_fits_mutag_end_to_end(tmp_path):
 
 
 def test_evaluation_length_reads_whole_sentences_only_where_the_encoder_can():
-    from keras_hardneg.run.modality import ANY_LENGTH_EVALUATION_TOKENS, evaluation_length
+    from keras_hardneg.modalities.text import ANY_LENGTH_EVALUATION_TOKENS, evaluation_length
 
     fixed = keras.Sequential([keras.Input((32,), dtype="int32"), keras.layers.Embedding(9, 2)])
     ids = keras.Input((None,), dtype="int32")

@@ -16,7 +16,7 @@ from keras_hardneg import cli, run
 from keras_hardneg.data import dataset_spec
 from keras_hardneg.run import probe as probe_lib
 from keras_hardneg.run import report_page
-from keras_hardneg.run.modality import modality_of
+from keras_hardneg.modalities import modality_of
 from keras_hardneg.run.run_report import _probe_view_maker
 from tests.losses import numpy_reference as ref
 
