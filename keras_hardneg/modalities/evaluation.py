@@ -56,6 +56,7 @@ class Figure:
         detail: what the summary adds after the value, formatted with the recipe's
             ``evaluation`` keys (``"(weighted, k={knn_k}, t={knn_temperature})"``).
         index_label: the zoo's label with its unit (default ``label``).
+        note: what the one-line summary adds after the value (``"(10-fold)"``).
     """
 
     key: str
@@ -66,6 +67,7 @@ class Figure:
     std_key: str | None = None
     detail: str = ""
     index_label: str = ""
+    note: str = ""
 
     @property
     def index_key(self) -> str:
@@ -183,7 +185,7 @@ class Evaluation:
             text = f"{f.short or f.label} {value:.3f}"
             if f.std_key and isinstance(results.get(f.std_key), (int, float)):
                 text += f" ± {results[f.std_key]:.3f}"
-            parts.append(text + (" " + f.detail if f.detail and "{" not in f.detail else ""))
+            parts.append(f"{text} {f.note}" if f.note else text)
         return ", ".join(parts) or "-"
 
     def index_metrics(self, results: dict[str, Any]) -> dict[str, float]:

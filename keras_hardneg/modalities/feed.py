@@ -86,6 +86,11 @@ class DataFeed:
         """Arguments the view maker factory takes from the data (not recipe keys)."""
         return {}
 
+    def shape_view_context(self, input_shape: tuple) -> dict[str, Any]:
+        """Arguments the view maker factory takes from the encoder's input shape alone
+        (when no data is at hand: ``build_model(input_shape=...)``)."""
+        return {}
+
     def num_examples(self, x: Any) -> int:
         """The number of training examples in ``x``."""
         return len(x)

@@ -61,7 +61,7 @@ class GraphModality(Modality):
     views_in_feed = True
     examples = "graphs"
     figures = (Figure("svm_accuracy", "SVM accuracy", short="SVM", scale=100.0,
-                      std_key="svm_accuracy_std", detail="(10-fold CV)",
+                      std_key="svm_accuracy_std", detail="(10-fold CV)", note="(10-fold)",
                       index_label="SVM accuracy, 10-fold (%)"),)
     uniform_drops_remainder = False
 

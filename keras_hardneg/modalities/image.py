@@ -87,7 +87,10 @@ class ImageModality(Modality):
         return super().input_shape(x)
 
     def view_context(self, x):
-        return {"image_size": int(self.input_shape(x)[0])}
+        return self.shape_view_context(self.input_shape(x))
+
+    def shape_view_context(self, input_shape):
+        return {"image_size": int(input_shape[0])} if len(input_shape) == 3 else {}
 
     def initial_embeddings(self, x, seed):
         if is_random_access(x):

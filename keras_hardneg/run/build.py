@@ -72,13 +72,14 @@ def _accepted(registry, name: str, context: dict[str, Any]) -> dict[str, Any]:
 
 
 def build_view_maker(recipe: Any, input_shape: tuple[int, ...] | None = None, **context: Any):
-    """The recipe's view maker (``augmentation`` section). Image view makers take
-    ``image_size`` from ``input_shape``; every factory gets the recipe's ``seed`` and the
-    ``context`` arguments it accepts."""
+    """The recipe's view maker (``augmentation`` section). The data's modality says what
+    the factory takes from ``input_shape`` (images: ``image_size``:
+    :meth:`~keras_hardneg.modalities.Modality.shape_view_context`); every factory gets the
+    recipe's ``seed`` and the ``context`` arguments it accepts."""
     recipe = _recipe(recipe)
     name, spec = _section(recipe, "augmentation")
-    if input_shape is not None and len(input_shape) == 3:
-        context.setdefault("image_size", int(input_shape[0]))
+    if input_shape is not None:
+        context = {**modality_of(recipe).shape_view_context(tuple(input_shape)), **context}
     context.setdefault("seed", recipe["seed"])
     return VIEW_MAKERS.make(name, spec, **_accepted(VIEW_MAKERS, name, context))
 
