@@ -142,6 +142,7 @@ def test_cli_trains_graphcl_on_a_tu_folder(graph_run):
     results = json.loads((graph_run / "results.json").read_text())
     assert 0.0 <= results["svm_accuracy"] <= 1.0 and results["svm_accuracy_std"] >= 0.0
     assert results["modality"] == "graph" and results["epochs_run"] == 2
+    assert results["graphs_per_second"] > 0 and "images_per_second" not in results
     card = json.loads((graph_run / "encoder" / "model_card.json").read_text())
     assert card["modality"] == "graph"
     assert card["metrics"]["svm_accuracy"] == pytest.approx(results["svm_accuracy"])
