@@ -249,7 +249,7 @@ def scratch_baseline_cell(name: str, seed: int) -> bool:
     import keras
 
     from keras_hardneg import run
-    from keras_hardneg.run.modality import modality_of
+    from keras_hardneg.modalities import modality_of
 
     start = time.time()
     entry = SCRATCH_ENTRIES[0]
@@ -283,7 +283,7 @@ def baseline_cell(folder: str, seed: int) -> bool:
     import keras
 
     from keras_hardneg import run
-    from keras_hardneg.run.modality import modality_of
+    from keras_hardneg.modalities import modality_of
 
     from make_recipes import TU_SETS
 

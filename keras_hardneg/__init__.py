@@ -6,9 +6,9 @@ Subpackages: :mod:`losses`, :mod:`encoders`, :mod:`augment`, :mod:`models`,
 encoders), :mod:`tuning`, and :mod:`registry` (one registry per kind of component). The
 subpackages that define Keras-serializable classes (:data:`SERIALIZABLE`: layers, models,
 encoders, losses, optimizers, schedules, callbacks; under the TensorFlow backend also the
-SavedModel wrapper) are imported with the package, so ``import keras_hardneg`` is all
-``keras.models.load_model`` needs; the others load on first use. See
-``docs/architecture.md`` for the layers.
+SavedModel wrapper, by name) are imported with the package, so ``import keras_hardneg`` is
+all ``keras.models.load_model`` needs; the others (``run``, ``export``, ``modalities``,
+``zoo``, ...) load on first use. See ``docs/architecture.md`` for the layers.
 
 Backends: TensorFlow (the default) and JAX (``KERAS_BACKEND=jax``). Importing the package and
 training under JAX load no TensorFlow; the TensorFlow-only parts (SavedModel export,
@@ -21,7 +21,7 @@ __version__ = "0.1.0"
 
 _SUBMODULES = (
     "augment", "callbacks", "data", "distribute", "encoders", "evaluation", "export", "losses",
-    "models", "optimizers", "registry", "run", "sampling", "tuning", "zoo",
+    "modalities", "models", "optimizers", "registry", "run", "sampling", "tuning", "zoo",
 )
 #: Subpackages whose import registers Keras-serializable classes (``package="keras_hardneg"``).
 SERIALIZABLE = ("augment", "callbacks", "encoders", "losses", "models", "optimizers")
@@ -46,23 +46,36 @@ def __dir__():
 def _register_serializable() -> None:
     """Imports every module that registers a Keras-serializable class, so that a ``.keras``
     file or a preset written by this package loads in a process that imported only it.
-    Under JAX this loads no TensorFlow; under the TensorFlow backend the SavedModel wrapper
-    (:class:`keras_hardneg.export.SavedModelEncoder`) registers too."""
+    Under JAX this loads no TensorFlow. Under the TensorFlow backend the SavedModel wrapper
+    (:class:`keras_hardneg.export.SavedModelEncoder`) is registered by name only
+    (:class:`_SavedModelEncoderOnFirstUse`): ``export`` loads when such a file is read.
+    ``run``, ``export`` and ``modalities`` load on first use (``export`` and ``run`` import
+    ``modalities``, which registers the built-in modalities)."""
     for name in SERIALIZABLE:
         globals()[name] = importlib.import_module(f"keras_hardneg.{name}")
     import keras
 
     if keras.backend.backend() == "tensorflow":
-        importlib.import_module("keras_hardneg.export.load")
+        registered = "keras_hardneg>SavedModelEncoder"
+        objects = keras.saving.get_custom_objects()
+        if registered not in objects:  # export.load registers the class itself
+            objects[registered] = _SavedModelEncoderOnFirstUse
 
 
-def _register_modalities() -> None:
-    """Imports the built-in modalities (image, graph, text: ``run/modality.py``), so that
-    the export layer finds them in ``registry.MODALITIES`` in a process that imported only
-    the package: an export, preset or model card of any modality loads. The export layer
-    sits below the run layer and only looks modalities up; a new modality registers when
-    its own module is imported. Loads no TensorFlow."""
-    import keras_hardneg.run.modality  # noqa: F401
+class _SavedModelEncoderOnFirstUse:
+    """Stands for ``keras_hardneg>SavedModelEncoder`` in Keras's registry until
+    ``keras_hardneg.export.load`` is imported (it then registers the class over it): a
+    ``.keras`` file holding the layer imports the export layer when it is read."""
+
+    @staticmethod
+    def get_config():  # pragma: no cover - never serialized itself
+        return {}
+
+    @classmethod
+    def from_config(cls, config):
+        from keras_hardneg.export.load import SavedModelEncoder
+
+        return SavedModelEncoder.from_config(config)
 
 
 def _quiet_tensorflow_for_the_command_line() -> None:
@@ -86,4 +99,3 @@ def _quiet_tensorflow_for_the_command_line() -> None:
 
 _quiet_tensorflow_for_the_command_line()
 _register_serializable()
-_register_modalities()

@@ -285,6 +285,7 @@ def _print_summary(title: str, rows: list[tuple[str, Any]]) -> None:
 # -------------------------------------------------------------------- commands
 def cmd_train(args: argparse.Namespace) -> int:
     from keras_hardneg import run
+    from keras_hardneg.modalities import modality_of
 
     recipe = _recipe_from_args(args)
     output = _output_folder(args.output or os.path.join("runs", recipe["name"]), create=False)
@@ -307,18 +308,20 @@ def cmd_train(args: argparse.Namespace) -> int:
         print(f"keras-hardneg train: worker {result['worker']} done ({result['epochs_run']} "
               f"epochs); the chief wrote {output}")
         return 0
+    modality = modality_of(recipe)
+    speed = result.get(modality.throughput_key)
     rows = [
         ("data", result["data"]),
         ("epochs run", result["epochs_run"]),
         ("wall time", f"{result['seconds']:.1f} s"),
-        ("training examples/s", f"{result['images_per_second']:.1f}"
-         if result["images_per_second"] else "n/a (nothing left to train: the run was complete)"),
-    ] + _figure_rows(result, recipe)
+        (modality.throughput_label, f"{speed:.1f}"
+         if speed else "n/a (nothing left to train: the run was complete)"),
+    ] + _figure_rows(result, recipe, modality)
+    missing = modality.missing_evaluation(recipe)
     if isinstance(result.get("evaluation"), str):  # unlabeled images: evaluation off
         rows.append(("evaluation", result["evaluation"]))
-    elif _modality(recipe) == "text" and not recipe["evaluation"].get("benchmark_dir"):
-        rows.append(("evaluation", "none: give --benchmark-dir DIR (STS/SICK in SentEval's "
-                                   "layout, e.g. SimCSE's senteval.tar) to score STS"))
+    elif missing:
+        rows.append(("evaluation", missing))
     from keras_hardneg.run.report import clamp_warning
 
     warning = clamp_warning(result.get("history") or {})
@@ -337,12 +340,6 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
-def _modality(recipe: dict[str, Any]) -> str:
-    from keras_hardneg.registry import DATASETS
-
-    return DATASETS.get(recipe["data"]["name"]).tags.get("modality", "image")
-
-
 def _image_size_note(recipe: dict[str, Any]) -> str:
     """``" (images resized to 32x32)"`` for data that takes ``image_size`` (images); ""
     for graphs and text."""
@@ -354,8 +351,7 @@ def _image_size_note(recipe: dict[str, Any]) -> str:
     size = data.get("image_size")
     if size:
         return f" (images resized to {size}x{size})"
-    return " (images at their own size: 8x8)" if data["name"] == "digits" else \
-        " (images at their own size)"
+    return " (images at their own size)"
 
 
 def _output_folder(path: str, flag: str = "--output", create: bool = True) -> str:
@@ -369,30 +365,16 @@ def _output_folder(path: str, flag: str = "--output", create: bool = True) -> st
         raise CliError(str(e)) from None
 
 
-def _figure_rows(result: dict[str, Any], recipe: dict[str, Any] | None) -> list:
-    """Summary rows of a modality's figures (images, graphs, sentences)."""
-    rows = []
-    if "knn_accuracy" in result:
-        ev = (recipe or {}).get("evaluation", {})
-        rows.append(("kNN accuracy", f"{result['knn_accuracy']:.4f} (weighted, "
-                                     f"k={ev.get('knn_k')}, t={ev.get('knn_temperature')})"))
-        if result.get("knn_accuracy_epoch0") is not None:
-            rows.append(("kNN before training", f"{result['knn_accuracy_epoch0']:.4f} (the "
-                                                "random encoder, epoch 0)"))
-    if "linear_probe_accuracy" in result:
-        rows.append(("linear probe", f"{result['linear_probe_accuracy']:.4f}"))
-    if "svm_accuracy" in result:
-        rows.append(("SVM accuracy", f"{result['svm_accuracy']:.4f} +- "
-                                     f"{result['svm_accuracy_std']:.4f} (10-fold CV)"))
-        if result.get("svm_accuracy_epoch0") is not None:
-            rows.append(("SVM before training", f"{result['svm_accuracy_epoch0']:.4f} (the "
-                                                "random encoder, epoch 0)"))
-    for group in ("sts", "senteval"):
-        if isinstance(result.get(group), dict):
-            scores = result[group]
-            rows.append((group.upper() if group == "sts" else "SentEval", ", ".join(
-                f"{k} {v:.2f}" for k, v in scores.items() if isinstance(v, (int, float)))))
-    return rows
+def _figure_rows(result: dict[str, Any], recipe: dict[str, Any] | None,
+                 modality: Any = None) -> list:
+    """Summary rows of a modality's figures (its own names: ``Modality.summary_rows``);
+    the modality is ``modality``, else the recipe's, else the one ``result`` names."""
+    from keras_hardneg.modalities import modality_of, modality_of_results
+
+    if modality is None:
+        modality = (modality_of(recipe) if recipe and "data" in recipe
+                    else modality_of_results(result))
+    return modality.summary_rows(result, recipe)
 
 
 def _seed_rows(name: str, results: dict[str, Any], recipe: dict[str, Any] | None) -> list:
@@ -475,16 +457,19 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             max_tokens=args.max_tokens)
     except run.RunDirectoryError as e:
         raise CliError(str(e)) from None
+    from keras_hardneg.modalities import get_modality
+
+    modality = get_modality(info["modality"])
     rows = [("encoder", info["encoder"]), ("modality", info["modality"]),
-            ("data", info.get("data"))] + _figure_rows(result, info.get("recipe"))
+            ("data", info.get("data"))] + _figure_rows(result, info.get("recipe"), modality)
     card_path = os.path.join(info["encoder"], "model_card.json")
     if os.path.isfile(card_path):
         with open(card_path) as f:
             card = json.load(f)
-        for key, label in (("knn_accuracy", "model card kNN"),
-                           ("linear_probe_accuracy", "model card probe")):
-            if key in result and card.get(key) is not None:
-                rows.append((label, f"{card[key]:.4f}"))
+        for figure in modality.figures:  # the figures the card records beside its own
+            if figure.key in result and isinstance(card.get(figure.key), (int, float)):
+                rows.append((f"model card {figure.short or figure.label}",
+                             f"{card[figure.key]:.4f}"))
     rows.append(("time", f"{time.perf_counter() - start:.1f} s"))
     return _print_evaluation(rows, result, dict(rows[:3]), args.json)
 
@@ -522,8 +507,8 @@ def _evaluate_preset(args: argparse.Namespace) -> int:
     """``evaluate --preset DIR``: the pretrained encoder as it is (zero-shot) on STS."""
     from keras_hardneg.data import pretrained_tokenizer
     from keras_hardneg.encoders import pretrained_text
-    from keras_hardneg.run.modality import (evaluate_sentences, evaluation_length,
-                                            sentence_embedder)
+    from keras_hardneg.modalities.text import (TextModality, evaluate_sentences,
+                                               evaluation_length, sentence_embedder)
 
     if args.encoder is not None:
         raise CliError(f"--preset: give either an encoder ({args.encoder!r}) or --preset, "
@@ -542,7 +527,7 @@ def _evaluate_preset(args: argparse.Namespace) -> int:
         os.path.abspath(args.benchmark_dir), senteval=args.senteval,
         seed=0 if args.seed is None else args.seed)
     rows = [("encoder", f"{preset} (pretrained, {args.pooling} pooling, zero-shot)"),
-            ("modality", "text")] + _figure_rows(result, None)
+            ("modality", TextModality.name)] + _figure_rows(result, None, TextModality())
     rows.append(("time", f"{time.perf_counter() - start:.1f} s"))
     return _print_evaluation(rows, result, dict(rows[:2]), args.json)
 
@@ -747,9 +732,12 @@ def cmd_zoo(args: argparse.Namespace) -> int:
             rows += [("features", meta["output_dim"]),
                     ("parameters", f"{meta['parameter_count']:,}"),
                     ("weights", meta["weights_dtype"])]
-            figure_rows = _figure_rows(results, info.get("recipe"))
+            from keras_hardneg.modalities import get_modality
+
+            modality = get_modality(meta["modality"])
+            figure_rows = _figure_rows(results, info.get("recipe"), modality)
             rows += figure_rows or [("figures", info.get("figures") or zoo_store.figures_text(
-                results))]
+                results, meta["modality"]))]
             rows += _seed_rows(args.name, results, info.get("recipe"))
             if results.get("epochs_run") is not None:
                 rows.append(("epochs run", results["epochs_run"]))

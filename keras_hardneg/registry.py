@@ -336,7 +336,7 @@ VIEW_MAKERS = Registry("view maker")
 #: Evaluations of a trained encoder (kNN, linear probe, SVM, STS, SentEval): ``evaluation``.
 EVALUATIONS = Registry("evaluation")
 #: Modalities (image, graph, text): how the run layer feeds, evaluates and exports each kind
-#: of data (``keras_hardneg/run/modality.py``).
+#: of data (``keras_hardneg/modalities/``).
 MODALITIES = Registry("modality")
 #: Ways a run spreads over devices and processes (one process, TensorFlow multi-worker, JAX
 #: multi-process): ``keras_hardneg/run/distribution.py``.
@@ -349,9 +349,9 @@ DEFAULT_MODALITY = "image"
 
 def get_modality(name: str) -> Any:
     """The modality object registered in :data:`MODALITIES` as exactly ``name`` (what the
-    export and run layers ask instead of testing the name). ``import keras_hardneg``
-    registers the built-in ones (``keras_hardneg/run/modality.py``); another registers
-    when its module is imported.
+    export and run layers ask instead of testing the name). Importing
+    ``keras_hardneg.modalities`` registers the built-in ones (``export``, ``run`` and the
+    zoo import it, and ask it for them); another registers when its module is imported.
 
     Raises:
         ConfigError: ``name`` is not registered (the message lists those that are).

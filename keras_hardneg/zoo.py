@@ -53,7 +53,7 @@ from keras_hardneg import zoo_figures, zoo_store
 from keras_hardneg._io import atomic_replace_dir
 from keras_hardneg.export.preset import (PRESET_DIR, PresetError, find_preset, is_preset,
                                          load_preset, read_preset_metadata)
-from keras_hardneg.registry import get_modality
+from keras_hardneg.modalities import get_modality
 from keras_hardneg.zoo_store import ZooError
 
 __all__ = ["ZOO_ENV", "ZooError", "zoo_source", "zoo_dir", "is_zoo_folder", "list",
@@ -258,10 +258,10 @@ def show(name: str, zoo: str | None = None) -> dict[str, Any]:
     recipe = (_read_json(os.path.join(folder, "trained_recipe.json"))
               or _read_json(os.path.join(folder, "recipe.json")))
     results = _read_json(os.path.join(folder, "results.json"))
-    return {"name": name, "path": folder, "where": place,
-            "preset": read_preset_metadata(os.path.join(folder, PRESET_DIR)),
+    meta = read_preset_metadata(os.path.join(folder, PRESET_DIR))
+    return {"name": name, "path": folder, "where": place, "preset": meta,
             "results": results, "recipe": recipe,
-            "figures": zoo_store.figures_text(results)}
+            "figures": zoo_store.figures_text(results, meta.get("modality"))}
 
 
 def entry_folder(name: str, zoo: str | None = None) -> str:

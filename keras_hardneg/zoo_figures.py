@@ -46,31 +46,37 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["METRICS", "LOSS_TOKENS", "run_metrics", "summarize", "entry_metrics",
+from keras_hardneg.modalities import MODALITIES, get_modality
+
+__all__ = ["METRICS", "all_metrics", "LOSS_TOKENS", "run_metrics", "summarize", "entry_metrics",
            "index_fields", "headline", "compare_summaries", "twin_candidate", "link_twins",
            "format_summary", "format_difference", "verdict", "compare_records", "twins_markdown"]
 
-#: metric -> (label, display scale): the figures an entry can carry, in headline order.
-METRICS = {
-    "svm_accuracy": ("SVM accuracy, 10-fold (%)", 100.0),
-    "sts_avg": ("STS avg (Spearman x 100)", 1.0),
-    "senteval_avg": ("SentEval avg (%)", 1.0),
-    "knn_accuracy": ("kNN accuracy (%)", 100.0),
-    "linear_probe_accuracy": ("linear probe accuracy (%)", 100.0),
-}
+
+
+def all_metrics() -> dict[str, tuple[str, float]]:
+    """metric -> (label, display scale): the figures an entry can carry, each modality's
+    in its headline order (its :class:`~keras_hardneg.modalities.Figure` s: index key,
+    index label, scale), over every registered modality."""
+    out = {}
+    for name in MODALITIES.names():
+        for f in get_modality(name).figures:
+            out.setdefault(f.index_key, (f.index_label or f.label, f.scale))
+    return out
+
+
+#: :func:`all_metrics` of the built-in modalities.
+METRICS = all_metrics()
 #: Name tokens of the losses an NT-Xent twin replaces.
 LOSS_TOKENS = ("hard", "debiased", "ring", "unremix")
 
 
 def run_metrics(results: dict[str, Any]) -> dict[str, float]:
-    """The :data:`METRICS` of one run's figures (a ``results.json``-shaped dict)."""
+    """The :func:`all_metrics` of one run's figures (a ``results.json``-shaped dict): each
+    modality's figures found there (``Evaluation.index_metrics``)."""
     out = {}
-    for key in ("svm_accuracy", "knn_accuracy", "linear_probe_accuracy"):
-        if isinstance(results.get(key), (int, float)):
-            out[key] = float(results[key])
-    for key, group in (("sts_avg", "sts"), ("senteval_avg", "senteval")):
-        if isinstance(results.get(group), dict) and "avg" in results[group]:
-            out[key] = float(results[group]["avg"])
+    for name in MODALITIES.names():
+        out.update(get_modality(name).index_metrics(results))
     return out
 
 
@@ -93,7 +99,7 @@ def entry_metrics(results: dict[str, Any], seed: int = 0) -> dict[str, dict[str,
     per_seed = (results.get("seeds") or {}).get("per_seed") or {}
     if not per_seed:
         return {k: summarize({str(seed): v}) for k, v in run_metrics(results).items()}
-    keys = [k for k in METRICS if all(k in fig for fig in per_seed.values())]
+    keys = [k for k in all_metrics() if all(k in fig for fig in per_seed.values())]
     return {k: summarize({s: fig[k] for s, fig in per_seed.items()}) for k in keys}
 
 
@@ -106,7 +112,7 @@ def index_fields(results: dict[str, Any], recipe: dict[str, Any] | None) -> dict
     base = results.get("baseline") or {}
     base_metrics = {}
     if base.get("per_seed"):
-        keys = [k for k in METRICS if all(k in fig for fig in base["per_seed"].values())]
+        keys = [k for k in all_metrics() if all(k in fig for fig in base["per_seed"].values())]
         base_metrics = {k: summarize({s: fig[k] for s, fig in base["per_seed"].items()})
                         for k in keys}
     loss = dict(recipe.get("loss") or {})
@@ -123,7 +129,7 @@ def index_fields(results: dict[str, Any], recipe: dict[str, Any] | None) -> dict
 
 def headline(record: dict[str, Any]) -> str | None:
     """The first of :data:`METRICS` the record has (what twins are compared on)."""
-    return next((k for k in METRICS if k in (record.get("metrics") or {})), None)
+    return next((k for k in all_metrics() if k in (record.get("metrics") or {})), None)
 
 
 def compare_summaries(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
@@ -177,7 +183,7 @@ def format_summary(metric: str, summary: dict[str, Any] | None) -> str:
     """``"87.98 ± 1.93 (3)"``: mean ± std (n seeds) on the metric's display scale."""
     if not summary:
         return "-"
-    scale = METRICS[metric][1]
+    scale = all_metrics()[metric][1]
     text = f"{summary['mean'] * scale:.2f}"
     if summary.get("std") is not None:
         text += f" ± {summary['std'] * scale:.2f}"
@@ -185,7 +191,7 @@ def format_summary(metric: str, summary: dict[str, Any] | None) -> str:
 
 
 def format_difference(metric: str, difference: float) -> str:
-    return f"{difference * METRICS[metric][1]:+.2f}"
+    return f"{difference * all_metrics()[metric][1]:+.2f}"
 
 
 def verdict(metric: str, twin: dict[str, Any]) -> str:
@@ -194,7 +200,7 @@ def verdict(metric: str, twin: dict[str, Any]) -> str:
     if twin.get("inside_spread") is None:
         return f"{diff} (one seed: no spread measured)"
     where = "inside" if twin["inside_spread"] else "outside"
-    return f"{diff}, {where} the spread (± {twin['spread'] * METRICS[metric][1]:.2f})"
+    return f"{diff}, {where} the spread (± {twin['spread'] * all_metrics()[metric][1]:.2f})"
 
 
 def _loss_text(loss: dict[str, Any]) -> str:
@@ -218,26 +224,26 @@ def compare_records(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
                     f"seed {b.get('weights_seed', '-')}", ""))
     metrics = []
     ma, mb = a.get("metrics") or {}, b.get("metrics") or {}
-    for metric in METRICS:
+    for metric in all_metrics():
         if metric not in ma and metric not in mb:
             continue
         sa, sb = ma.get(metric), mb.get(metric)
         note = verdict(metric, compare_summaries(sa, sb)) if sa and sb else ""
-        metrics.append((METRICS[metric][0], format_summary(metric, sa),
+        metrics.append((all_metrics()[metric][0], format_summary(metric, sa),
                         format_summary(metric, sb), note))
         seeds = sorted({*(sa or {}).get("per_seed", {}), *(sb or {}).get("per_seed", {})},
                        key=lambda s: (not s.isdigit(), int(s) if s.isdigit() else s))
-        scale = METRICS[metric][1]
+        scale = all_metrics()[metric][1]
         for seed in seeds:
             va, vb = ((s or {}).get("per_seed", {}).get(seed) for s in (sa, sb))
             metrics.append((f"  seed {seed}", "-" if va is None else f"{va * scale:.2f}",
                             "-" if vb is None else f"{vb * scale:.2f}", ""))
     baseline = []
     ba, bb = a.get("baseline") or {}, b.get("baseline") or {}
-    for metric in METRICS:
+    for metric in all_metrics():
         sa, sb = (ba.get("metrics") or {}).get(metric), (bb.get("metrics") or {}).get(metric)
         if sa or sb:
-            baseline.append((f"before training: {METRICS[metric][0]}",
+            baseline.append((f"before training: {all_metrics()[metric][0]}",
                              format_summary(metric, sa), format_summary(metric, sb),
                              ba.get("what") or bb.get("what") or ""))
     return {"names": names, "setting": setting, "metrics": metrics, "baseline": baseline}

@@ -49,6 +49,7 @@ from typing import Any
 
 from keras_hardneg import zoo_figures
 from keras_hardneg._io import atomic_replace_dir, sha256_file
+from keras_hardneg.modalities import modality_of_results
 from keras_hardneg.registry import DATASETS, DEFAULT_MODALITY
 
 __all__ = ["INDEX_FORMAT", "INDEX_PATH", "RECORD_FILE", "ZooError", "read_index",
@@ -96,21 +97,10 @@ def entry_files(folder: str) -> list[str]:
     return sorted(out)
 
 
-def figures_text(results: dict[str, Any] | None) -> str:
-    """An entry's figures in one line, whatever its modality ("-" without results)."""
-    res = results or {}
-    if "svm_accuracy" in res:
-        return f"SVM {res['svm_accuracy']:.3f} ± {res['svm_accuracy_std']:.3f} (10-fold)"
-    if isinstance(res.get("sts"), dict):
-        out = f"STS avg {res['sts']['avg']:.1f}"
-        if isinstance(res.get("senteval"), dict):
-            out += f", SentEval avg {res['senteval']['avg']:.1f}"
-        return out
-    if "knn_accuracy" in res:
-        probe = (f", probe {res['linear_probe_accuracy']:.3f}"
-                 if "linear_probe_accuracy" in res else "")
-        return f"kNN {res['knn_accuracy']:.3f}{probe}"
-    return "-"
+def figures_text(results: dict[str, Any] | None, modality: str | None = None) -> str:
+    """An entry's figures in one line, in its modality's words (``modality``, else the one
+    ``results`` names or holds the figures of; "-" without results)."""
+    return modality_of_results(results, modality).figures_line(results)
 
 
 def _modality(recipe: dict[str, Any]) -> str:
@@ -161,11 +151,12 @@ def entry_record(folder: str, *, hashes: bool = True) -> dict[str, Any]:
         meta = _read_json(os.path.join(preset, "metadata.json"))
         from keras_hardneg.export.preset import uses_keras_hub
 
-        record = {"status": "weights", "modality": meta.get("modality", "image"),
+        modality = meta.get("modality", DEFAULT_MODALITY)
+        record = {"status": "weights", "modality": modality,
                   "input": meta.get("input", {}), "output_dim": meta.get("output_dim"),
                   "parameter_count": meta.get("parameter_count"),
                   "weights_dtype": meta.get("weights_dtype"),
-                  "figures": figures_text(results), "trained_on": _trained_on(results),
+                  "figures": figures_text(results, modality), "trained_on": _trained_on(results),
                   "needs": ["keras_hub"] if uses_keras_hub(preset) else []}
         record.update(zoo_figures.index_fields(results, recipe))  # seeds, baseline, twin
     else:

@@ -15,7 +15,9 @@ LAYERS = [
     {"data", "encoders", "augment", "optimizers", "distribute"},
     {"losses", "sampling", "evaluation"},
     {"models"},
-    {"callbacks", "export"},
+    {"callbacks"},
+    {"modalities"},
+    {"export"},
     {"run", "zoo", "zoo_store", "zoo_figures"},
     {"tuning"},
     {"cli"},
@@ -131,3 +133,46 @@ def test_the_cli_imports_no_private_name():
                 node.value.id in {"run", "export_lib", "tuning", "data", "registry"}:
             private.append(f"{node.value.id}.{node.attr}")
     assert private == []
+
+
+#: What ``import keras_hardneg`` must not load: these load on first use.
+LAZY = ("keras_hardneg.run", "keras_hardneg.export", "keras_hardneg.modalities")
+
+_FRESH_IMPORT = """
+import json, sys
+import keras_hardneg as khn
+before = sorted(m for m in sys.modules if m.startswith("keras_hardneg"))
+import keras
+stub = keras.saving.get_custom_objects().get("keras_hardneg>SavedModelEncoder")
+card = khn.export.ModelCard(name="t", modality="graph")  # export registers the modalities
+if keras.backend.backend() == "tensorflow":
+    import keras_hardneg.export.load  # registers the class over the stand-in
+real = keras.saving.get_custom_objects().get("keras_hardneg>SavedModelEncoder")
+print(json.dumps({"before": before, "backend": keras.backend.backend(),
+                  "stub": getattr(stub, "__name__", None), "real": getattr(real, "__name__", None),
+                  "modalities": khn.registry.MODALITIES.names(),
+                  "run": khn.run.modality_of({"data": {"name": "tu"}}).name,
+                  "card": card.modality}))
+"""
+
+
+def test_the_package_import_loads_no_run_export_or_modalities_module():
+    import json
+    import subprocess
+    import sys
+
+    root = os.path.dirname(PACKAGE)
+    env = {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", ""),
+           "TF_CPP_MIN_LOG_LEVEL": "3"}
+    out = subprocess.run([sys.executable, "-c", _FRESH_IMPORT], cwd=root, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    loaded = [m for m in got["before"] if m.startswith(LAZY)]
+    assert loaded == [], f"import keras_hardneg loaded {len(loaded)} lazy modules: {loaded}"
+    print(f"import keras_hardneg: {len(got['before'])} keras_hardneg modules")
+    # first use: the lazy attributes work, and export/run register the built-in modalities
+    assert got["run"] == "graph" and got["card"] == "graph"
+    assert {"image", "graph", "text"} <= set(got["modalities"])
+    if got["backend"] == "tensorflow":  # the SavedModel wrapper: by name until export loads
+        assert got["stub"] == "_SavedModelEncoderOnFirstUse" and got["real"] == "SavedModelEncoder"

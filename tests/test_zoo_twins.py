@@ -130,7 +130,7 @@ def _text_ready():
 def _sts(tasks, entry=TEXT_ENTRY):
     from keras_hardneg.data import load_tokenizer
     from keras_hardneg.evaluation.sts import sts_scores
-    from keras_hardneg.run.modality import evaluation_length, sentence_embedder
+    from keras_hardneg.modalities.text import evaluation_length, sentence_embedder
 
     preset = os.path.join(MODELS, entry, "preset")
     encoder = khn.zoo.load(entry, trainable=False)

@@ -103,7 +103,7 @@ def evaluation_data(a, entry: str, recipe: dict):
 def build_card(entry, recipe, summary, rows, meta, figures, description, import_command):
     from keras_hardneg import export
     from keras_hardneg.run import build_loss
-    from keras_hardneg.run.modality import ImageModality
+    from keras_hardneg.modalities import ImageModality
 
     loss = build_loss(recipe)
     enc = recipe["encoder"]

@@ -503,7 +503,7 @@ def _train_main(a):
     deadline = START + 60.0 * a.minutes
 
     from keras_hardneg import run
-    from keras_hardneg.run.modality import MONITOR_TEST_LIMIT, MONITOR_TRAIN_LIMIT
+    from keras_hardneg.modalities.image import MONITOR_TEST_LIMIT, MONITOR_TRAIN_LIMIT
 
     zoo, recipe, differs = gpu_recipe(a.entry, a.models_dir, batch_size=a.batch_size,
                                       epochs=a.epochs, precision=a.precision, width=a.width,

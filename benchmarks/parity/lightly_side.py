@@ -204,7 +204,7 @@ def main() -> None:
         sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(
             os.path.abspath(__file__)))))
         from keras_hardneg.evaluation.knn import weighted_knn_accuracy as knn
-        from keras_hardneg.run.modality import MONITOR_TEST_LIMIT, MONITOR_TRAIN_LIMIT
+        from keras_hardneg.modalities.image import MONITOR_TEST_LIMIT, MONITOR_TRAIN_LIMIT
 
         # The Keras side's KNNMonitor scores a seeded subset (10k bank / 2k queries, the
         # recipe's seed); the same images here make the two curves comparable epoch by epoch.

@@ -126,7 +126,7 @@ def baselines(args, seed: int) -> dict:
     import keras
     from keras_hardneg import run
     from keras_hardneg.encoders.text_transformer import mean_embedding_encoder
-    from keras_hardneg.run.modality import evaluate_sentences, sentence_embedder
+    from keras_hardneg.modalities.text import evaluate_sentences, sentence_embedder
 
     recipe = run.load_recipe(base_recipe(args, seed))
     (x, _), _, _ = run.load_data(recipe)

@@ -245,7 +245,7 @@ def pretrained_text(input_shape: tuple = (None,), preset: str | None = None,
             checkpoint's ``max_position_embeddings``. The model's input is always
             ``(None,)``: any length up to that works with the same weights (positions are
             absolute and padding is masked), so the evaluation reads whole sentences
-            (:data:`~keras_hardneg.run.modality.ANY_LENGTH_EVALUATION_TOKENS`).
+            (:data:`~keras_hardneg.modalities.text.ANY_LENGTH_EVALUATION_TOKENS`).
         preset: the checkpoint (:func:`check_preset`).
         vocab_size: the tokenizer's ``vocab_size`` (the run layer passes it); must equal the
             checkpoint's, else ``ValueError`` (a vocabulary/tokenizer mismatch).

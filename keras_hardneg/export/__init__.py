@@ -36,7 +36,7 @@ from keras_hardneg.export.inspection import find_device_strings
 from keras_hardneg.export.model_card import ModelCard, load_model_card
 from keras_hardneg.export.preset import (PresetError, find_preset, load_preset,
                                          read_preset_metadata, save_preset)
-from keras_hardneg.export.signatures import graph_input_signature, text_input_signature
+from keras_hardneg.modalities.signatures import graph_input_signature, text_input_signature
 
 __all__ = [
     "ModelCard",

@@ -16,7 +16,7 @@ import tensorflow as tf  # noqa: E402  (after the backend check)
 
 from keras_hardneg.export.inspection import parse_saved_model_pb
 from keras_hardneg.export.model_card import TOKENIZER_ASSET, ModelCard, load_model_card
-from keras_hardneg.registry import get_modality
+from keras_hardneg.modalities import get_modality
 
 __all__ = ["SavedModelEncoder", "load_encoder", "load_model_card"]
 

@@ -42,7 +42,9 @@ import math
 import os
 from typing import Any
 
-from keras_hardneg.registry import DEFAULT_MODALITY, MODALITIES, get_modality
+from keras_hardneg.modalities import DEFAULT_MODALITY, MODALITIES, get_modality
+from keras_hardneg.modalities.artifact import (DEFAULT_INPUT_RANGE, DEFAULT_PREPROCESSING,
+                                             preset_usage)
 
 __all__ = ["ModelCard", "MODEL_CARD_JSON", "MODEL_CARD_MD", "CARD_FORMAT", "CARD_FORMATS",
            "TOKENIZER_ASSET", "DEFAULT_INPUT_RANGE", "DEFAULT_PREPROCESSING", "load_model_card",
@@ -58,15 +60,6 @@ CARD_FORMATS = ("keras_hardneg.model_card/1", CARD_FORMAT)
 #: Asset file name of a text export's tokenizer (a ``tokenizers`` JSON file).
 TOKENIZER_ASSET = "tokenizer.json"
 
-#: A card's defaults are an image card's (the default modality): pixel values in [0, 1]
-#: and this preprocessing line. A card of another modality whose fields keep these
-#: defaults gets the modality's (``Modality.card_defaults``).
-DEFAULT_INPUT_RANGE = (0.0, 1.0)
-#: A card's default preprocessing line (an image card's).
-DEFAULT_PREPROCESSING = (
-    "None required: pass RGB images as float32 in [0, 1]; any normalization "
-    "is done inside the encoder."
-)
 _FIELD_DEFAULTS = {"input_dtype": "float32", "input_range": DEFAULT_INPUT_RANGE,
                    "preprocessing": DEFAULT_PREPROCESSING}
 
@@ -100,7 +93,7 @@ class ModelCard:
             ``None`` for graph and text.
         input_signature: graph and text: the exported input tensors,
             ``{name: {"shape": [...], "dtype": "..."}}`` with full shapes (``None`` =
-            any size; see ``keras_hardneg.export.signatures``). ``None`` for images.
+            any size; see ``keras_hardneg.modalities.signatures``). ``None`` for images.
         max_length: text: the number ``L`` of token ids per sentence the encoder was
             trained with (strings are truncated / padded to it). ``None`` otherwise.
         input_dtype: images: always ``"float32"``; ``None`` for graph and text (the
@@ -373,23 +366,6 @@ def _is_asset_name(name):
 def _modality(name: Any) -> Any:
     """The registered modality object ``name``, or ``None``."""
     return get_modality(name) if isinstance(name, str) and name in MODALITIES.names() else None
-
-
-def preset_usage(call: str) -> list[str]:
-    """The model card's lines on the Keras-native load (any backend, trainable), shown first
-    in every card's usage (``Modality.card_usage``); ``call`` names the input."""
-    return [
-        "Keras-native, under TensorFlow or JAX (no TensorFlow needed), trainable: the Keras "
-        "preset in `preset/` (`config.json` + `model.weights.h5`; a zoo entry's is "
-        "`khn.zoo.load(NAME)`).",
-        "",
-        "```python",
-        "import keras_hardneg as khn",
-        "encoder = khn.export.load_preset(export_dir)        # keras.Model, fine-tunable",
-        f"features = encoder({call})",
-        "```",
-        "",
-    ]
 
 
 def load_model_card(export_dir) -> ModelCard:

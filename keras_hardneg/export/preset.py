@@ -57,7 +57,7 @@ import keras
 import numpy as np
 
 from keras_hardneg._io import atomic_replace_dir, sha256_file
-from keras_hardneg.registry import DEFAULT_MODALITY, MODALITIES, get_modality
+from keras_hardneg.modalities import DEFAULT_MODALITY, MODALITIES, get_modality
 
 __all__ = ["PRESET_FORMAT", "PresetError", "save_preset", "load_preset", "read_preset_metadata",
            "find_preset", "is_preset", "example_input", "image_contract",

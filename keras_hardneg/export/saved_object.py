@@ -3,7 +3,7 @@
 ``__call__(inputs, training=False)`` traced for both modes, ``variables``,
 ``trainable_variables``, ``regularization_losses``, the ``serving_default``, ``serve`` and
 ``call_training`` endpoints, and ``assets`` (``{file name: tf.saved_model.Asset}``,
-possibly empty). ``inputs`` is, per modality (see ``keras_hardneg.export.signatures``):
+possibly empty). ``inputs`` is, per modality (see ``keras_hardneg.modalities.signatures``):
 
 - image: ``images`` float32 ``[B, H, W, 3]`` in [0, 1] (``__call__`` also takes uint8
   0-255 pixels, divided by 255; a keras-hardneg encoder also reads float 0-255 pixels,

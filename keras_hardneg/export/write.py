@@ -25,8 +25,8 @@ from keras_hardneg.export.model_card import (
     ModelCard,
 )
 from keras_hardneg.export.saved_object import ReusableEncoder
-from keras_hardneg.export.signatures import normalize_input_signature
-from keras_hardneg.registry import DEFAULT_MODALITY, get_modality
+from keras_hardneg.modalities.signatures import normalize_input_signature
+from keras_hardneg.modalities import DEFAULT_MODALITY, get_modality
 
 __all__ = ["export_encoder", "check_replaceable"]
 
@@ -203,7 +203,7 @@ def export_encoder(encoder, export_dir, *, input_shape=None, input_signature=Non
         input_shape: images: ``(H, W, 3)``; defaults to ``encoder.input_shape[1:]``.
             ``H``/``W`` may be ``None`` if the encoder accepts any size.
         input_signature: graph or text input instead of images (see
-            ``keras_hardneg.export.signatures``): a dict ``{name: (full shape, dtype)}`` of
+            ``keras_hardneg.modalities.signatures``): a dict ``{name: (full shape, dtype)}`` of
             the six graph tensors with ``N``, ``E``, ``B`` as ``None``, or ``((L,), "int32")``
             for token ids (``L`` may be ``None``: then the encoder's fixed length is used if
             it has one). Not together with ``input_shape``.

@@ -54,9 +54,20 @@ def _feature_dim(encoder):
     )
 
 
-def _is_graph_batch(x: Any) -> bool:
-    """A padded graph batch (:mod:`keras_hardneg.data.graphs`): a dict with ``"nodes"``."""
-    return isinstance(x, dict) and "nodes" in x
+#: The keys that make a dict a *views container* (``make_views``): views made elsewhere
+#: (``"view1"``/``"view2"``) or a raw batch under ``"images"``. Any other dict (a graph
+#: batch, the inputs of a multi-input encoder) is a raw batch itself.
+VIEW_KEYS = ("view1", "view2", "images")
+
+
+def _is_views_container(x: Any) -> bool:
+    return isinstance(x, dict) and any(key in x for key in VIEW_KEYS)
+
+
+def concat_batches(a: Any, b: Any) -> Any:
+    """``a`` and ``b`` joined along the batch axis, leaf by leaf: tensors ``[B, ...]``, or
+    equal structures (e.g. dicts) of them, as an encoder with several inputs takes."""
+    return keras.tree.map_structure(lambda u, v: ops.concatenate([u, v], axis=0), a, b)
 
 
 def _check_projection_dims(projection_dims):
@@ -81,12 +92,14 @@ class ContrastiveModel(keras.Model):
     """Base of :class:`SimCLR`, :class:`MoCoV2` and :class:`MoCoV3` (not used directly).
 
     Dataset elements for ``fit``: ``x`` or ``(x, labels)`` where ``x`` is a raw
-    batch (images ``[B, H, W, 3]`` in ``[0, 1]`` for the image view maker, or a graph
-    batch: a dict with ``"nodes"``; two views are drawn by ``view_maker``), or a dict
-    with ``"view1"`` and ``"view2"`` (views made elsewhere, no augmentation; each may be
-    a graph batch) or ``"images"``, optionally with ``"index"``
-    (``[B]`` dataset positions, from :mod:`keras_hardneg.sampling`). Labels never
-    enter the loss; they feed the ``false_negative_rate`` metric.
+    batch (images ``[B, H, W, 3]`` in ``[0, 1]`` for the image view maker, or any dict of
+    tensors the view maker and the encoder take as is, e.g. a graph batch; two views are
+    drawn by ``view_maker``), or a *views container*: a dict with ``"view1"`` and
+    ``"view2"`` (views made elsewhere, no augmentation; each may be a dict of tensors) or
+    ``"images"`` (a raw batch), optionally with ``"index"`` (``[B]`` dataset positions,
+    from :mod:`keras_hardneg.sampling`). A dict is a views container only when it has one
+    of these keys (:data:`VIEW_KEYS`). Labels never enter the loss; they feed the
+    ``false_negative_rate`` metric.
 
     Attributes:
         augmentation: the ``augmentation`` argument as given (a layer, a
@@ -273,19 +286,19 @@ class ContrastiveModel(keras.Model):
     def make_views(self, x: Any, training: bool | None) -> tuple:
         """``(view1, view2, index or None)`` from ``x`` (see the class docstring)."""
         index = None
-        if isinstance(x, dict) and not _is_graph_batch(x):
+        if _is_views_container(x):
             index = x.get("index")
             if "view1" in x and "view2" in x:
                 return x["view1"], x["view2"], index
             if "images" not in x:
                 raise ValueError(
-                    "A dict input needs 'view1' and 'view2', 'images', or is a graph batch "
-                    f"(with 'nodes'); got keys {sorted(x)}."
+                    "A views container needs both 'view1' and 'view2' (or a raw batch under "
+                    f"'images'); got keys {sorted(x)}."
                 )
             x = x["images"]
         if self.view_maker is None:
             raise ValueError(
-                "This model got a raw batch (images or a graph batch) but has no "
+                "This model got a raw batch (images, or a dict of tensors) but has no "
                 "`augmentation` to make two views: pass an augmentation (e.g. "
                 "khn.augment.simclr_augmentation(image_size=...)) or feed "
                 "{'view1': ..., 'view2': ...}."
@@ -294,11 +307,11 @@ class ContrastiveModel(keras.Model):
         return view1, view2, index
 
     def call(self, x: Any, training: bool = False):
-        """Encoder features ``[B, F]`` of images or of a graph batch (a dict with
-        ``"nodes"``, given to the encoder as is): the representation downstream tasks
-        use. Accepts the training input formats too (a dict with ``"images"`` or
+        """Encoder features ``[B, F]`` of a raw batch (images, or any dict of tensors such
+        as a graph batch, given to the encoder as is): the representation downstream tasks
+        use. Accepts the training input formats too (a views container: ``"images"``, else
         ``"view1"``)."""
-        if isinstance(x, dict) and not _is_graph_batch(x):
+        if _is_views_container(x):
             x = x["images"] if "images" in x else x["view1"]
         return self.encoder(x, training=training)
 

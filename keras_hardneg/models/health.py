@@ -38,6 +38,15 @@ def _nonfinite_count(t):
     return ops.sum(ops.cast(ops.logical_not(ops.isfinite(t)), "float32"))
 
 
+def _recorded_leaves(view: Any) -> list:
+    """The leaves of ``view`` (a tensor or a structure of them) whose values are recorded:
+    the floating-point ones (a graph batch's features and masks, not its indices), or all
+    of them when none is floating (token ids)."""
+    leaves = keras.tree.flatten(view)
+    floating = [x for x in leaves if "float" in keras.backend.standardize_dtype(x.dtype)]
+    return floating or leaves
+
+
 def _finite_min(t):
     return ops.min(ops.where(ops.isfinite(t), t, float("inf")))
 
@@ -51,14 +60,14 @@ def health_values(views: Sequence[Any], projections: Sequence[Any], terms: dict,
     """``[len(HEALTH_FIELDS)]`` float32 values of :data:`HEALTH_FIELDS` for one step.
 
     Args:
-        views: the input views of the step (tensors, or graph batches: dicts whose
-            ``"nodes"`` are the float values recorded).
+        views: the input views of the step (tensors, or structures of them such as a
+            graph batch: every floating-point leaf is recorded).
         projections: its projections (tensors, or dicts with ``"embeddings"``).
         terms: the loss's terms (``positive_cosine``, ``negative_cosine``).
         loss_value: the scalar loss.
         grads_finite: whether every gradient was finite.
     """
-    views = [ops.cast(v["nodes"] if isinstance(v, dict) else v, "float32") for v in views]
+    views = [ops.cast(leaf, "float32") for v in views for leaf in _recorded_leaves(v)]
     projections = [ops.cast(p["embeddings"] if isinstance(p, dict) else p, "float32")
                    for p in projections]
 

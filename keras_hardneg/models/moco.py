@@ -21,6 +21,7 @@ from keras import ops
 
 from keras_hardneg.encoders import prediction_head
 from keras_hardneg.losses import core
+from keras_hardneg.models.base import concat_batches
 from keras_hardneg.models.momentum import MomentumContrast, check_momentum
 from keras_hardneg.registry import FRAMEWORKS, Param
 
@@ -259,8 +260,9 @@ class MoCoV3(MomentumContrast):
 
     def contrastive_forward(self, view1: Any, view2: Any, labels: Any, training: bool,
                             sample_weight: Any = None) -> dict:
-        k1, k2 = ops.split(self.keys(ops.concatenate([view1, view2], 0)), 2, axis=0)
-        q = self.query(ops.concatenate([view1, view2], 0), training)
+        both = concat_batches(view1, view2)  # views may be dicts of tensors
+        k1, k2 = ops.split(self.keys(both), 2, axis=0)
+        q = self.query(both, training)
         if isinstance(q, dict):
             halves = {key: ops.split(v, 2, axis=0) for key, v in q.items()}
             q1 = {key: v[0] for key, v in halves.items()}

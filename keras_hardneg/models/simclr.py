@@ -11,7 +11,7 @@ from keras import ops
 from keras_hardneg import distribute
 from keras_hardneg.encoders.heads import DENSE_INITS, HEAD_VERSIONS
 from keras_hardneg.losses import core
-from keras_hardneg.models.base import ContrastiveModel
+from keras_hardneg.models.base import ContrastiveModel, concat_batches
 from keras_hardneg.registry import FRAMEWORKS, Param
 
 __all__ = ["SimCLR", "BATCH_NORM_VIEWS"]
@@ -96,11 +96,13 @@ class SimCLR(ContrastiveModel):
 
     def encode_views(self, view1: Any, view2: Any, training: bool) -> Any:
         """Encoder features ``[2B, F]`` of both views, view 1's rows first (one ``2B``
-        batch, so batch norm sees both views; two ``B`` batches with ``"per_view"``)."""
+        batch, so batch norm sees both views; two ``B`` batches with ``"per_view"``). A
+        view may be a dict of batch-leading tensors (an encoder with several inputs): the
+        views are joined leaf by leaf (:func:`~keras_hardneg.models.base.concat_batches`)."""
         if self.batch_norm_views == "per_view":
             return ops.concatenate([self.encoder(view1, training=training),
                                     self.encoder(view2, training=training)], axis=0)
-        return self.encoder(ops.concatenate([view1, view2], axis=0), training=training)
+        return self.encoder(concat_batches(view1, view2), training=training)
 
     def project(self, view1: Any, view2: Any, training: bool) -> tuple:
         """``(z1, z2)``: projections of both views (dicts with ``features`` for UnReMix);

@@ -3,16 +3,16 @@
 ``keras-hardneg train``, the tuner, the zoo and the benchmarks all call :func:`train`,
 which only composes the public builders below. Imports flow one way: this package uses
 the component packages (data, encoders, augment, losses, sampling, models, callbacks,
-evaluation, export); only ``tuning`` and ``cli`` use it.
+evaluation, modalities, export); only ``tuning`` and ``cli`` use it.
 """
 
 from keras_hardneg.run.artifacts import (RunDirectoryError, evaluate_directory,
                                          export_trained_encoder, is_run_directory, restore_run)
-from keras_hardneg.run.build import (TrainFeed, build_encoder, build_loss, build_model,
+from keras_hardneg.modalities import TrainFeed, modality_of
+from keras_hardneg.modalities.image import evaluate_encoder
+from keras_hardneg.run.build import (build_encoder, build_loss, build_model,
                                      build_optimizer, build_view_maker, load_data,
                                      make_train_feed)
-from keras_hardneg.run.evaluate import evaluate_encoder
-from keras_hardneg.run.modality import modality_of
 from keras_hardneg.run import multi_process as _multi_process  # noqa: F401  (registers it)
 from keras_hardneg.run.recipe import (DEFAULT_RECIPE, RUN_PARAMS, SECTIONS, RecipeError,
                                       load_recipe, save_recipe, section_choices)

@@ -18,8 +18,8 @@ from typing import Any
 
 from keras_hardneg.export.preset import PRESET_DIR
 from keras_hardneg.run.build import build_model, load_data
-from keras_hardneg.registry import DEFAULT_MODALITY, get_modality
-from keras_hardneg.run.modality import modality_of
+from keras_hardneg.modalities import DEFAULT_MODALITY, get_modality
+from keras_hardneg.modalities import modality_of
 from keras_hardneg.run.recipe import RecipeError, load_recipe
 
 __all__ = ["RunDirectoryError", "export_trained_encoder", "write_preset", "model_card",
@@ -197,7 +197,7 @@ def evaluate_directory(path: str, *, recipe: Any = None, overrides: dict[str, An
     entry's ``preset/``, or the entry folder) is loaded with
     :func:`~keras_hardneg.export.load_preset` (any backend), its recipe the entry's
     ``recipe.json``. Sentences are read whole by an encoder that takes any length, or cut
-    at ``max_tokens`` (:func:`~keras_hardneg.run.modality.evaluation_length`). Returns
+    at ``max_tokens`` (:func:`~keras_hardneg.modalities.text.evaluation_length`). Returns
     ``(figures, info)``: ``info`` has ``encoder`` (what was evaluated), ``modality``,
     ``data`` and ``recipe``.
     """

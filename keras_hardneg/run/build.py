@@ -17,7 +17,7 @@ import keras
 
 from keras_hardneg.registry import (DATASETS, ENCODERS, FRAMEWORKS, LOSSES, OPTIMIZERS,
                                     SAMPLERS, SCHEDULES, VIEW_MAKERS)
-from keras_hardneg.run.modality import TrainFeed, modality_of
+from keras_hardneg.modalities import TrainFeed, modality_of
 from keras_hardneg.run.recipe import RecipeError, load_recipe
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ def load_data(recipe: Any):
     :class:`~keras_hardneg.data.random_access.RandomAccessImages` read by index, with
     ``None`` for its labels (the source carries them): nothing proportional to ``N`` is
     decoded here, and the rest of the run layer reads the source by index
-    (:class:`~keras_hardneg.run.modality.ImageModality`)."""
+    (:class:`~keras_hardneg.modalities.ImageModality`)."""
     recipe = _recipe(recipe)
     name, spec = _section(recipe, "data")
     return DATASETS.make(name, spec, recipe["seed"])
@@ -61,7 +61,7 @@ def build_loss(recipe: Any):
 def build_encoder(recipe: Any, input_shape: tuple[int, ...], **context: Any) -> keras.Model:
     """The recipe's encoder for inputs of ``input_shape`` (without the batch axis);
     ``context`` adds what the encoder takes from the data (a text encoder's
-    ``vocab_size``: see :meth:`~keras_hardneg.run.modality.Modality.encoder_context`)."""
+    ``vocab_size``: see :meth:`~keras_hardneg.modalities.Modality.encoder_context`)."""
     name, spec = _section(_recipe(recipe), "encoder")
     return ENCODERS.make(name, spec, input_shape=tuple(input_shape), **context)
 
@@ -72,13 +72,14 @@ def _accepted(registry, name: str, context: dict[str, Any]) -> dict[str, Any]:
 
 
 def build_view_maker(recipe: Any, input_shape: tuple[int, ...] | None = None, **context: Any):
-    """The recipe's view maker (``augmentation`` section). Image view makers take
-    ``image_size`` from ``input_shape``; every factory gets the recipe's ``seed`` and the
-    ``context`` arguments it accepts."""
+    """The recipe's view maker (``augmentation`` section). The data's modality says what
+    the factory takes from ``input_shape`` (images: ``image_size``:
+    :meth:`~keras_hardneg.modalities.Modality.shape_view_context`); every factory gets the
+    recipe's ``seed`` and the ``context`` arguments it accepts."""
     recipe = _recipe(recipe)
     name, spec = _section(recipe, "augmentation")
-    if input_shape is not None and len(input_shape) == 3:
-        context.setdefault("image_size", int(input_shape[0]))
+    if input_shape is not None:
+        context = {**modality_of(recipe).shape_view_context(tuple(input_shape)), **context}
     context.setdefault("seed", recipe["seed"])
     return VIEW_MAKERS.make(name, spec, **_accepted(VIEW_MAKERS, name, context))
 
@@ -156,7 +157,7 @@ def make_train_feed(recipe: Any, x_train: Any, y_train: Any, *,
     """The training batches of the recipe's ``sampler``, in the input format of the running
     Keras backend: ``tf.data`` on TensorFlow, a ``keras.utils.PyDataset`` (NumPy, no
     TensorFlow) on every other backend; what a batch holds is the data's modality's
-    (:meth:`~keras_hardneg.run.modality.Modality.feed`). ``x_train`` holds the ``n``
+    (:meth:`~keras_hardneg.modalities.Modality.feed`). ``x_train`` holds the ``n``
     training rows (images ``[n, H, W, C]``, token ids ``[n, L]`` or a graph set),
     ``y_train`` their labels ``[n]`` (or ``None``), which reach the monitors, never the loss.
 
@@ -166,9 +167,9 @@ def make_train_feed(recipe: Any, x_train: Any, y_train: Any, *,
     :class:`~keras_hardneg.callbacks.GraphRefreshCallback` that rebuilds the graph from the
     embeddings the model computes in training. The first graph comes from a fixed random
     projection of the inputs (no forward pass;
-    :meth:`~keras_hardneg.run.modality.Modality.initial_embeddings`), or with
+    :meth:`~keras_hardneg.modalities.Modality.initial_embeddings`), or with
     ``sampler.initial_graph = "encoder"`` from the encoder's features before the first step
-    (:meth:`~keras_hardneg.run.modality.Modality.encoder_features`). The sampler is always
+    (:meth:`~keras_hardneg.modalities.Modality.encoder_features`). The sampler is always
     a :class:`~keras_hardneg.sampling.WorkerShard` (one worker: all rows), whose step clock
     makes a refreshed graph reach the walk at a fixed batch whatever the feed's prefetch.
 

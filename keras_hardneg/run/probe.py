@@ -102,7 +102,7 @@ def make_probe_batch(recipe: dict[str, Any], modality: Any, x: Any, y: Any,
     """The probe batch of a run: :func:`probe_size` training examples drawn with the
     recipe's seed (plus :data:`PROBE_SEED_OFFSET`), their views drawn once by
     ``view_maker`` (a fresh one, seeded likewise: the model's own generators are not
-    touched) through :meth:`~keras_hardneg.run.modality.Modality.probe_views`."""
+    touched) through :meth:`~keras_hardneg.modalities.Modality.probe_views`."""
     n = modality.num_examples(x)
     size = probe_size(n, recipe["batch_size"])
     seed = int(recipe["seed"]) + PROBE_SEED_OFFSET

@@ -27,9 +27,13 @@ from typing import Any
 
 from keras_hardneg import augment, data, encoders, evaluation, losses, models, optimizers, sampling
 from keras_hardneg._io import atomic_write_json
+from keras_hardneg.modalities import get_modality
+from keras_hardneg.modalities.graph import GRAPH_RECIPE
+from keras_hardneg.modalities.image import IMAGE_RECIPE
+from keras_hardneg.modalities.text import TEXT_RECIPE
 from keras_hardneg.registry import (DATASETS, DEFAULT_MODALITY, ENCODERS, EVALUATIONS,
                                     FRAMEWORKS, LOSSES, OPTIMIZERS, SAMPLERS, SCHEDULES,
-                                    VIEW_MAKERS, ConfigError, Param, Registry, get_modality)
+                                    VIEW_MAKERS, ConfigError, Param, Registry)
 
 # The component packages register themselves on import; referenced so the imports are kept.
 _REGISTERING = (augment, data.sources, encoders, evaluation, losses, models, optimizers, sampling)
@@ -103,62 +107,10 @@ EVALUATION_PARAMS: dict[str, Param] = {
 
 _PLAIN_SECTIONS = {"annealing": ANNEALING_PARAMS, "evaluation": EVALUATION_PARAMS}
 
-#: The embedded default run: only what differs from the components' own defaults.
-DEFAULT_RECIPE: dict[str, Any] = {
-    "framework": {"name": "simclr"},
-    "encoder": {"name": "small_convnet"},
-    "loss": {"name": "hard"},
-    "sampler": {"name": "uniform"},
-    "optimizer": {"name": "adam"},
-    "schedule": {"name": "warmup_cosine"},
-    "augmentation": {"name": "simclr", "strength": 0.5, "crop_scale": [0.2, 1.0]},
-    "data": {"name": "digits"},
-    "annealing": {},
-    "evaluation": {},
-}
-
-
-#: The default graph run: GraphCL (You et al. 2020) as in its unsupervised TU setting
-#: (GIN encoder, 3 layers of 32; node dropping / subgraph views; Adam 0.01, batch 128,
-#: 20 epochs, temperature 0.2; the authors' unsupervised TU code pairs each graph with one
-#: augmented view of it, so view 1 is the original graph), NT-Xent loss; evaluated by
-#: 10-fold SVM accuracy.
-GRAPH_RECIPE: dict[str, Any] = {
-    "framework": {"name": "graphcl"},
-    "encoder": {"name": "gin"},
-    "loss": {"name": "nt_xent", "temperature": 0.2},
-    "sampler": {"name": "uniform"},
-    "optimizer": {"name": "adam", "learning_rate": 0.01},
-    "schedule": {"name": "constant"},
-    "augmentation": {"name": "graphcl", "augment_first": False},
-    "data": {"name": "tu"},
-    "annealing": {},
-    "evaluation": {"monitor_every": 0, "linear_probe": False},
-    "batch_size": 128,
-    "epochs": 20,
-    "projection_dims": [96, 96],
-}
-
-#: The default text run: unsupervised SimCSE (Gao et al. 2021): the same sentence twice
-#: through a small Transformer with dropout, NT-Xent at temperature 0.05. The encoder starts
-#: as the bag-of-tokens average (ReZero gates at 0): from scratch on 12k sentences the
-#: plain Transformer ended below that baseline (STS avg 35.7 vs 48.9, SentEval 65.2 vs
-#: 67.1; docs/benchmarks/sentences.md), the gated one at 48.7 / 68.0.
-TEXT_RECIPE: dict[str, Any] = {
-    "framework": {"name": "simclr"},
-    "encoder": {"name": "transformer", "rezero": True},
-    "loss": {"name": "nt_xent", "temperature": 0.05},
-    "sampler": {"name": "uniform"},
-    "optimizer": {"name": "adam", "learning_rate": 5e-4},
-    "schedule": {"name": "warmup_cosine"},
-    "augmentation": {"name": "simcse"},
-    "data": {"name": "text_file"},
-    "annealing": {},
-    "evaluation": {"monitor_every": 0, "linear_probe": False},
-    "batch_size": 64,
-    "epochs": 3,
-    "projection_dims": [256, 128],
-}
+#: The embedded default run (the default modality's recipe, beside it in
+#: :mod:`keras_hardneg.modalities.image`); the graph and text runs start from
+#: :data:`GRAPH_RECIPE` and :data:`TEXT_RECIPE` (:mod:`keras_hardneg.modalities`).
+DEFAULT_RECIPE: dict[str, Any] = IMAGE_RECIPE
 
 
 def _data_name(*sources: dict[str, Any] | None) -> str:

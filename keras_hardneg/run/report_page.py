@@ -16,11 +16,9 @@ This module only draws and writes; :mod:`keras_hardneg.run.run_report` gathers w
   with labels, the share of same-class negatives among all, among the most-weighted and in
   the loss's weight; with a graph sampler, batch hardness and false-negative rate against
   uniform batches (:func:`sampler_section`);
-* the modality's own (:meth:`~keras_hardneg.run.modality.Modality.report_sections`): images a
-  nearest-neighbour grid (:func:`image_sections`) and a 2-D map, graphs the 2-D map
-  (:func:`embedding_map_section`), sentences the nearest sentences of a few queries
-  (:func:`nearest_sentences_section`). The 2-D maps are t-SNE (scikit-learn, PCA start) of
-  at most :data:`MAP_POINTS` embeddings.
+* the modality's own (:meth:`~keras_hardneg.modalities.Modality.report_sections`, drawn
+  with :mod:`keras_hardneg.modalities.report`): images a nearest-neighbour grid and a 2-D
+  map, graphs the 2-D map, sentences the nearest sentences of a few queries.
 
 Example:
 >>> page = render_page("demo", [("Hello", "<p>one section</p>")], footer="made by hand")
@@ -30,78 +28,35 @@ Example:
 
 from __future__ import annotations
 
-import base64
 import html
-import io
 import os
 import re
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
-__all__ = ["REPORT_FILE", "GENERATOR", "MAP_POINTS", "NEIGHBOUR_POOL", "GRID_QUERIES",
-           "GRID_NEIGHBOURS", "render_page", "write_page", "is_our_page", "figure_uri",
-           "recipe_table", "figure_rows", "figures_section", "curves_section", "negatives_section",
-           "sampler_section", "image_sections", "embedding_map_section",
-           "nearest_sentences_section"]
+from keras_hardneg.modalities import report
+
+__all__ = ["REPORT_FILE", "GENERATOR", "render_page", "write_page", "is_our_page",
+           "recipe_table", "figures_section", "curves_section", "negatives_section",
+           "sampler_section"]
 
 #: The page's file name in a run directory.
 REPORT_FILE = "report.html"
 #: The ``generator`` meta tag of every page this package writes (an existing file without
 #: it is the user's, and is not replaced).
 GENERATOR = "keras-hardneg run report"
-#: Embeddings in a 2-D map (t-SNE), at most.
-MAP_POINTS = 500
-#: Training examples searched for nearest neighbours, at most (a seeded subset).
-NEIGHBOUR_POOL = 5000
-#: Queries and neighbours of the image grid.
-GRID_QUERIES = 6
-GRID_NEIGHBOURS = 8
-#: Queries and neighbours of the nearest-sentence table.
-SENTENCE_QUERIES = 5
-SENTENCE_NEIGHBOURS = 5
-#: PNG resolution.
-DPI = 80
 #: Rows of a per-epoch table, at most (evenly spread; the first and the last epoch kept).
 TABLE_ROWS = 12
 
 _SAME, _OTHER = "#1a9850", "#d73027"
 
+# The drawing kit is shared with the modalities' own sections.
+_pyplot, figure_uri, _img, _note, _table = (report.pyplot, report.figure_uri, report.img,
+                                            report.note, report.table)
+
 
 # --------------------------------------------------------------------- drawing
-def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def figure_uri(fig: Any) -> str:
-    """A matplotlib figure as a PNG data URI (the figure is closed)."""
-    plt = _pyplot()
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=DPI, bbox_inches="tight")
-    plt.close(fig)
-    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
-
-
-def _img(uri: str, alt: str) -> str:
-    return f'<img src="{uri}" alt="{html.escape(alt)}">'
-
-
-def _note(text: str) -> str:
-    return f'<p class="note">{text}</p>'
-
-
-def _table(header: Sequence[str], rows: Sequence[Sequence[Any]], css: str = "") -> str:
-    head = "".join(f"<th>{html.escape(str(h))}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
-    cls = f' class="{css}"' if css else ""
-    return f"<table{cls}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
 def _fmt(value: Any, digits: int = 4) -> str:
     if value is None:
         return "&ndash;"
@@ -140,23 +95,6 @@ def recipe_table(recipe: dict[str, Any]) -> str:
 
 
 # --------------------------------------------------------------------- figures
-_FIGURES = (("knn_accuracy", "kNN accuracy (weighted)"),
-            ("linear_probe_accuracy", "linear probe accuracy"),
-            ("svm_accuracy", "SVM accuracy (10-fold CV)"))
-
-
-def figure_rows(results: dict[str, Any]) -> list[tuple[str, str, Any]]:
-    """``[(key, label, value)]`` of the final figures in ``results`` (dotted keys for STS
-    and SentEval)."""
-    rows = [(key, label, results.get(key)) for key, label in _FIGURES if key in results]
-    for group in ("sts", "senteval"):
-        scores = results.get(group)
-        if isinstance(scores, dict):
-            rows += [(f"{group}.{k}", f"{group.upper() if group == 'sts' else 'SentEval'} "
-                      f"{k}", v) for k, v in scores.items() if isinstance(v, (int, float))]
-    return rows
-
-
 def _lookup(results: dict[str, Any], key: str) -> Any:
     if "." in key:
         group, name = key.split(".", 1)
@@ -165,11 +103,13 @@ def _lookup(results: dict[str, Any], key: str) -> Any:
     return results.get(key)
 
 
-def figures_section(results: dict[str, Any], baseline: dict[str, Any] | None,
+def figures_section(figures: Sequence[tuple[str, str, Any]], baseline: dict[str, Any] | None,
                     protocol: str = "", baseline_note: str = "") -> str:
-    """The final figures beside the starting encoder's (``baseline``, same keys)."""
+    """The final figures (``[(key, label, value)]``: the modality's
+    :meth:`~keras_hardneg.modalities.evaluation.Evaluation.report_figures`, dotted keys for
+    a group's scores) beside the starting encoder's (``baseline``, same keys)."""
     rows = []
-    for key, label, value in figure_rows(results):
+    for key, label, value in figures:
         start = _lookup(baseline or {}, key)
         change = (f"{value - start:+.4f}" if isinstance(value, (int, float))
                   and isinstance(start, (int, float)) else "&ndash;")
@@ -448,183 +388,6 @@ def sampler_section(records: Sequence[dict[str, Any]]) -> str | None:
             + _thinned_note(len(shown), len(records)) + _note("Batches drawn from a copy of the sampler (the run's walk is not "
                     "advanced) and as many uniform batches, on the embedding bank the "
                     "sampler's graph is built from (Yang et al. 2023, Sec. 5.3)."))
-
-
-# ------------------------------------------------------------------ modalities
-def _tsne(features: np.ndarray, seed: int) -> np.ndarray:
-    from sklearn.manifold import TSNE
-    from threadpoolctl import threadpool_limits
-
-    n = len(features)
-    if n < 5:
-        return np.zeros((n, 2))
-    with threadpool_limits(1):  # threads only oversubscribe a busy machine
-        return TSNE(2, init="pca", random_state=seed, perplexity=min(30.0, (n - 1) / 3),
-                    max_iter=500).fit_transform(np.asarray(features, np.float64))
-
-
-def _subset(n: int, limit: int, seed: int) -> np.ndarray:
-    if n <= limit:
-        return np.arange(n)
-    return np.sort(np.random.default_rng(seed).choice(n, size=limit, replace=False))
-
-
-def _unit(x: np.ndarray) -> np.ndarray:
-    x = np.asarray(x, np.float64)
-    return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
-
-
-def _map_figure(points: np.ndarray, labels: Any, title: str) -> str:
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(5.6, 4.6))
-    if labels is None:
-        ax.scatter(points[:, 0], points[:, 1], s=7, alpha=0.7, rasterized=True)
-    else:
-        labels = np.asarray(labels).reshape(-1)
-        classes = np.unique(labels)
-        cmap = plt.get_cmap("tab10" if len(classes) <= 10 else "tab20")
-        for i, c in enumerate(classes):
-            sel = labels == c
-            ax.scatter(points[sel, 0], points[sel, 1], s=8, alpha=0.75,
-                       color=cmap(i % cmap.N), label=str(c), rasterized=True)
-        if len(classes) <= 20:
-            ax.legend(fontsize=7, markerscale=2, title="class", title_fontsize=8,
-                      bbox_to_anchor=(1.01, 1.0), loc="upper left")
-    ax.set_xticks([])
-    ax.set_yticks([])
-    ax.set_title(title, fontsize=10)
-    return figure_uri(fig)
-
-
-def embedding_map_section(features: np.ndarray, labels: Any, seed: int,
-                          what: str = "examples") -> tuple[str, str]:
-    """``("2-D map", html)``: t-SNE of at most :data:`MAP_POINTS` embeddings, by class."""
-    idx = _subset(len(features), MAP_POINTS, seed)
-    points = _tsne(np.asarray(features)[idx], seed)
-    y = None if labels is None else np.asarray(labels).reshape(-1)[idx]
-    body = _img(_map_figure(points, y, f"t-SNE of {len(idx)} {what}' embeddings"),
-                "2-D map") + _note(
-        f"t-SNE (scikit-learn, PCA start, perplexity {min(30.0, (len(idx) - 1) / 3):.0f}) of "
-        f"the trained encoder's features of {len(idx)} {what}"
-        f"{' (a seeded subset)' if len(idx) < len(features) else ''}, coloured by class. "
-        "Classes that form their own islands are what a kNN classifier finds easy.")
-    return "2-D map of the embeddings", body
-
-
-def _extract(encoder: Any, images: np.ndarray) -> np.ndarray:
-    from keras_hardneg.evaluation import extract_features
-
-    return np.asarray(extract_features(encoder, images), np.float32)
-
-
-def image_sections(encoder: Any, train: tuple, test: tuple | None, seed: int,
-                   arrays: Callable[[Any, Any, np.ndarray], tuple]) -> list:
-    """The nearest-neighbour grid and the 2-D map of an image run. ``arrays(x, y, indices)``
-    gives ``(images float32 in [0, 1], labels or None)`` of a split."""
-    x_train, y_train = train
-    queries_split = test if test is not None and test[0] is not None else None
-    pool_idx = _subset(len(x_train), NEIGHBOUR_POOL, seed)
-    pool_images, pool_labels = arrays(x_train, y_train, pool_idx)
-    pool_features = _extract(encoder, pool_images)
-    if queries_split is not None:
-        q_idx = _subset(len(queries_split[0]), MAP_POINTS, seed + 1)
-        q_images, q_labels = arrays(queries_split[0], queries_split[1], q_idx)
-        q_features = _extract(encoder, q_images)
-        exclude_self = False
-        source = "test"
-    else:  # no test split: queries from the pool, themselves excluded
-        q_idx = _subset(len(pool_idx), MAP_POINTS, seed + 1)
-        q_images, q_labels, q_features = pool_images[q_idx], (
-            None if pool_labels is None else pool_labels[q_idx]), pool_features[q_idx]
-        exclude_self = True
-        source = "training"
-    sims = _unit(q_features) @ _unit(pool_features).T
-    if exclude_self:
-        sims[np.arange(len(q_idx)), q_idx] = -np.inf
-    k = min(GRID_NEIGHBOURS, sims.shape[1] - (1 if exclude_self else 0))
-    nearest = np.argsort(-sims, axis=1, kind="stable")[:, :k]
-    # Queries: one per class first (in a seeded order), then the rest.
-    order = np.random.default_rng(seed + 2).permutation(len(q_idx))
-    chosen: list[int] = []
-    if q_labels is not None:
-        seen = set()
-        for i in order:
-            if q_labels[i] not in seen:
-                seen.add(q_labels[i])
-                chosen.append(int(i))
-            if len(chosen) == GRID_QUERIES:
-                break
-    chosen += [int(i) for i in order if int(i) not in chosen][:GRID_QUERIES - len(chosen)]
-    plt = _pyplot()
-    fig, axes = plt.subplots(len(chosen), k + 1, figsize=(1.15 * (k + 1), 1.25 * len(chosen)),
-                             squeeze=False)
-    agreement = None
-    if q_labels is not None and pool_labels is not None:
-        agreement = float(np.mean(pool_labels[nearest] == q_labels[:, None]))
-    for row, qi in enumerate(chosen):
-        cells = [(q_images[qi], None, "query" + ("" if q_labels is None
-                                                  else f" ({q_labels[qi]})"))]
-        for j in nearest[qi]:
-            same = None if q_labels is None or pool_labels is None else \
-                bool(pool_labels[j] == q_labels[qi])
-            cells.append((pool_images[j], same, "" if pool_labels is None
-                          else str(pool_labels[j])))
-        for col, (image, same, title) in enumerate(cells):
-            ax = axes[row][col]
-            ax.imshow(np.clip(np.asarray(image, np.float32), 0.0, 1.0),
-                      interpolation="nearest")
-            ax.set_xticks([])
-            ax.set_yticks([])
-            color = "black" if same is None else (_SAME if same else _OTHER)
-            width = 1.0 if col == 0 else 3.0
-            for spine in ax.spines.values():
-                spine.set_edgecolor(color)
-                spine.set_linewidth(width if same is not None else 1.0)
-            ax.set_title(title, fontsize=8, color=color if col else "black", pad=2)
-    fig.subplots_adjust(wspace=0.08, hspace=0.35)
-    grid = _img(figure_uri(fig), "nearest-neighbour grid") + _note(
-        f"Left: {len(chosen)} {source} images (one per class first); right: their "
-        f"{k} nearest training images by cosine of the trained encoder's features, among "
-        f"{len(pool_idx)} training images{' (a seeded subset)' if len(pool_idx) < len(x_train) else ''}; "
-        "green frame: same class, red: another class (titles: class ids)."
-        + ("" if agreement is None else
-           f" Over all {len(q_idx)} {source} queries shown in the map, "
-           f"<b>{agreement:.1%}</b> of the top-{k} neighbours share the query's class."))
-    sections = [("Nearest neighbours", grid)]
-    sections.append(embedding_map_section(q_features, q_labels, seed, what=f"{source} images"))
-    return sections
-
-
-def _short(text: str, limit: int = 160) -> str:
-    return text if len(text) <= limit else text[:limit - 1].rstrip() + "\u2026"
-
-
-def nearest_sentences_section(embed_rows: Callable[[np.ndarray], np.ndarray],
-                              sentences: Sequence[str], seed: int) -> tuple[str, str]:
-    """``("Nearest sentences", html)``: for :data:`SENTENCE_QUERIES` sentences of the corpus,
-    their nearest sentences (cosine of the trained encoder's embeddings) among at most
-    :data:`NEIGHBOUR_POOL` of them. ``embed_rows(indices)`` embeds sentences by index."""
-    pool = _subset(len(sentences), NEIGHBOUR_POOL, seed)
-    features = _unit(embed_rows(pool))
-    texts = [sentences[i] for i in pool]
-    rng = np.random.default_rng(seed + 3)
-    candidates = [i for i in rng.permutation(len(pool)) if len(texts[i].split()) >= 4]
-    queries = candidates[:SENTENCE_QUERIES]
-    rows = []
-    for qi in queries:
-        sims = features @ features[qi]
-        sims[[j for j in range(len(texts)) if texts[j] == texts[qi]]] = -np.inf
-        best = np.argsort(-sims, kind="stable")[:SENTENCE_NEIGHBOURS]
-        items = "".join(f"<li><span class=\"cos\">{sims[j]:.3f}</span> "
-                        f"{html.escape(_short(texts[j]))}</li>" for j in best)
-        rows.append((f"<b>{html.escape(_short(texts[qi]))}</b>", f"<ol>{items}</ol>"))
-    body = _table(("query", f"{SENTENCE_NEIGHBOURS} nearest sentences (cosine)"), rows,
-                  "sentences") + _note(
-        f"Queries: {len(queries)} sentences of the corpus (seeded, at least 4 words); "
-        f"neighbours among {len(pool)} corpus sentences"
-        f"{' (a seeded subset)' if len(pool) < len(sentences) else ''}, the query's own text "
-        "excluded.")
-    return "Nearest sentences", body
 
 
 # ------------------------------------------------------------------------ page

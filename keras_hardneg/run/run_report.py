@@ -36,7 +36,7 @@ from keras_hardneg.run import probe as probe_lib
 from keras_hardneg.run import report_page as page
 from keras_hardneg.run.artifacts import RunDirectoryError, is_run_directory, restore_run
 from keras_hardneg.run.build import build_loss, build_model, build_view_maker, load_data
-from keras_hardneg.run.modality import modality_of
+from keras_hardneg.modalities import modality_of
 from keras_hardneg.run.recipe import load_recipe
 
 __all__ = ["write_run_report", "report_target", "starting_figures", "make_probe_callback",
@@ -100,15 +100,14 @@ def starting_figures(recipe: dict[str, Any], modality: Any, encoder: Any, train:
     else measured now on ``train`` / ``test`` by the modality's protocol (images: kNN only).
     ``encoder``: the starting encoder, or a function returning it (called only if needed)."""
     baseline = dict(baseline or {})
-    if baseline.get("knn_accuracy") is not None or modality.knn_evaluation and (
-            test is None or test[0] is None):
+    if any(baseline.get(k) is not None for k in modality.result_keys) or \
+            modality.knn_evaluation and (test is None or test[0] is None):
         return baseline
     quick = {**recipe, "evaluation": {**recipe["evaluation"], "linear_probe": False}}
     if callable(encoder) and not isinstance(encoder, keras.layers.Layer):
         encoder = encoder()
     figures = modality.evaluate(encoder, quick, train, test)
-    figures.pop("linear_probe_accuracy", None)
-    figures.pop("evaluation_examples", None)
+    figures = {k: v for k, v in figures.items() if k in modality.result_keys}
     return {**figures, **baseline}
 
 
@@ -182,7 +181,8 @@ def write_run_report(path: str, *, recipe: dict[str, Any], encoder: Any, train: 
             built["encoder"] = _starting_encoder(recipe, x)
         return built["encoder"]
 
-    has_figures = bool(page.figure_rows(results))
+    figures = modality.report_figures(results, recipe)
+    has_figures = bool(figures)
     start_figures = {}
     if has_figures:
         stored = (probe or {}).get("starting_figures")
@@ -196,11 +196,12 @@ def write_run_report(path: str, *, recipe: dict[str, Any], encoder: Any, train: 
                                [0, len(history.get("loss") or []) or recipe["epochs"]])
     loss_name = _loss_name(recipe)
     records = probe.get("records") or []
-    probe_note = ("; the linear probe is not rerun for it"
-                  if "linear_probe_accuracy" in results else "")
+    not_rerun = [f.label for f in modality.figures
+                 if f.key in results and f.key not in start_figures]
+    probe_note = f"; not rerun for it: {', '.join(not_rerun)}" if not_rerun else ""
     sections = [
         ("Figures", page.figures_section(
-            results, start_figures, modality.describe_evaluation(recipe),
+            figures, start_figures, modality.describe_evaluation(recipe),
             "Starting encoder: the recipe's encoder built with its seed, before any step "
             f"(measured by the same protocol{probe_note})." + notes)),
         ("Curves per epoch", page.curves_section(history, start_figures, records)),
@@ -309,9 +310,7 @@ def report_target(target: str, *, overrides: dict[str, Any] | None = None,
     notes = ""
     if not run or overrides:
         # Measured now, on the data given: the trained and the starting encoder alike.
-        recorded = {k: v for k, v in results.items() if k in ("knn_accuracy",
-                                                              "linear_probe_accuracy",
-                                                              "svm_accuracy", "sts")}
+        recorded = {k: v for k, v in results.items() if k in modality.result_keys}
         quick = {**recipe, "evaluation": {**recipe["evaluation"], "linear_probe": False}}
         unlabelled_images = modality.knn_evaluation and (test is None or test[0] is None)
         results = ({} if unlabelled_images else

@@ -18,12 +18,11 @@ from keras_hardneg import callbacks
 from keras_hardneg._io import atomic_write_json
 from keras_hardneg.data.random_access import is_random_access
 from keras_hardneg.export.preset import PRESET_DIR
+from keras_hardneg.modalities import TrainFeed, modality_of
 from keras_hardneg.run.artifacts import export_trained_encoder, write_preset
 from keras_hardneg.run import multi_worker as _multi_worker  # noqa: F401 (registers tf_multi_worker)
 from keras_hardneg.run.build import build_model, load_data, make_train_feed
 from keras_hardneg.run.distribution import build_distribution
-from keras_hardneg.run.modality import (MONITOR_TEST_LIMIT, MONITOR_TRAIN_LIMIT,
-                                       TrainFeed, modality_of)
 from keras_hardneg.run.recipe import load_recipe, save_recipe
 from keras_hardneg.run.report import HISTORY_PLOT, ShortProgress, plot_history, resolve_verbose
 from keras_hardneg.run.resume import (_committed_epoch, check_own_files, check_output_dir,
@@ -31,7 +30,7 @@ from keras_hardneg.run.resume import (_committed_epoch, check_own_files, check_o
                                       remove_new_files)
 from keras_hardneg.run.run_report import REPORT_FILE, make_probe_callback, write_run_report
 
-__all__ = ["train", "MONITOR_TRAIN_LIMIT", "MONITOR_TEST_LIMIT"]
+__all__ = ["train"]
 
 class _EpochTimer(keras.callbacks.Callback):
     def on_epoch_begin(self, epoch, logs=None):
@@ -104,8 +103,8 @@ def _finished(stored: dict[str, Any] | None, recipe: dict[str, Any], output_dir:
             results["history"] = json.load(f)
     except (OSError, ValueError):
         results["history"] = {}
-    results.update(epochs_trained_now=0, images_per_second=None, output_dir=output_dir,
-                   already_complete=True)
+    results.update({"epochs_trained_now": 0, modality_of(recipe).throughput_key: None,
+                    "output_dir": output_dir, "already_complete": True})
     return results
 
 
@@ -253,14 +252,15 @@ def train(recipe: Any, output_dir: str, *, resume: bool = True, verbose: Any = "
             a failed run.
 
     Returns:
-        dict with the modality's figures (images: ``knn_accuracy``,
-        ``linear_probe_accuracy``; graphs: ``svm_accuracy``, ``svm_accuracy_std``; text:
-        ``sts`` and ``senteval`` when the recipe's ``evaluation.benchmark_dir`` is set),
-        ``modality``, ``history`` (all epochs,
+        dict with the modality's figures (its ``result_keys``, see
+        :mod:`keras_hardneg.modalities`; text only when the recipe's
+        ``evaluation.benchmark_dir`` is set), ``modality``, ``history`` (all epochs,
         restored ones included), ``epochs_run``, ``epochs_trained_now`` (the epochs this
-        call trained; ``seconds`` and ``images_per_second`` cover only those),
-        ``steps_per_epoch``, ``seconds``, ``images_per_second``, ``data``, ``export_dir``
-        and ``output_dir``.
+        call trained; ``seconds`` and the throughput cover only those),
+        ``steps_per_epoch``, ``seconds``, the throughput (training examples per second,
+        under the modality's ``throughput_key``: ``images_per_second``,
+        ``graphs_per_second``, ``sentences_per_second``), ``data``, ``export_dir`` and
+        ``output_dir``.
 
     Example:
     >>> from keras_hardneg import run
@@ -389,9 +389,10 @@ def train(recipe: Any, output_dir: str, *, resume: bool = True, verbose: Any = "
         results.update(
             history=hist, seconds=seconds, epochs_run=len(hist.get("loss", [])),
             epochs_trained_now=trained_now, steps_per_epoch=feed.steps_per_epoch,
-            images_per_second=(trained_now * feed.steps_per_epoch * recipe["batch_size"] / seconds
-                               if seconds > 0 and trained_now else None),
             data=description, modality=modality.name, output_dir=output_dir)
+        results[modality.throughput_key] = (
+            trained_now * feed.steps_per_epoch * recipe["batch_size"] / seconds
+            if seconds > 0 and trained_now else None)
         for key, value in (baseline or {}).items():
             results[f"{key}_epoch0"] = value
         if place.num_workers > 1:

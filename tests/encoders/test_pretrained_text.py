@@ -252,7 +252,7 @@ def test_a_keras_hub_preset_folder_loads_with_its_tokenizer(tiny, tmp_path):
 def test_encoder_features_of_token_ids_equal_one_padded_call(tiny):
     """What a BatchSampler's first graph is built from (``initial_graph = "encoder"``): the
     pretrained encoder's features of every training row, length-sorted and trimmed."""
-    from keras_hardneg.run.modality import modality_of
+    from keras_hardneg.modalities import modality_of
 
     tok = pretrained_tokenizer(tiny)
     ids = tok.encode(SENTENCES * 3, max_length=12)

@@ -10,7 +10,7 @@ import pytest
 
 from keras_hardneg.export import ModelCard, graph_input_signature, text_input_signature
 from keras_hardneg.export.model_card import CARD_FORMAT, CARD_FORMATS
-from keras_hardneg.export.signatures import normalize_input_signature, signature_to_json
+from keras_hardneg.modalities.signatures import normalize_input_signature, signature_to_json
 
 pytestmark = pytest.mark.backends
 

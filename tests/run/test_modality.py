@@ -14,7 +14,7 @@ import pytest
 from keras_hardneg import cli, run
 from keras_hardneg.data import dataset_spec
 from keras_hardneg.evaluation.sts import STS_SUBSETS
-from keras_hardneg.run.modality import modality_of
+from keras_hardneg.modalities import modality_of
 
 # ------------------------------------------------------------------ fixtures
 
@@ -142,6 +142,7 @@ def test_cli_trains_graphcl_on_a_tu_folder(graph_run):
     results = json.loads((graph_run / "results.json").read_text())
     assert 0.0 <= results["svm_accuracy"] <= 1.0 and results["svm_accuracy_std"] >= 0.0
     assert results["modality"] == "graph" and results["epochs_run"] == 2
+    assert results["graphs_per_second"] > 0 and "images_per_second" not in results
     card = json.loads((graph_run / "encoder" / "model_card.json").read_text())
     assert card["modality"] == "graph"
     assert card["metrics"]["svm_accuracy"] == pytest.approx(results["svm_accuracy"])
@@ -259,7 +260,7 @@ def test_graphcl_fits_mutag_end_to_end(tmp_path):
 
 
 def test_evaluation_length_reads_whole_sentences_only_where_the_encoder_can():
-    from keras_hardneg.run.modality import ANY_LENGTH_EVALUATION_TOKENS, evaluation_length
+    from keras_hardneg.modalities.text import ANY_LENGTH_EVALUATION_TOKENS, evaluation_length
 
     fixed = keras.Sequential([keras.Input((32,), dtype="int32"), keras.layers.Embedding(9, 2)])
     ids = keras.Input((None,), dtype="int32")

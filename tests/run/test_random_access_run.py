@@ -6,7 +6,7 @@ import tracemalloc
 import numpy as np
 
 from keras_hardneg import run
-from keras_hardneg.run.modality import modality_of
+from keras_hardneg.modalities import modality_of
 from keras_hardneg.sampling import ProximityGraph
 
 

@@ -15,8 +15,9 @@ import pytest
 from keras_hardneg import cli, run
 from keras_hardneg.data import dataset_spec
 from keras_hardneg.run import probe as probe_lib
+from keras_hardneg.modalities import report as modality_report
 from keras_hardneg.run import report_page
-from keras_hardneg.run.modality import modality_of
+from keras_hardneg.modalities import modality_of
 from keras_hardneg.run.run_report import _probe_view_maker
 from tests.losses import numpy_reference as ref
 
@@ -32,7 +33,7 @@ DIGITS = {"epochs": 2, "batch_size": 64,
 
 @pytest.fixture(autouse=True)
 def _small_maps(monkeypatch):
-    monkeypatch.setattr(report_page, "MAP_POINTS", 120)  # t-SNE time
+    monkeypatch.setattr(modality_report, "MAP_POINTS", 120)  # t-SNE time
 
 
 def _sections(page):

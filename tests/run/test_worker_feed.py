@@ -35,7 +35,7 @@ def _reference(recipe, x, sampler_spec):
     n, b = len(x), recipe["batch_size"]
     if sampler_spec["name"] == "uniform":
         return UniformSampler(n, b, seed=0, drop_remainder=True)
-    initial = run.modality.modality_of(recipe).initial_embeddings(x, 0)
+    initial = run.modality_of(recipe).initial_embeddings(x, 0)
     return BatchSampler(initial, b, num_candidates=40, num_neighbors=8, backend="brute", seed=0)
 
 
