@@ -7,7 +7,7 @@ from keras import ops
 
 from keras_hardneg.losses import core
 from keras_hardneg.losses import hyperparameters as hp
-from keras_hardneg.losses.base import ContrastiveLoss, check_float
+from keras_hardneg.losses.base import ContrastiveLoss, check_param
 from keras_hardneg.registry import LOSSES
 
 __all__ = ["RingContrastiveLoss", "ring_band", "kth_largest"]
@@ -180,6 +180,8 @@ class RingContrastiveLoss(ContrastiveLoss):
     #: larger cuts use threshold selection (measured in benchmarks/ring_queue.py).
     topk_limit = 1024
     topk_fraction = 0.125
+    #: ``annealing.ring_start`` / ``ring_end``: :class:`keras_hardneg.callbacks.RingAnnealing`.
+    annealing = {"ring_start": "upper_percentile", "ring_end": "upper_percentile"}
 
     def __init__(self, temperature=0.5, lower_percentile=5.0, upper_percentile=50.0, **kwargs):
         super().__init__(temperature=temperature, **kwargs)
@@ -187,10 +189,8 @@ class RingContrastiveLoss(ContrastiveLoss):
 
     def set_band(self, lower_percentile, upper_percentile):
         """Sets both percentiles, validating ``0 <= lower < upper <= 100``."""
-        lower = check_float("lower_percentile", lower_percentile, low=0.0, high=100.0,
-                            high_inclusive=False)
-        upper = check_float("upper_percentile", upper_percentile, low=0.0, high=100.0,
-                            low_inclusive=False)
+        lower = check_param("lower_percentile", lower_percentile, hp.LOWER_PERCENTILE)
+        upper = check_param("upper_percentile", upper_percentile, hp.UPPER_PERCENTILE)
         if not lower < upper:
             raise ValueError(
                 "`lower_percentile` must be < `upper_percentile` (0 <= lower < upper <= 100); "
@@ -213,6 +213,11 @@ class RingContrastiveLoss(ContrastiveLoss):
     @upper_percentile.setter
     def upper_percentile(self, value):
         self.set_band(self._lower, value)
+
+    def hcl_parameters(self):
+        """None: Ring selects negatives by rank, it is not a point of Robinson et al.'s
+        ``(beta, tau_plus)`` family."""
+        return None
 
     def band(self, pairs, neg_logits):
         """``(lo, hi)``: :func:`ring_band` of the pairs' ``N`` (bounded by the pool size
