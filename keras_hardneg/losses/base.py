@@ -486,4 +486,7 @@ class ContrastiveLoss(keras.losses.Loss):
     def get_config(self):
         config = super().get_config()
         config["temperature"] = self.temperature
+        if self._dtype_policy.name != keras.backend.floatx():
+            # keras.losses.Loss leaves its dtype out of its config: kept when not the default.
+            config["dtype"] = self._dtype_policy.name
         return config

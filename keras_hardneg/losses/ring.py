@@ -129,8 +129,9 @@ def ring_band(num_negatives, lower_percentile, upper_percentile, max_negatives=N
 
 def _check_band(config):
     if config["lower_percentile"] >= config["upper_percentile"]:
-        return ("'lower_percentile' < 'upper_percentile' required (0 <= lower < upper <= 100); "
-                f"got {config['lower_percentile']:g} and {config['upper_percentile']:g}")
+        return (f"'upper_percentile' = {config['upper_percentile']:g} must be above "
+                f"'lower_percentile' = {config['lower_percentile']:g} (the band is "
+                "[lower, upper), 0 <= lower < upper <= 100)")
     return None
 
 
