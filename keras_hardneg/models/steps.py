@@ -43,8 +43,8 @@ Example (either backend):
 >>> model.compile(optimizer="sgd", loss="nt_xent")
 >>> x = np.random.default_rng(0).uniform(size=(8, 8, 8, 3)).astype("float32")
 >>> logs = model.train_on_batch({"view1": x, "view2": x[:, ::-1]}, return_dict=True)
->>> sorted(logs)[:2], bool(np.isfinite(logs["loss"]))
-(['false_negative_rate', 'loss'], True)
+>>> sorted(logs)[:3], bool(np.isfinite(logs["loss"]))
+(['dropped_batches', 'false_negative_rate', 'loss'], True)
 """
 
 from __future__ import annotations
