@@ -79,18 +79,18 @@ def run_framework_test(make_model, make_data, batch_size=4, tmp_path=None):
     for a, b in zip(_trainable(model), _trainable(twin)):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
-    # 2. sample_weight without labels reaches the steps.
-    x = make_data(full)
-    model = _fresh(make_model)
+    # 2. sample_weight without labels reaches the steps (on the twin, whose step is compiled
+    # for this batch size already).
+    x, model = _first(x_one_more, full), twin
     before = _trainable(model)
-    zero = model.fit(x, sample_weight=np.zeros(full, "float32"), batch_size=full, epochs=1,
-                     shuffle=False, verbose=0)
+    zero = model.fit(x, sample_weight=np.zeros(full, "float32"), batch_size=batch_size,
+                     epochs=1, shuffle=False, verbose=0)
     assert zero.history["loss"] == [0.0], zero.history
     for a, b in zip(before, _trainable(model)):
         np.testing.assert_array_equal(a, b)
-    plain = model.evaluate(x, batch_size=full, verbose=0, return_dict=True)["loss"]
-    doubled = model.evaluate(x, sample_weight=np.full(full, 2.0, "float32"), batch_size=full,
-                             verbose=0, return_dict=True)["loss"]
+    plain = model.evaluate(x, batch_size=batch_size, verbose=0, return_dict=True)["loss"]
+    doubled = model.evaluate(x, sample_weight=np.full(full, 2.0, "float32"),
+                             batch_size=batch_size, verbose=0, return_dict=True)["loss"]
     assert plain > 0
     np.testing.assert_allclose(doubled, 2 * plain, rtol=1e-5)
 
