@@ -58,6 +58,8 @@ METRICS = {
     "knn_accuracy": ("kNN accuracy (%)", 100.0),
     "linear_probe_accuracy": ("linear probe accuracy (%)", 100.0),
 }
+
+
 def loss_tokens() -> tuple[str, ...]:
     """Name tokens of the losses an NT-Xent twin replaces: every registered loss but the
     baseline (:func:`keras_hardneg.losses.baseline_names`)."""
