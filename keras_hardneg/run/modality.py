@@ -194,6 +194,12 @@ class Modality:
         return (keras.ops.convert_to_numpy(view1), keras.ops.convert_to_numpy(view2),
                 self.labels_of(x, y, indices))
 
+    def probe_examples(self, x: Any, y: Any, indices: np.ndarray) -> tuple[str, list] | None:
+        """The run report's hardest-negatives gallery: ``(kind, items)`` of the training
+        examples ``indices`` as the page shows them (:func:`~keras_hardneg.run.report_page.
+        hardest_negatives_section`), or None (the gallery then lists indices)."""
+        return None
+
     def report_sections(self, encoder: Any, recipe: dict[str, Any], train: tuple,
                         test: tuple | None) -> list:
         """The run report's sections of this modality (``[(title, html)]``: see
@@ -513,6 +519,9 @@ class ImageModality(Modality):
         if is_random_access(x):
             return x.labels_of(indices)
         return super().labels_of(x, y, indices)
+
+    def probe_examples(self, x, y, indices):
+        return "image", _image_arrays(x, y, indices)[0]
 
     def report_sections(self, encoder, recipe, train, test):
         from keras_hardneg.run import report_page
@@ -871,6 +880,9 @@ class GraphModality(Modality):
         return (pad_graphs(view1, budgets, b, x.feature_dim),
                 pad_graphs(view2, budgets, b, x.feature_dim), self.labels_of(x, y, indices))
 
+    def probe_examples(self, x, y, indices):
+        return "graph", [(len(f), e) for f, e in (x.graph(int(i)) for i in indices)]
+
     def report_sections(self, encoder, recipe, train, test):
         from keras_hardneg.evaluation.svm import embed_graphs
         from keras_hardneg.run import report_page
@@ -1064,6 +1076,10 @@ class TextModality(Modality):
 
     def probe_batch(self, x, indices):
         return np.asarray(x.ids if hasattr(x, "ids") else x, dtype="int32")[indices]
+
+    def probe_examples(self, x, y, indices):
+        sentences = getattr(x, "sentences", None)
+        return None if sentences is None else ("text", [sentences[int(i)] for i in indices])
 
     def report_sections(self, encoder, recipe, train, test):
         from keras_hardneg.run import report_page
