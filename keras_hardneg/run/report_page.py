@@ -658,8 +658,8 @@ GALLERY_KINDS = ("image", "graph", "text")
 
 
 def _cell_title(weight: float, cos: float, same: Any) -> str:
-    flag = "" if same is None else (" same" if same else " other")
-    return f"w {weight:.2f} cos {cos:.2f}{flag}"
+    flag = "" if same is None else ("same class " if same else "other class ")
+    return f"w {weight:.2f}  cos {cos:.2f}\n{flag}"
 
 
 def hardest_negatives_section(probe: dict[str, Any] | None,
@@ -695,11 +695,11 @@ def hardest_negatives_section(probe: dict[str, Any] | None,
     if kind in ("image", "graph"):
         plt = _pyplot()
         k = len(hardest[0]["negatives"])
-        fig, axes = plt.subplots(len(hardest), k + 1, figsize=(1.45 * (k + 1),
-                                                                1.55 * len(hardest)),
+        fig, axes = plt.subplots(len(hardest), k + 1, figsize=(1.75 * (k + 1),
+                                                                2.0 * len(hardest)),
                                  squeeze=False)
         for row, h in enumerate(hardest):
-            cells = [(h["anchor"], None, f"anchor, pos cos {h['positive_cosine']:.2f}")]
+            cells = [(h["anchor"], None, f"anchor\npositive cos {h['positive_cosine']:.2f}\n")]
             cells += [(j, same, _cell_title(w, c, same)) for j, w, c, same in h["negatives"]]
             for col, (r, same, title) in enumerate(cells):
                 ax = axes[row][col]
@@ -716,9 +716,9 @@ def hardest_negatives_section(probe: dict[str, Any] | None,
                 for spine in ax.spines.values():
                     spine.set_edgecolor(color)
                     spine.set_linewidth(1.0 if col == 0 or same is None else 2.5)
-                ax.set_title(f"{title}\n#{index} v{view}", fontsize=6.5,
+                ax.set_title(f"{title}#{index} v{view}", fontsize=8,
                              color="black" if col == 0 else color, pad=2)
-        fig.subplots_adjust(wspace=0.12, hspace=0.55)
+        fig.subplots_adjust(wspace=0.15, hspace=0.75)
         return intro + _img(figure_uri(fig), "hardest negatives")
     rows = []
     for h in hardest:

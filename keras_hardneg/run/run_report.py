@@ -279,6 +279,10 @@ def write_run_report(path: str, *, recipe: dict[str, Any], encoder: Any, train: 
         probe = _encoder_probe(recipe, modality, x, y if labelled else None,
                                [start_encoder(), encoder],
                                [0, len(history.get("loss") or []) or recipe["epochs"]])
+    if probe.get("indices") is None and probe_path:  # train's in-memory records
+        stored = probe_lib.read_probe(probe_path) or {}
+        if stored.get("indices") is not None:
+            probe = {**probe, "indices": stored["indices"]}
     loss = build_loss(recipe)
     loss_name = type(loss).__name__
     records = probe.get("records") or []
@@ -287,8 +291,9 @@ def write_run_report(path: str, *, recipe: dict[str, Any], encoder: Any, train: 
     labels = None
     if labelled:
         labels = modality.labels_of(x, y, np.arange(modality.num_examples(x)))
-    curve_notes = (page._note("The probe's view differs from training's (see Negatives): "
-                              + view_notes[-1]) if view_notes else "")
+    curve_notes = (page._note("The training batches' cosines above and the probe's below are "
+                              "not measured alike (see Negatives). " + view_notes[-1])
+                   if view_notes and view_notes[-1].startswith("Cosines") else "")
     probe_note = ("; the linear probe is not rerun for it"
                   if "linear_probe_accuracy" in results else "")
     sections = [

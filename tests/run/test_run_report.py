@@ -18,12 +18,11 @@ from keras_hardneg.data import dataset_spec
 from keras_hardneg.run import probe as probe_lib
 from keras_hardneg.run import report_page
 from keras_hardneg.run.modality import modality_of
-from keras_hardneg.run.run_report import _probe_view_maker
+from keras_hardneg.run.run_report import _probe_view_maker, learning_rate_curve
 from tests.losses import numpy_reference as ref
 
 IMAGE_SECTIONS = ("figures", "curves-per-epoch", "negatives", "hardest-negatives",
-                  "nearest-neighbours", "2-d-map-of-the-embeddings",
-                  "embeddings-for-tensorboard", "recipe")
+                  "nearest-neighbours", "2-d-map-of-the-embeddings", "recipe")
 GRAPH_SECTIONS = ("figures", "curves-per-epoch", "negatives", "hardest-negatives",
                   "2-d-map-of-the-embeddings", "recipe")
 TEXT_SECTIONS = ("figures", "curves-per-epoch", "negatives", "hardest-negatives",
@@ -78,7 +77,7 @@ def digits_run(tmp_path_factory):
 def test_an_image_run_writes_a_self_contained_report(digits_run):
     out, result = digits_run
     assert result["report"] == os.path.join(out, "report.html")
-    page = _check_page(result["report"], IMAGE_SECTIONS)
+    page = _check_page(result["report"], IMAGE_SECTIONS + ("embeddings-for-tensorboard",))
     # the figures beside the starting encoder's, and the neighbour grid's agreement
     assert "starting encoder (epoch 0)" in page and "share the query" in page
     records = json.load(open(os.path.join(out, "probe.json")))["records"]
@@ -199,9 +198,22 @@ def test_new_probe_figures_are_the_numpy_recomputation(digits_run):
     assert [int(m[0]) for m in meta[1:p + 1]] == probe["indices"]
     config = open(os.path.join(folder, "projector_config.pbtxt")).read()
     assert 'tensor_path: "tensors.tsv"' in config and 'metadata_path: "metadata.tsv"' in config
-    # the learning rate the optimizer had after each epoch (Adam, constant)
-    rate = ref_["recipe"]["optimizer"]["learning_rate"]
-    assert [r["learning_rate"] for r in probe["records"]] == pytest.approx([rate] * 3)
+    # the learning rate the optimizer had after each epoch, and the page's curve: the
+    # recipe's cosine decay (no warm-up) over epochs x steps
+    recipe = ref_["recipe"]
+    assert recipe["schedule"] == {"name": "warmup_cosine", "warmup_epochs": 0,
+                                  "per_epoch": False}
+    rate, epochs = recipe["optimizer"]["learning_rate"], recipe["epochs"]
+    steps = json.load(open(os.path.join(out, "results.json")))["steps_per_epoch"]
+
+    def cosine(step):
+        return rate * 0.5 * (1 + np.cos(np.pi * np.asarray(step) / (steps * epochs)))
+
+    assert [r["learning_rate"] for r in probe["records"]] == pytest.approx(
+        cosine(np.arange(epochs + 1) * steps), rel=1e-5, abs=1e-9)
+    curve = learning_rate_curve(recipe, steps)
+    np.testing.assert_allclose(curve["values"], cosine(np.asarray(curve["epochs"]) * steps),
+                               rtol=1e-5, atol=1e-9)
 
 
 def test_the_page_shows_what_it_measured(digits_run):
@@ -217,7 +229,7 @@ def test_the_page_shows_what_it_measured(digits_run):
     assert f"{uniform:.4f}" in curves
     if not any(history["clamp_fraction"]):
         assert "clamp never engaged" in curves
-    assert "constant at 0.001" in curves
+    assert "Learning rate" in curves and "warmup_cosine" in curves
     negatives = _body(page, "negatives")
     assert "probe.json" in negatives and "Effective number of negatives" in negatives
     assert "Collapse check" in negatives and "<img" in negatives
