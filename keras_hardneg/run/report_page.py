@@ -8,19 +8,27 @@ This module only draws and writes; :mod:`keras_hardneg.run.run_report` gathers w
 * the run: data, framework, loss, epochs, time; the recipe as a table;
 * the figures (kNN / linear probe / SVM / STS) beside the starting encoder's ("epoch 0");
 * the curves per epoch (:func:`curves_section`): loss, kNN, positive / negative cosine,
-  false-negative rate of the training batches (``history.json``), the clamp where the loss
-  has one, the probe's effective number of negatives;
-* the negatives (:func:`negatives_section`, from the probe's records:
-  :mod:`keras_hardneg.run.probe`): cosine histograms at the start and the end, the weight each
-  negative received against its similarity, the effective number of negatives per epoch and,
+  false-negative rate of the training batches (``history.json``) beside its expectation for
+  uniform batches (:func:`uniform_false_negative_rate`), the clamp where the loss has one (a
+  sentence when it never engaged), the learning-rate schedule (a sentence when constant); a
+  one-epoch run gets a table;
+* the negatives (:func:`negatives_section`, from the probe's records in ``probe.json``:
+  :mod:`keras_hardneg.run.probe`): cosine histograms at the start and the end (over the
+  data's range), the effective number of negatives per epoch (mean and quartiles) and per
+  anchor, the weight each negative received against its similarity, the collapse check and,
   with labels, the share of same-class negatives among all, among the most-weighted and in
-  the loss's weight; with a graph sampler, batch hardness and false-negative rate against
-  uniform batches (:func:`sampler_section`);
+  the loss's weight; panels constant by construction (NT-Xent's weights) are said, not drawn;
+  notes on where the probe's view differs from training's; with a graph sampler, batch
+  hardness and false-negative rate against uniform batches (:func:`sampler_section`);
+* the hardest negatives (:func:`hardest_negatives_section`): for a few probe anchors, the
+  negatives the loss weighted most, drawn as the data is (images, graphs by
+  :func:`draw_graph`, sentences), with weight, cosine and a same-class flag;
 * the modality's own (:meth:`~keras_hardneg.run.modality.Modality.report_sections`): images a
   nearest-neighbour grid (:func:`image_sections`) and a 2-D map, graphs the 2-D map
   (:func:`embedding_map_section`), sentences the nearest sentences of a few queries
   (:func:`nearest_sentences_section`). The 2-D maps are t-SNE (scikit-learn, PCA start) of
-  at most :data:`MAP_POINTS` embeddings.
+  at most :data:`MAP_POINTS` embeddings;
+* the footer: versions, backend, hardware and git commit (:func:`environment`).
 
 Example:
 >>> page = render_page("demo", [("Hello", "<p>one section</p>")], footer="made by hand")
@@ -643,7 +651,15 @@ def _layout(num_nodes: int, edges: np.ndarray, seed: int = 0, steps: int = 60) -
 
 def draw_graph(ax: Any, num_nodes: int, edges: Any, seed: int = 0) -> None:
     """Draws a graph of ``num_nodes`` nodes and ``edges`` ``[e, 2]`` (node pairs; both
-    directions may be listed) on the matplotlib axes ``ax`` as a node-link drawing."""
+    directions may be listed) on the matplotlib axes ``ax`` as a node-link drawing (a
+    force-directed layout computed in NumPy; no graph library needed).
+
+    >>> fig, ax = _pyplot().subplots()
+    >>> draw_graph(ax, 4, np.array([[0, 1], [1, 2], [2, 3], [3, 0]]))
+    >>> len(ax.lines)
+    4
+    >>> _pyplot().close(fig)
+    """
     pos = _layout(num_nodes, edges, seed)
     e = np.asarray(edges, np.int64).reshape(-1, 2)
     for a, b in e:
@@ -670,7 +686,13 @@ def hardest_negatives_section(probe: dict[str, Any] | None,
     ``examples``: ``(kind, {training index: item})`` from the modality
     (``probe_examples``): ``"image"`` items ``[H, W, C]`` in [0, 1], ``"graph"`` items
     ``(num_nodes, edges [e, 2])``, ``"text"`` items strings; None: a table of indices. None
-    when the probe kept no gallery."""
+    when the probe kept no gallery.
+
+    >>> probe = {"indices": [10, 11], "records": [{"epoch": 1, "hardest": [
+    ...     {"anchor": 0, "positive_cosine": 0.9, "negatives": [[3, 1.3, 0.4, 0]]}]}]}
+    >>> "#11 v2" in hardest_negatives_section(probe, ("text", {10: "a cat", 11: "a dog"}))
+    True
+    """
     records = (probe or {}).get("records") or []
     last = records[-1] if records else {}
     hardest = last.get("hardest")
@@ -1014,7 +1036,11 @@ def environment() -> dict[str, Any]:
 
 
 def environment_line(env: dict[str, Any] | None = None) -> str:
-    """:func:`environment` as one HTML sentence for the page's footer."""
+    """:func:`environment` as one HTML sentence for the page's footer.
+
+    >>> "backend" in environment_line()
+    True
+    """
     env = environment() if env is None else env
     versions = ", ".join(f"{k} {v}" for k, v in env["versions"].items())
     devices = ", ".join(env["devices"]) or "not listed"

@@ -136,7 +136,15 @@ def learning_rate_curve(recipe: dict[str, Any], steps_per_epoch: int | None,
                         points: int = 200) -> dict[str, Any] | None:
     """The recipe's learning-rate schedule at up to ``points`` steps of the run:
     ``{"schedule": name, "epochs": [step / steps_per_epoch], "values": [rate]}`` (None
-    without ``steps_per_epoch``)."""
+    without ``steps_per_epoch``).
+
+    >>> from keras_hardneg.run.recipe import load_recipe
+    >>> recipe = load_recipe({"epochs": 2})
+    >>> curve = learning_rate_curve(recipe, steps_per_epoch=10)
+    >>> rate = recipe["optimizer"]["learning_rate"]
+    >>> curve["schedule"], round(curve["values"][0] / rate, 6), curve["epochs"][-1]
+    ('warmup_cosine', 1.0, 1.9)
+    """
     if not steps_per_epoch:
         return None
     spec = dict(recipe["schedule"])
@@ -163,7 +171,12 @@ def probe_view_notes(recipe: dict[str, Any], encoder: Any, history: dict[str, li
                      records: list, space: str = "projection") -> list[str]:
     """Where the probe's view of the negatives differs from training's (HTML sentences):
     inference-mode batch norm, GraphCL's cross-view pairing, a queue or a memory bank; with
-    the training batches' and the probe's cosines side by side."""
+    the training batches' and the probe's cosines side by side.
+
+    >>> recipe = {"framework": {"name": "moco_v2", "queue_size": 4096}, "batch_size": 256}
+    >>> probe_view_notes(recipe, None, {}, [])[0][:6]
+    'Queue:'
+    """
     notes = []
     framework = recipe["framework"]
     name = str(framework["name"])
