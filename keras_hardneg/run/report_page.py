@@ -391,19 +391,32 @@ def _edges(record: dict) -> np.ndarray:
     return np.linspace(float(lo), float(hi), len(record["cosine_histogram"]) + 1)
 
 
+def _density(record: dict) -> tuple[np.ndarray, np.ndarray]:
+    edges = _edges(record)
+    counts = np.asarray(record["cosine_histogram"], float)
+    return counts / max(counts.sum(), 1.0) / (edges[1] - edges[0]), edges
+
+
 def _histograms(first: dict, last: dict):
+    """The first and the last epoch's cosine histograms: overlaid, or side by side when
+    one's peak is over 4 times the other's (a narrow start would flatten a spread end)."""
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(5.2, 3.2))
-    for record, color, label in ((first, "gray", f"epoch {first['epoch']}"),
-                                 (last, "tab:blue", f"epoch {last['epoch']}")):
-        edges = _edges(record)
-        counts = np.asarray(record["cosine_histogram"], float)
-        density = counts / max(counts.sum(), 1.0) / (edges[1] - edges[0])
-        ax.stairs(density, edges, color=color, lw=1.8, label=label,
+    (d0, e0), (d1, e1) = _density(first), _density(last)
+    peaks = sorted([max(d0.max(), 1e-12), max(d1.max(), 1e-12)])
+    apart = peaks[1] / peaks[0] > 4.0
+    fig, axes = plt.subplots(1, 2 if apart else 1, figsize=(7.8 if apart else 5.2, 3.2),
+                             squeeze=False)
+    for i, (record, (density, edges), color) in enumerate(
+            ((first, (d0, e0), "gray"), (last, (d1, e1), "tab:blue"))):
+        ax = axes[0][i if apart else 0]
+        ax.stairs(density, edges, color=color, lw=1.8, label=f"epoch {record['epoch']}",
                   fill=record is last, alpha=0.35 if record is last else 1.0)
-    ax.legend(fontsize=8)
-    _panel(ax, "anchor-negative similarity (probe batch)", "density", epochs=False)
-    ax.set_xlabel("cosine similarity", fontsize=9)
+    for ax in axes[0]:
+        ax.legend(fontsize=8)
+        _panel(ax, "anchor-negative similarity (probe)" if apart else
+               "anchor-negative similarity (probe batch)", "density", epochs=False)
+        ax.set_xlabel("cosine similarity", fontsize=9)
+    fig.tight_layout()
     return figure_uri(fig)
 
 
@@ -611,8 +624,8 @@ def negatives_section(probe: dict[str, Any] | None, loss_name: str,
     out.append(_table(header, rows, "probe") + _thinned_note(len(shown), len(records)))
     if labelled:
         defs.append(
-            "<b>Same class</b>: the share of negatives with the anchor's label (false negatives, "
-            "the question the seeds ask: do hard negatives pick them up?), among all, among "
+            "<b>Same class</b>: the share of negatives with the anchor's label (false negatives: "
+            "does the loss lean on them?), among all, among "
             "each anchor's most-weighted (ties by similarity), and as the share of the loss's "
             "weight <code>&sum;_same w / &sum; w</code>.")
     out.append("<dl class=\"defs\">" + "".join(f"<dd>{d}</dd>" for d in defs) + "</dl>")
