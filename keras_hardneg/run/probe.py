@@ -402,8 +402,9 @@ def write_projector(folder: str, embeddings: np.ndarray, indices: np.ndarray, la
     needed (``tensorboard --logdir FOLDER``, tab "Projector"). Returns ``folder``.
 
     >>> import tempfile
-    >>> folder = write_projector(tempfile.mkdtemp(), np.eye(4), np.array([5, 9]), None, 3)
-    >>> open(os.path.join(folder, "metadata.tsv")).read().splitlines()[:2]
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     _ = write_projector(folder, np.eye(4), np.array([5, 9]), None, epoch=3)
+    ...     open(os.path.join(folder, "metadata.tsv")).read().splitlines()[:2]
     ['example\\tview\\tlabel', '5\\t1\\t']
     """
     z = np.asarray(embeddings, np.float64)

@@ -590,18 +590,19 @@ def negatives_section(probe: dict[str, Any] | None, loss_name: str,
         defs.append("<b>Effective negatives of each anchor</b>: the distribution over the "
                     f"{len(last['anchor_effective'])} anchors at the first and the last "
                     "epoch (its quartiles per epoch are the band above).")
-    if all("collapse" in r for r in records):
-        c = last["collapse"]
-        out.append(_img(_collapse(records), "collapse check"))
+    checked = [r for r in records if "collapse" in r]  # a file from before: none
+    if checked:
+        c = checked[-1]["collapse"]
+        out.append(_img(_collapse(checked), "collapse check"))
         defs.append(
             "<b>Collapse check</b>: each probe projection L2-normalised; left, the standard "
             "deviation of each dimension over the probe's rows, averaged over the "
             f"{c['dim']} dimensions: 1/sqrt(d) = {1 / np.sqrt(c['dim']):.4f} for directions "
             "spread evenly over the sphere, 0 for a collapse to one point "
-            f"({c['std']:.4f} at epoch {last['epoch']}); right, the effective rank "
+            f"({c['std']:.4f} at epoch {checked[-1]['epoch']}); right, the effective rank "
             "<code>exp(H(p))</code>, p the normalised singular values (RankMe): d at most, "
             f"1 for a collapse to one direction ({c['effective_rank']:.1f} at epoch "
-            f"{last['epoch']}).")
+            f"{checked[-1]['epoch']}).")
     if min(r["positive_cosine"] for r in records) > 0.9999:
         out.append(_note("Positive cosine 1: the two views differ only where training draws "
                          "at random inside the model (SimCSE's dropout), which inference "

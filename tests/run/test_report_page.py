@@ -141,3 +141,16 @@ def test_environment_names_versions_backend_and_commit():
     line = report_page.environment_line(dict(env, commit=None))
     assert "no git checkout" in line
     assert "abc123" in report_page.environment_line(dict(env, commit="abc123"))
+
+
+def test_a_probe_file_from_before_still_draws():
+    """Records without the newer keys (range, per-anchor numbers, gallery, collapse): the
+    histogram over [-1, 1], no gallery, no collapse panel, no error."""
+    record, _, _ = _record()
+    old = {k: v for k, v in record.items() if k not in (
+        "cosine_range", "anchor_effective", "hardest", "collapse")}
+    old["cosine_histogram"] = np.histogram([0.1, 0.2], bins=40, range=(-1, 1))[0].tolist()
+    probe = {"records": [dict(old, epoch=0), dict(old, epoch=1)], "probe_size": 12}
+    html = report_page.negatives_section(probe, "HardNegativeContrastiveLoss")
+    assert "Collapse check" not in html and "<img" in html
+    assert report_page.hardest_negatives_section(probe, None) is None
