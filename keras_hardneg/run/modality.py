@@ -196,8 +196,8 @@ class Modality:
 
     def probe_examples(self, x: Any, y: Any, indices: np.ndarray) -> tuple[str, list] | None:
         """The run report's hardest-negatives gallery: ``(kind, items)`` of the training
-        examples ``indices`` as the page shows them (:func:`~keras_hardneg.run.report_page.
-        hardest_negatives_section`), or None (the gallery then lists indices)."""
+        examples ``indices`` as the page shows them, or None (the gallery then lists
+        indices); see :func:`keras_hardneg.run.report_page.hardest_negatives_section`."""
         return None
 
     def report_sections(self, encoder: Any, recipe: dict[str, Any], train: tuple,

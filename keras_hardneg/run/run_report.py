@@ -229,10 +229,6 @@ def _gallery_examples(modality: Any, probe: dict[str, Any], x: Any, y: Any):
 
 
 # ------------------------------------------------------------------------ page
-def _loss_name(recipe: dict[str, Any]) -> str:
-    return type(build_loss(recipe)).__name__
-
-
 def _data_name(data: dict[str, Any]) -> str:
     """The data's short name: a registered dataset's, else its folder's or file's."""
     for key in ("folder", "path", "directory", "train"):
