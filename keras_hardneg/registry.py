@@ -189,7 +189,8 @@ class Registry:
         """Registers ``factory`` under ``name`` (usable as a decorator).
 
         ``params`` are the config keys a recipe or the CLI may set; a key whose
-        :class:`Param` has no ``default`` takes the factory's signature default.
+        :class:`Param` has no ``default`` takes the factory's signature default, and every
+        default must pass its own :class:`Param`'s check (``None``: unset, allowed).
         ``check`` validates keys together (it gets the completed config and returns
         a message, or None when the config is fine). ``tags`` are free metadata
         (e.g. ``modality="image"``).
@@ -216,6 +217,12 @@ class Registry:
                     raise ValueError(f"{self.kind} {name!r}: key {key!r} states default "
                                      f"{param.default!r}, but {fn.__name__}'s own default is "
                                      f"{own!r}; state it in one place (the signature).")
+                if param.default is not REQUIRED:  # the default obeys its own range
+                    try:
+                        param.validate(param.default, f"{key} default")
+                    except ConfigError as err:
+                        raise ValueError(f"{self.kind} {name!r}: the default of key {key!r} is "
+                                         f"not allowed by its own Param: {err}") from None
                 resolved[key] = param
             doc = help or (inspect.getdoc(fn) or "").split("\n")[0]
             self._components[name] = Component(name, fn, resolved, doc, dict(tags), check)

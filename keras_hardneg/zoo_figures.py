@@ -274,7 +274,7 @@ def twins_markdown(records: dict[str, dict[str, Any]]) -> list[str]:
         "difference is shown. Before training: graphs, the same GIN at its random",
         "initialisation (seeds 0-2); MiniLM, the zero-shot checkpoint. `keras-hardneg zoo",
         "compare A B` prints every figure and seed; the cells and their commands are in",
-        "benchmarks/results/zoo_twins/ (docs/notes/zoo_twins.md).", "",
+        "benchmarks/results/zoo_twins/ (`python benchmarks/zoo_twins.py report` prints them).", "",
         "| entry | figure | NT-Xent twin | twin's figure | difference | inside the spread? "
         "| before training |",
         "|---|---|---|---|---|---|---|",

@@ -13,7 +13,7 @@ parts that need no folder of entries:
   :mod:`keras_hardneg.zoo_figures` (``metrics``, ``weights_seed``, ``baseline``,
   ``twin``, ``twinned_by``, ``setting``), or ``why_no_weights`` for a recipe, and ``files``:
   ``{relative path: {"size": bytes, "sha256": hex}}`` -- the files a fetch brings
-  (``preset/**``, ``recipe.json``, ``trained_recipe.json``, ``results.json``,
+  (``preset/**``, ``recipe.json``, ``trained_recipe.json``, ``results.json``, ``history.json``,
   ``model_card.md``; not the SavedModel ``encoder/``, which ``zoo export`` rebuilds);
 * the **cache** ``$KERAS_HOME/keras_hardneg/zoo/NAME/`` (``~/.keras`` without
   ``KERAS_HOME``): an entry fetched from a URL, file by file with Keras's own
@@ -63,7 +63,8 @@ INDEX_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "zoo_index
 RECORD_FILE = "zoo_record.json"
 RECORD_FORMAT = "keras_hardneg.zoo_record/1"
 #: Top-level files of an entry that a fetch brings (when present), besides ``preset/**``.
-ENTRY_FILES = ("recipe.json", "trained_recipe.json", "results.json", "model_card.md")
+ENTRY_FILES = ("recipe.json", "trained_recipe.json", "results.json", "history.json",
+               "model_card.md")
 PRESET_DIR = "preset"
 URL_SCHEMES = ("http", "https", "file")
 

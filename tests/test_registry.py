@@ -227,6 +227,37 @@ def test_a_key_its_factory_does_not_take_is_refused_at_registration():
     assert reg.build("child", size=5).size == 5
 
 
+def test_a_default_outside_its_own_param_range_is_refused_at_registration():
+    # Issue 56, bug 7: a default was never checked against the range its Param states.
+    reg = Registry("widget")
+    with pytest.raises(ValueError, match=r"^widget 'box': the default of key 'size' is not "
+                                         r"allowed by its own Param: .* = 0 is out of range; "
+                                         r"allowed: >= 1\.$"):
+        @reg.register("box", params={"size": Param(int, low=1)})
+        def box(size=0):
+            return size
+    with pytest.raises(ValueError, match=r"widget 'bag'.*'colour'.*choose one of red, blue"):
+        reg.register("bag", lambda colour="green": colour,
+                     params={"colour": Param(str, choices=("red", "blue"))})
+    with pytest.raises(ValueError, match=r"widget 'cup'.*'rate'.*must be a number"):
+        reg.register("cup", lambda rate="fast": rate, params={"rate": Param(float, low=0.0)})
+    assert "box" not in reg and "bag" not in reg and "cup" not in reg
+    # REQUIRED keys and a None default ("unset") have nothing to check.
+    reg.register("ok", lambda size, scale=None: size,
+                 params={"size": Param(int, low=1), "scale": Param(float, low=0.0)})
+    assert reg.build("ok", size=2) == 2
+
+
+@pytest.mark.parametrize("registry,name", _COMPONENTS,
+                         ids=[f"{r.kind}:{n}" for r, n in _COMPONENTS])
+def test_every_registered_default_is_inside_its_own_range(registry, name):
+    from keras_hardneg.registry import REQUIRED
+
+    for key, param in registry.get(name).params.items():
+        if param.default is not REQUIRED:
+            param.validate(param.default, f"{registry.kind} {name!r} key {key!r}")
+
+
 def test_graph_samplers_build_from_their_registration():
     """``SAMPLERS.build`` takes every key of the sampler's recipe section, the graph refresh
     keys included (they were popped off by the run layer before the factory was called)."""

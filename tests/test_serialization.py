@@ -203,3 +203,170 @@ def test_a_reloaded_framework_keeps_its_loss_and_optimizer(artifacts):
     assert model.contrastive_loss.beta == 1.0 and model.contrastive_loss.tau_plus == 0.1
     assert type(model.optimizer).__name__ == "SGDL2" and model.optimizer.l2 == 5e-4
     assert model.view_maker is not None  # the augmentation came back too
+
+
+# ----------------------------------------------- every registered class: config round trip
+# Issue 56, bug 3: a ``get_config`` that skips ``super().get_config()`` loses ``trainable``
+# and the dtype policy. Every class registered under ``package="keras_hardneg"`` is built
+# small here and goes through ``serialize -> json -> deserialize``; layers and models are
+# built with ``trainable=False`` and a ``mixed_bfloat16`` policy, which must come back.
+
+_POLICY = "mixed_bfloat16"
+
+
+def _import_every_module():
+    """Imports every module of the package, so that every registered class is registered
+    (whatever ``import keras_hardneg`` itself loads)."""
+    import importlib
+    import pkgutil
+
+    from keras_hardneg.data._tf import TensorFlowBackendRequiredError
+
+    for info in pkgutil.walk_packages(khn.__path__, "keras_hardneg."):
+        try:
+            importlib.import_module(info.name)
+        except (ImportError, TensorFlowBackendRequiredError):
+            pass  # an optional extra (keras-hub) missing, or export/ under another backend
+
+
+def _tiny_conv(**kw):
+    return khn.encoders.small_convnet(input_shape=(8, 8, 3), width=4, **kw)
+
+
+def _tiny_gin(**kw):
+    return _module("encoders.gin").GINEncoder(4, width=4, num_layers=2, **kw)
+
+
+def _bert_token_states(kw, folder):
+    from keras_hardneg.encoders.pretrained_text import BertTokenStates, write_tiny_bert
+
+    encoder = khn.encoders.pretrained_text(preset=write_tiny_bert(os.path.join(folder, "bert")))
+    states = next(l for l in encoder._flatten_layers() if isinstance(l, BertTokenStates))
+    return BertTokenStates(states.backbone, **kw)
+
+
+def _saved_model_encoder(kw, folder):
+    path = os.path.join(folder, "export")
+    khn.export.export_encoder(_tiny_conv(), path)
+    return _module("export.load").SavedModelEncoder(path, **kw)
+
+
+#: Registered name -> ``(kind, build)``; ``build(kw, folder)`` makes a small instance, with
+#: ``kw`` (``trainable``, ``dtype``) passed on for ``"layer"`` entries. A newly registered
+#: class needs an entry here.
+_ROUND_TRIP = {
+    # augment/
+    "AdjacentViews": ("layer", lambda kw, _: khn.augment.AdjacentViews(**kw)),
+    "DropoutViews": ("layer", lambda kw, _: khn.augment.DropoutViews(**kw)),
+    "ImageViews": ("layer", lambda kw, _: khn.augment.ImageViews(
+        khn.augment.simclr_augmentation(image_size=8), **kw)),
+    "RandomApply": ("layer", lambda kw, _: khn.augment.RandomApply(
+        keras.layers.Identity(), probability=0.5, **kw)),
+    "SimCLRAugmentation": ("layer", lambda kw, _: khn.augment.SimCLRAugmentation(
+        image_size=8, seed=1, **kw)),
+    # encoders/
+    "FusedBatchNormalization": ("layer", lambda kw, _: _fused_bn(**kw)),
+    "GINEncoder": ("layer", lambda kw, _: _tiny_gin(**kw)),
+    "ImageNormalization": ("layer", lambda kw, _: khn.encoders.ImageNormalization(**kw)),
+    "MaskedPooling": ("layer", lambda kw, _: _text_layer("MaskedPooling", mode="cls", **kw)),
+    "PositionEmbedding": ("layer", lambda kw, _: _text_layer("PositionEmbedding",
+                                                             max_length=6, **kw)),
+    "TokenMask": ("layer", lambda kw, _: _text_layer("TokenMask", **kw)),
+    "TransformerBlock": ("layer", lambda kw, _: _text_layer(
+        "TransformerBlock", width=8, num_heads=2, mlp_dim=16, **kw)),
+    "ProjectionHead": ("layer", lambda kw, _: khn.encoders.ProjectionHead(8, 8, 4, **kw)),
+    "BertInputs": ("layer", lambda kw, _: _pretrained_layer("BertInputs")(**kw)),
+    "BertTokenStates": ("layer", _bert_token_states),
+    # models/
+    "SimCLR": ("layer", lambda kw, _: khn.models.SimCLR(_tiny_conv(), projection_dims=(8, 4),
+                                                        **kw)),
+    "MoCoV2": ("layer", lambda kw, _: khn.models.MoCoV2(
+        _tiny_conv(), projection_dims=(8, 4), queue_size=16, momentum=0.9, **kw)),
+    "MoCoV3": ("layer", lambda kw, _: khn.models.MoCoV3(
+        _tiny_conv(), projection_dims=(8, 4), momentum=0.9, **kw)),
+    "GraphCL": ("layer", lambda kw, _: khn.models.GraphCL(_tiny_gin(), pairing="in_batch",
+                                                          **kw)),
+    "InfoGraph": ("layer", lambda kw, _: khn.models.InfoGraph(_tiny_gin(), **kw)),
+    "InfoGraphProjection": ("layer", lambda kw, _: _module("models.infograph").InfoGraphProjection(
+        8, [8, 4], **kw)),
+    # export/
+    "SavedModelEncoder": ("layer", _saved_model_encoder),
+    # losses/
+    "NTXentLoss": ("object", lambda kw, _: khn.losses.NTXentLoss(temperature=0.2)),
+    "DebiasedContrastiveLoss": ("object", lambda kw, _: khn.losses.DebiasedContrastiveLoss(
+        tau_plus=0.1)),
+    "HardNegativeContrastiveLoss": ("object", lambda kw, _:
+                                    khn.losses.HardNegativeContrastiveLoss(tau_plus=0.1,
+                                                                           beta=0.5)),
+    "RingContrastiveLoss": ("object", lambda kw, _: khn.losses.RingContrastiveLoss()),
+    "UnReMixContrastiveLoss": ("object", lambda kw, _: khn.losses.UnReMixContrastiveLoss()),
+    # optimizers/
+    "WarmupCosineDecay": ("object", lambda kw, _: khn.optimizers.WarmupCosineDecay(
+        0.1, total_steps=10, warmup_steps=2, end_learning_rate=0.01, hold_steps=2)),
+    "LARS": ("object", lambda kw, _: khn.optimizers.LARS(0.2, weight_decay=1e-4)),
+    "SGDL2": ("object", lambda kw, _: khn.optimizers.SGDL2(
+        khn.optimizers.WarmupCosineDecay(0.1, total_steps=10), weight_decay=5e-4)),
+    # callbacks (and the models' guard)
+    "AtomicBackupAndRestore": ("object", lambda kw, folder:
+                               khn.callbacks.AtomicBackupAndRestore(
+                                   os.path.join(folder, "backup"), save_freq=3)),
+    "BetaAnnealing": ("object", lambda kw, _: khn.callbacks.BetaAnnealing(epochs=4)),
+    "RingAnnealing": ("object", lambda kw, _: khn.callbacks.RingAnnealing(epochs=4, end=20.0)),
+    "GraphRefreshCallback": ("object", lambda kw, _: khn.callbacks.GraphRefreshCallback(
+        every_n_steps=5)),
+    "NonFiniteGuard": ("object", lambda kw, _: khn.models.NonFiniteGuard(raise_error=False)),
+}
+
+
+def _module(name):
+    import importlib
+
+    return importlib.import_module(f"keras_hardneg.{name}")
+
+
+def _fused_bn(**kw):
+    return _module("encoders.batch_norm").FusedBatchNormalization(**kw)
+
+
+def _text_layer(name, **kw):
+    return getattr(_module("encoders.text_transformer"), name)(**kw)
+
+
+def _pretrained_layer(name):
+    return getattr(_module("encoders.pretrained_text"), name)
+
+
+def _registered_after_full_import():
+    _import_every_module()
+    return sorted(_registered() - ALIASES)
+
+
+def test_every_registered_class_has_a_round_trip_entry():
+    names = {n.split(">", 1)[1] for n in _registered_after_full_import()}
+    assert sorted(names - set(_ROUND_TRIP)) == [], "add the class to _ROUND_TRIP"
+    if keras.backend.backend() == "tensorflow":  # export/ (SavedModelEncoder) needs TF
+        assert sorted(set(_ROUND_TRIP) - names) == [], "_ROUND_TRIP names an unregistered class"
+
+
+@pytest.mark.parametrize("name", sorted(_ROUND_TRIP))
+def test_config_round_trip_keeps_trainable_and_dtype_policy(name, tmp_path):
+    if f"keras_hardneg>{name}" in NEEDS_KERAS_HUB and not _pretrained_available():
+        pytest.skip("needs keras-hub (the [pretrained] extra)")
+    if name == "SavedModelEncoder" and keras.backend.backend() != "tensorflow":
+        pytest.skip("a SavedModel export needs the TensorFlow backend")
+    _import_every_module()
+    kind, build = _ROUND_TRIP[name]
+    kw = {"trainable": False, "dtype": _POLICY} if kind == "layer" else {}
+    obj = build(kw, str(tmp_path))
+    assert type(obj).__name__ == name
+    if kind == "layer":  # the constructor honours them (else the round trip proves nothing)
+        assert obj.trainable is False and obj.dtype_policy.name == _POLICY
+    text = json.dumps(keras.saving.serialize_keras_object(obj))  # JSON-serialisable
+    back = keras.saving.deserialize_keras_object(json.loads(text))
+    assert type(back) is type(obj)
+    if kind == "layer":
+        assert back.trainable is False, f"{name}: trainable False came back True"
+        assert back.dtype_policy.name == _POLICY, \
+            f"{name}: dtype policy {_POLICY} came back {back.dtype_policy.name}"
+    again = json.loads(json.dumps(keras.saving.serialize_keras_object(back)))
+    assert again == json.loads(text)

@@ -129,6 +129,10 @@ def test_a_fetch_into_a_log_writes_one_plain_line(host, capsys):
     assert "\r" not in out and "\x1b" not in out and "Downloading data from" not in out
     lines = [line for line in out.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith(f"fetching zoo entry {GRAPH} ("), lines
+    # the entry's files as the guide lists them: history.json with the figures
+    cached = os.path.join(zoo_store.cache_root(), GRAPH)
+    for name in ("history.json", "results.json", "recipe.json", "model_card.md"):
+        assert os.path.isfile(os.path.join(cached, name)), name
 
 
 def test_loads_of_one_entry_at_once_fetch_it_once(tmp_path, no_clone):

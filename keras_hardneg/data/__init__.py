@@ -15,6 +15,8 @@ and labels int64 ``[B]``.
   :func:`wordllama_start` (the ``tokenizers`` package, imported on use).
 * :func:`load_tu` / :class:`GraphSet` / :func:`pad_graphs`: TU graph-classification folders
   and padded graph batches (:mod:`keras_hardneg.data.graphs`, dataset ``"tu"``).
+* :mod:`retrieval`: a BEIR folder (:func:`load_beir`: corpus, queries, relevance judgements)
+  and (anchor, positive, negatives) pair files (:func:`read_pairs`, :func:`write_pairs`).
 """
 
 from keras_hardneg.data._tf import TensorFlowBackendRequiredError, TensorFlowRequiredError
@@ -30,6 +32,7 @@ from keras_hardneg.data.image_folder import (
     scan_image_folder,
 )
 from keras_hardneg.data.public import load_cifar
+from keras_hardneg.data.retrieval import load_beir, read_pairs, write_pairs
 from keras_hardneg.data.sources import dataset_spec, load_dataset
 from keras_hardneg.data.text import TokenizedSentences, read_sentences, text_file
 from keras_hardneg.data.tfds_loader import tfds_dataset, to_rgb_float
@@ -40,6 +43,7 @@ __all__ = [
     "TensorFlowBackendRequiredError",
     "TensorFlowRequiredError",
     "dataset_spec",
+    "load_beir",
     "load_cifar",
     "load_dataset",
     "GraphSet",
@@ -53,6 +57,7 @@ __all__ = [
     "load_tu",
     "pad_graphs",
     "scan_image_folder",
+    "read_pairs",
     "read_sentences",
     "SentenceTokenizer",
     "ShuffledBatches",
@@ -65,4 +70,5 @@ __all__ = [
     "train_tokenizer",
     "wordllama_available",
     "wordllama_start",
+    "write_pairs",
 ]

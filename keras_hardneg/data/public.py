@@ -89,9 +89,26 @@ def _cifar_batches_dir(name: str, root: str) -> str | None:
     return None
 
 
+def _checked_archive(path: str, spec: dict[str, Any]) -> str:
+    """``path``, an archive a user put in the cache, if its SHA-256 is the published one."""
+    digest = _sha256(path)
+    if digest != spec["sha256"]:
+        raise FetchError(f"{spec['title']}: {path} is not the published archive (SHA-256 "
+                         f"{digest[:12]}..., published {spec['sha256'][:12]}...); remove it "
+                         "or replace it with the archive from its host.")
+    return path
+
+
 def cifar_folder(name: str = "cifar10", data_dir: str | None = None) -> str:
     """The folder of ``name``'s python batch files (``cifar10`` or ``cifar100``) in the
     cache, fetched (163 / 161 MB, SHA-256 checked) and extracted when absent.
+
+    Without network, either form in the cache (``data_dir``, default
+    ``$KERAS_HOME/datasets``) serves: the archive as its host names it
+    (``cifar-10-python.tar.gz``: its SHA-256 is checked, then it is extracted), or the
+    extracted batch files in Keras's layout (``cifar-10-batches-py-target/
+    cifar-10-batches-py/``, or ``cifar-10-batches-py/``: read as they are; each batch's
+    images and labels are checked for shape and range when read, nothing more).
 
     Raises:
         FetchError: no network (says what to give instead), or the archive differs.
@@ -106,10 +123,14 @@ def cifar_folder(name: str = "cifar10", data_dir: str | None = None) -> str:
     file_name = spec["url"].rsplit("/", 1)[-1]
 
     def build(tmp: str) -> dict[str, Any]:
+        placed = os.path.join(root, file_name)  # the archive as its host names it, put by hand
         try:
-            archive = download(spec["url"], os.path.join(root, archive_name),
-                               sha256=spec["sha256"], what=spec["title"])
+            archive = (_checked_archive(placed, spec) if os.path.isfile(placed) else
+                       download(spec["url"], os.path.join(root, archive_name),
+                                sha256=spec["sha256"], what=spec["title"]))
         except FetchError as e:
+            if os.path.isfile(placed):
+                raise
             raise FetchError(f"{e} " + offline_hint(
                 spec["title"], "use an image folder (--dataset FOLDER, --data FOLDER in the "
                 "examples)", root, file_name)) from None

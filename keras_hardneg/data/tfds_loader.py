@@ -75,17 +75,79 @@ def _prepared_builder(tfds, name, data_dir, download):
     if not builder.is_prepared():
         if not download:
             raise ValueError(_prepare_help(name, data_dir))
-        try:
-            builder.download_and_prepare()
-        except Exception as err:  # noqa: BLE001 -- offline, manual download, ...: one line
-            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-            raise ValueError(
-                f"tfds {name!r} could not be fetched and prepared in data_dir "
-                f"{_data_dir_text(data_dir)} ({type(err).__name__}: {first[:300]}). Without "
-                f"network, prepare it elsewhere with `tfds build {name} --data_dir=DIR`, copy "
-                "DIR here and pass it (--data-dir DIR, recipe key data.data_dir).") from None
-
+        _download_and_prepare(builder, name, data_dir)
     return builder
+
+
+#: Where tfds looks first for a prepared copy (its GCS bucket); reachable means online.
+#: Tests point it at a closed loopback port.
+NETWORK_PROBE = ("storage.googleapis.com", 443)
+PROBE_SECONDS = 5.0
+
+
+def _offline_reason() -> str | None:
+    """Why the network looks unreachable (one TCP connection to :data:`NETWORK_PROBE`,
+    :data:`PROBE_SECONDS` at most), or None. Behind a proxy (``HTTPS_PROXY`` /
+    ``HTTP_PROXY`` set) nothing is probed: tfds's own fetch decides."""
+    import socket
+
+    if any(os.environ.get(k) for k in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY",
+                                       "http_proxy")):
+        return None
+    try:
+        socket.create_connection(NETWORK_PROBE, timeout=PROBE_SECONDS).close()
+    except OSError as err:
+        return f"{NETWORK_PROBE[0]}:{NETWORK_PROBE[1]} unreachable: {err}"
+    return None
+
+
+def _download_and_prepare(builder, name, data_dir):
+    """``builder.download_and_prepare()``, failing in one line: at once when the network is
+    unreachable (tfds would retry each file for minutes), and after a failed attempt the
+    temporary and incomplete folders it left in the data dir are removed."""
+    help_text = (f"Without network, prepare it elsewhere with `tfds build {name} "
+                 "--data_dir=DIR`, copy DIR here and pass it (--data-dir DIR, recipe key "
+                 "data.data_dir).")
+    offline = _offline_reason()
+    if offline:
+        raise ValueError(f"tfds {name!r} is not prepared in data_dir "
+                         f"{_data_dir_text(data_dir)} and cannot be fetched ({offline}). "
+                         + help_text)
+    root = os.fspath(builder.data_dir_root) if hasattr(builder, "data_dir_root") else None
+    before = _temporaries(root)
+    try:
+        builder.download_and_prepare()
+    except Exception as err:  # noqa: BLE001 -- offline, manual download, ...: one line
+        _remove_temporaries(root, before)
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ValueError(
+            f"tfds {name!r} could not be fetched and prepared in data_dir "
+            f"{_data_dir_text(data_dir)} ({type(err).__name__}: {first[:300]}). "
+            + help_text) from None
+
+
+def _temporaries(root):
+    """Paths under ``root`` (two levels) of tfds's temporary and incomplete folders."""
+    import glob
+
+    if not root or not os.path.isdir(root):
+        return set()
+    found = set()
+    for pattern in ("*.tmp.*", "*/*.tmp.*", "*incomplete*", "*/*incomplete*",
+                    "downloads/*.tmp.*", "downloads/extracted/*.tmp.*"):
+        found.update(glob.glob(os.path.join(root, pattern)))
+    return found
+
+
+def _remove_temporaries(root, before):
+    """Removes what a failed prepare left (temporaries not there before it)."""
+    import shutil
+
+    for path in sorted(_temporaries(root) - before, reverse=True):
+        if os.path.isdir(path):
+            shutil.rmtree(path, ignore_errors=True)
+        elif os.path.lexists(path):
+            os.remove(path)
 
 
 def tfds_dataset(

@@ -204,8 +204,9 @@ class GINEncoder(keras.Model):
         return self.output_shape
 
     def get_config(self) -> dict:
-        return {"name": self.name, "trainable": self.trainable, "feature_dim": self.feature_dim,
-                "width": self.width, "num_layers": self.num_layers, "eps": self.eps,
+        return {**super().get_config(),  # name, trainable, dtype policy
+                "feature_dim": self.feature_dim, "width": self.width,
+                "num_layers": self.num_layers, "eps": self.eps,
                 "train_eps": self.train_eps, "batch_norm": self.batch_norm}
 
     @classmethod

@@ -190,7 +190,7 @@ class ProjectionHead(keras.Model):
 
     def get_config(self):
         return {
-            "name": self.name,
+            **super().get_config(),  # name, trainable, dtype policy
             "input_dim": self.input_dim,
             "hidden_dims": list(self.hidden_dims),
             "output_dim": self.output_dim,

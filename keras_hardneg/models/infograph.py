@@ -122,8 +122,8 @@ class InfoGraphProjection(keras.Model):
         return tuple(input_shape[:-1]) + (self.dims[-1],)
 
     def get_config(self) -> dict:
-        return {"name": self.name, "trainable": self.trainable, "input_dim": self.input_dim,
-                "dims": list(self.dims)}
+        return {**super().get_config(),  # name, trainable, dtype policy
+                "input_dim": self.input_dim, "dims": list(self.dims)}
 
     @classmethod
     def from_config(cls, config: dict) -> "InfoGraphProjection":

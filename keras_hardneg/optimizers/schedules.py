@@ -23,6 +23,7 @@ Example:
 """
 
 import math
+import numbers
 
 import keras
 from keras import ops
@@ -101,9 +102,23 @@ class WarmupCosineDecay(keras.optimizers.schedules.LearningRateSchedule):
         }
 
 
+def _run_length(steps_per_epoch: int, epochs: int) -> tuple[int, int]:
+    """``(steps_per_epoch, epochs)`` as ints, each checked ``>= 1``: every schedule builder
+    refuses a run without steps (it used to make a one-step schedule of it, silently)."""
+    out = []
+    for name, value in (("steps_per_epoch", steps_per_epoch), ("epochs", epochs)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+            raise ValueError(f"`{name}` must be an int >= 1 (a learning-rate schedule needs "
+                             f"the run's length); got {value!r}.")
+        out.append(int(value))
+    return out[0], out[1]
+
+
 @SCHEDULES.register("constant")
 def constant(learning_rate: float, steps_per_epoch: int, epochs: int) -> float:
-    """The learning rate, unchanged for the whole run."""
+    """The learning rate, unchanged for the whole run (``steps_per_epoch`` and ``epochs``
+    must still be ``>= 1``, as for every schedule)."""
+    _run_length(steps_per_epoch, epochs)
     return learning_rate
 
 
@@ -118,8 +133,18 @@ def warmup_cosine(learning_rate: float, steps_per_epoch: int, epochs: int,
     """:class:`WarmupCosineDecay` over ``steps_per_epoch * epochs`` steps (the warm-up is
     cut to leave at least one step of decay). ``per_epoch`` holds each epoch at the rate of
     its first step; the registry refuses it with a warm-up (held, epoch 0 would train at
-    rate 0)."""
-    total = max(steps_per_epoch * epochs, 1)
+    rate 0).
+
+    Raises:
+        ValueError: ``steps_per_epoch`` or ``epochs`` is not an int ``>= 1``.
+
+    Example:
+
+    >>> warmup_cosine(0.1, steps_per_epoch=5, epochs=4, warmup_epochs=1).total_steps
+    20
+    """
+    steps_per_epoch, epochs = _run_length(steps_per_epoch, epochs)
+    total = steps_per_epoch * epochs
     return WarmupCosineDecay(learning_rate, total_steps=total,
                              warmup_steps=min(warmup_epochs * steps_per_epoch, total - 1),
-                             hold_steps=max(steps_per_epoch, 1) if per_epoch else 1)
+                             hold_steps=steps_per_epoch if per_epoch else 1)

@@ -216,12 +216,6 @@ def make_train_feed(recipe: Any, x_train: Any, y_train: Any, *,
         modality.check_encoder_features(x_train)
         first_from_encoder = lambda model: modality.encoder_features(  # noqa: E731
             model.encoder, x_train)
-    # The graph cannot ask for more candidates or neighbours than the dataset has.
-    if "num_candidates" in spec:
-        spec["num_candidates"] = min(spec["num_candidates"], n - 1)
-    if spec.get("num_neighbors") is not None:
-        spec["num_neighbors"] = min(spec["num_neighbors"],
-                                    spec.get("num_candidates", n - 1) - 1)
     if workers > 1:
         # Every worker builds the graph itself: the build must be bit-identical everywhere.
         # The exact one is; ScaNN's is not across processes (docs/notes/sampling_workers.md).

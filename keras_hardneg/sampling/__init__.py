@@ -8,11 +8,18 @@ across workers with ``WorkerShard`` (one global walk, a block per worker) and lo
 false negatives with ``metrics``. The graph is kept fresh during training by
 ``keras_hardneg.callbacks.GraphRefreshCallback``.
 
-``make_dataset`` imports TensorFlow when called; nothing else here imports it.
+Retrieval: ``mine_hard_negatives`` (sentence-transformers' rank window and margins, exact or
+ScaNN; :mod:`keras_hardneg.sampling.mining`) over ``top_k_cosine``
+(:mod:`keras_hardneg.sampling.search`).
+
+``make_dataset`` imports TensorFlow when called (and the ScaNN index when used); nothing else
+here imports it.
 """
 
 from keras_hardneg.sampling.graph import ProximityGraph, normalize_embeddings
 from keras_hardneg.sampling.random_graph import random_graph
+from keras_hardneg.sampling.mining import MinedNegatives, MiningSummary, mine_hard_negatives
+from keras_hardneg.sampling.search import top_k_cosine
 from keras_hardneg.sampling.metrics import (batch_statistics, false_negative_fraction,
                                             mean_in_batch_cosine)
 from keras_hardneg.sampling.samplers import BatchSampler, KNNSampler, UniformSampler
@@ -23,7 +30,8 @@ __all__ = ["ProximityGraph", "normalize_embeddings", "random_graph", "random_wal
            "reachable_count", "BatchSampler", "UniformSampler", "KNNSampler", "WorkerShard",
            "make_dataset",
            "make_py_dataset", "SamplerPyDataset",
-           "mean_in_batch_cosine", "false_negative_fraction", "batch_statistics"]
+           "mean_in_batch_cosine", "false_negative_fraction", "batch_statistics",
+           "mine_hard_negatives", "MinedNegatives", "MiningSummary", "top_k_cosine"]
 
 
 def __getattr__(name):  # lazy: the feeds load keras only when used

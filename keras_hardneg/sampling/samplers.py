@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 
 import numpy as np
 
@@ -69,6 +70,10 @@ from keras_hardneg.sampling.walk import (_check_neighbors, random_walk_with_rest
                                          reachable_count, reachable_nodes)
 
 __all__ = ["BatchSampler", "UniformSampler", "KNNSampler", "INITIAL_GRAPHS"]
+
+#: ``BatchSampler``'s ``num_neighbors`` when none is given: the paper's ``K = 100``, lowered
+#: to ``min(M, N - 1) - 1`` on data too small for it (with one warning).
+DEFAULT_NUM_NEIGHBORS = 100
 
 #: Where a graph sampler's first graph comes from in a run (``initial_graph``): a fixed
 #: random projection of the inputs, or the encoder's features before the first step.
@@ -404,6 +409,57 @@ class _GraphSampler(_Sampler):
             self.update_graph(np.asarray(state["neighbors"]))
 
 
+def _is_int(value):
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+def _embedding_rows(graph):
+    """``N`` when ``graph`` is float embeddings ``[N, d]`` with ``N >= 2`` (the sampler
+    builds the graph), else None (a given graph, or input the graph build refuses)."""
+    if isinstance(graph, ProximityGraph):
+        return None
+    arr = np.asarray(graph)
+    if np.issubdtype(arr.dtype, np.integer) or arr.ndim != 2 or arr.shape[0] < 2:
+        return None
+    return int(arr.shape[0])
+
+
+def _fitted_default(sampler, wanted, limit, rule, stacklevel=3):
+    """``min(wanted, limit)`` for a ``num_neighbors`` the caller left unset, with one
+    warning when the data lowers it (an explicit value is never changed: the graph build
+    refuses one the data cannot have)."""
+    if limit >= wanted:
+        return wanted
+    warnings.warn(f"{sampler}: `num_neighbors` not given and the default K={wanted} needs more "
+                  f"nodes than the data has; using K={max(limit, 1)} ({rule}). Set "
+                  "`num_neighbors` to choose.", UserWarning, stacklevel=stacklevel)
+    return max(limit, 1)
+
+
+def _default_batchsampler_neighbors(graph, num_candidates):
+    """``K`` for ``BatchSampler(num_neighbors=None)``: :data:`DEFAULT_NUM_NEIGHBORS`, or
+    ``min(M, N - 1) - 1`` where the data has fewer candidates (embeddings only: a given graph
+    has its own ``K``)."""
+    n = _embedding_rows(graph)
+    if n is None or not _is_int(num_candidates):  # a given graph (its own K), or input
+        return None                                # the graph build refuses, naming it
+    return _fitted_default("BatchSampler", DEFAULT_NUM_NEIGHBORS,
+                           min(int(num_candidates), n - 1) - 1, "min(num_candidates, N - 1) - 1",
+                           stacklevel=4)
+
+
+def _check_explicit_neighbors(graph, num_candidates, num_neighbors):
+    """Refuses a given ``K`` the data cannot have (never lowered behind the caller's back)."""
+    n = _embedding_rows(graph)
+    if n is None or not (_is_int(num_candidates) and _is_int(num_neighbors)):
+        return  # a given graph has its own K; the graph build names a bad value
+    limit = min(int(num_candidates), n - 1)
+    if num_neighbors >= limit:
+        raise ValueError(f"`num_neighbors` (K={num_neighbors}) must be < min(`num_candidates`, "
+                         f"N - 1) = {limit} for these N={n} examples; lower it, or leave it "
+                         f"unset (default K={DEFAULT_NUM_NEIGHBORS}, fitted to the data).")
+
+
 def _as_neighbors(graph_or_embeddings, num_candidates, num_neighbors, backend, seed):
     if isinstance(graph_or_embeddings, ProximityGraph):
         return graph_or_embeddings.neighbors
@@ -426,7 +482,11 @@ class BatchSampler(_GraphSampler):
             ``start``, and a ``GraphRefreshCallback`` anneals it linearly to ``end`` over the
             run (default ``(0.2, 0.05)``, the paper's schedule for vision).
         num_candidates, num_neighbors, backend: graph settings when ``graph`` is embeddings
-            (paper defaults ``M = 1000``, ``K = 100``); kept for refreshes.
+            (paper defaults ``M = 1000``, ``K = 100``); kept for refreshes. ``M >= N - 1``
+            builds the exact kNN graph (``ProximityGraph.build``). ``num_neighbors=None``
+            (default) is ``K = 100``, lowered to ``min(M, N - 1) - 1`` on smaller data with
+            one ``UserWarning``; an explicit ``K >= min(M, N - 1)`` is refused
+            (``ValueError``).
         seed: rng seed (seeds, walks and the graph's candidate draw).
         tail: ``"fill"`` or ``"walk"`` (module docstring).
         fill_threshold: with ``tail="fill"``, once at most this many nodes (int, or a fraction
@@ -447,12 +507,17 @@ class BatchSampler(_GraphSampler):
     """
 
     def __init__(self, graph, batch_size, restart_prob=(0.2, 0.05), *, num_candidates=1000,
-                 num_neighbors=100, backend="auto", seed=0, tail="fill", fill_threshold=None,
+                 num_neighbors=None, backend="auto", seed=0, tail="fill", fill_threshold=None,
                  refresh_every=100, initial_graph="inputs"):
+        if num_neighbors is None:
+            num_neighbors = _default_batchsampler_neighbors(graph, num_candidates)
+        else:
+            _check_explicit_neighbors(graph, num_candidates, num_neighbors)
         self.num_candidates = num_candidates
-        self.num_neighbors = num_neighbors
         self.backend = backend
         nb = _as_neighbors(graph, num_candidates, num_neighbors, backend, seed)
+        #: ``K``, neighbours per node of the graph (the default resolved for the data).
+        self.num_neighbors = int(np.shape(nb)[1]) if num_neighbors is None else num_neighbors
         schedule = (tuple(restart_prob) if isinstance(restart_prob, (tuple, list))
                     else (restart_prob, restart_prob))
         if len(schedule) != 2:
@@ -492,7 +557,8 @@ class KNNSampler(_GraphSampler):
         graph: embeddings ``[N, d]`` (the exact/ScaNN kNN graph is built with ``K =
             num_neighbors``), a ``ProximityGraph`` or int ``[N, K]`` sorted by similarity.
         batch_size: ``B``.
-        num_neighbors: ``K`` of the kNN graph (default ``B - 1``).
+        num_neighbors: ``K`` of the kNN graph (default ``B - 1``, lowered to ``N - 2`` with
+            one ``UserWarning`` when the batch is the whole dataset).
         backend: graph backend (``"auto"``: exact for ``N <= 50000``, ScaNN above).
         seed: rng seed.
         tail, fill_threshold, refresh_every, initial_graph: as for ``BatchSampler``.
@@ -500,13 +566,17 @@ class KNNSampler(_GraphSampler):
 
     def __init__(self, graph, batch_size, *, num_neighbors=None, backend="auto", seed=0,
                  tail="fill", fill_threshold=None, refresh_every=100, initial_graph="inputs"):
+        embeddings = not isinstance(graph, ProximityGraph) and \
+            not np.issubdtype(np.asarray(graph).dtype, np.integer)
         if num_neighbors is None:
             num_neighbors = int(batch_size) - 1
+            if _embedding_rows(graph) is not None and _is_int(batch_size):
+                num_neighbors = _fitted_default("KNNSampler", num_neighbors,
+                                                _embedding_rows(graph) - 2, "N - 2")
         self.num_neighbors = num_neighbors
         self.backend = backend
         arr = graph
-        if not isinstance(graph, ProximityGraph) and \
-                not np.issubdtype(np.asarray(graph).dtype, np.integer):
+        if embeddings:
             n = np.asarray(graph).shape[0]
             arr = ProximityGraph.build(graph, n - 1, num_neighbors, backend=backend, seed=seed,
                                        sort_neighbors=True)
@@ -550,7 +620,7 @@ _BACKEND = Param(str, choices=("auto", "scann", "brute"),
 
 
 def _check_batchsampler(config):
-    if config["num_neighbors"] >= config["num_candidates"]:
+    if config["num_neighbors"] is not None and config["num_neighbors"] >= config["num_candidates"]:
         return (f"'num_neighbors' must be < 'num_candidates'; got {config['num_neighbors']} "
                 f"and {config['num_candidates']}")
     if isinstance(config["restart_prob"], list) and len(config["restart_prob"]) != 2:
@@ -566,7 +636,9 @@ SAMPLERS.register(
     params={
         "num_candidates": Param(int, low=2, tunable=True,
                                 help="M: candidates drawn per node to build the graph"),
-        "num_neighbors": Param(int, low=1, help="K: neighbours kept per node"),
+        "num_neighbors": Param(int, low=1, help="K: neighbours kept per node (default: 100, "
+                                                "or min(num_candidates, N - 1) - 1 on "
+                                                "smaller data)"),
         "restart_prob": Param("number_or_list", low=0.0, high=1.0, high_inclusive=False,
                               tunable=True,
                               help="restart probability alpha, or [start, end] annealed "

@@ -237,6 +237,7 @@ def apply_to_recipe(recipe, values):
         recipe[info["section"]][info["key"]] = value
     name = recipe["sampler"]["name"]
     sampler = recipe["sampler"] = {**SECTIONS["sampler"].defaults(name), **recipe["sampler"]}
-    if "num_candidates" in sampler and sampler["num_neighbors"] >= sampler["num_candidates"]:
+    if "num_candidates" in sampler and sampler.get("num_neighbors") is not None \
+            and sampler["num_neighbors"] >= sampler["num_candidates"]:
         sampler["num_neighbors"] = max(1, sampler["num_candidates"] // 2)
     return recipe

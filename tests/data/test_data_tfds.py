@@ -99,3 +99,43 @@ def test_invalid_arguments_name_the_parameter(tiny_dir, kwargs, name):
     args = {"name": "khn_tiny_gray", "data_dir": tiny_dir, **kwargs}
     with pytest.raises(ValueError, match=name):
         tfds_dataset(**args)
+
+
+def test_offline_download_stops_at_once_and_leaves_nothing(tmp_path, monkeypatch):
+    """``download=True`` without network: one line within seconds (tfds alone retries each
+    file for minutes), and nothing left in the data dir."""
+    import time
+
+    from keras_hardneg.data import tfds_loader
+
+    for key in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setattr(tfds_loader, "NETWORK_PROBE", ("127.0.0.1", 9))  # nothing listens
+    start = time.perf_counter()
+    with pytest.raises(ValueError) as err:
+        tfds_dataset("mnist", data_dir=str(tmp_path), download=True)
+    assert time.perf_counter() - start < 30
+    message = str(err.value)
+    assert len(message.splitlines()) == 1 and "cannot be fetched" in message
+    assert "tfds build mnist" in message
+    assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
+
+
+def test_a_failed_prepare_removes_its_temporaries(tmp_path, monkeypatch):
+    from keras_hardneg.data import tfds_loader
+
+    monkeypatch.setattr(tfds_loader, "_offline_reason", lambda: None)
+    (tmp_path / "kept.tmp.mine").mkdir()  # there before: not ours to remove
+
+    def fail(self, *args, **kwargs):
+        (tmp_path / "downloads").mkdir(exist_ok=True)
+        (tmp_path / "downloads" / "file.tmp.123").mkdir()
+        (tmp_path / "khn_tiny_gray" / "1.0.0.incomplete7").mkdir(parents=True)
+        raise ConnectionError("no route to host")
+
+    monkeypatch.setattr(KhnTinyGray, "download_and_prepare", fail)
+    with pytest.raises(ValueError, match="could not be fetched and prepared.*ConnectionError"):
+        tfds_dataset("khn_tiny_gray", data_dir=str(tmp_path), download=True)
+    assert not (tmp_path / "downloads" / "file.tmp.123").exists()
+    assert not (tmp_path / "khn_tiny_gray" / "1.0.0.incomplete7").exists()
+    assert (tmp_path / "kept.tmp.mine").is_dir()

@@ -266,3 +266,19 @@ def test_fetches_of_one_set_at_once_fetch_it_once(mirror):
     assert slow.requests == ["/MUTAG.zip"]
     assert fetch.read_stamp(got[0])["counts"]["graphs"] == 188
     assert sorted(os.listdir(os.path.dirname(got[0]))) == ["MUTAG"]  # no lock file left
+
+
+def test_a_cifar_archive_put_in_the_cache_by_hand_is_checked_and_used(tmp_path, monkeypatch):
+    """`cifar-10-python.tar.gz` (the host's name) in $KERAS_HOME/datasets serves without
+    a request when its SHA-256 is the published one, and is refused by name otherwise."""
+    monkeypatch.setenv("KERAS_HOME", str(tmp_path))
+    monkeypatch.setenv(fetch.MIRROR_ENV, "http://127.0.0.1:9")  # any request would fail
+    root = fetch.data_home()
+    os.makedirs(root)
+    archive = _loopback.cifar_archive(os.path.join(root, "cifar-10-python.tar.gz"))
+    with pytest.raises(fetch.FetchError, match="is not the published archive"):
+        public.load_cifar("cifar10")
+    digest = hashlib.sha256(open(archive, "rb").read()).hexdigest()
+    monkeypatch.setitem(public.CIFAR["cifar10"], "sha256", digest)
+    (x, y), (xt, yt) = public.load_cifar("cifar10")
+    assert x.shape[1:] == (32, 32, 3) and len(x) == len(y) > 0 and len(xt) == len(yt) > 0

@@ -78,3 +78,25 @@ def test_recipe_per_epoch_holds_the_rate_and_refuses_a_warmup():
     with pytest.raises(ConfigError, match="'schedule.per_epoch' needs 'schedule.warmup_epochs'"):
         load_recipe({"schedule": {"name": "warmup_cosine", "per_epoch": True,
                                   "warmup_epochs": 2}})
+
+
+@pytest.mark.parametrize("name", ["warmup_cosine", "constant"])
+@pytest.mark.parametrize("steps_per_epoch, epochs, bad", [
+    (0, 10, "steps_per_epoch"), (5, 0, "epochs"), (-1, 10, "steps_per_epoch"),
+    (2.5, 10, "steps_per_epoch"), (True, 10, "steps_per_epoch")])
+def test_a_schedule_builder_refuses_a_run_without_steps(name, steps_per_epoch, epochs, bad):
+    # Issue 56, bug 5: 0 steps used to give a WarmupCosineDecay of 1 step, silently.
+    from keras_hardneg.registry import SCHEDULES
+
+    with pytest.raises(ValueError, match=f"^`{bad}` must be an int >= 1.*got ") as info:
+        SCHEDULES.build(name, 0.1, steps_per_epoch, epochs)
+    assert "\n" not in str(info.value)
+
+
+def test_build_optimizer_refuses_zero_steps_per_epoch():
+    from keras_hardneg.run.build import build_optimizer
+
+    with pytest.raises(ValueError, match="^`steps_per_epoch` must be an int >= 1"):
+        build_optimizer({}, 0)
+    assert build_optimizer({}, 3)._learning_rate.total_steps == 3 * build_optimizer(
+        {}, 1)._learning_rate.total_steps

@@ -211,12 +211,22 @@ def test_batch_larger_than_dataset_is_refused_by_training():
 def test_num_candidates_larger_than_dataset_is_clipped():
     s = sampling.BatchSampler(EMB, 8, num_candidates=500, num_neighbors=5)
     assert s.neighbors.shape == (50, 5)
+    # num_neighbors left unset: the default K = 100 is fitted to the data, with a warning.
+    recipe = load_recipe({"batch_size": 4, "sampler": {"name": "batchsampler",
+                                                      "num_candidates": 500}})
+    with pytest.warns(UserWarning, match="num_neighbors"):
+        _, steps, _, sampler = runlib.make_train_feed(recipe, X, Y)
+    assert sampler.neighbors.shape == (20, 18)  # M = N - 1 = 19, K = M - 1
+    assert steps == sampler.steps_per_epoch
+
+
+def test_num_neighbors_the_dataset_cannot_have_is_refused():
+    # An explicit K is never changed behind the recipe's back (issue 56, bug 6).
     recipe = load_recipe({"batch_size": 4, "sampler": {"name": "batchsampler",
                                                       "num_candidates": 500,
                                                       "num_neighbors": 100}})
-    _, steps, _, sampler = runlib.make_train_feed(recipe, X, Y)
-    assert sampler.neighbors.shape == (20, 18)  # M = N - 1 = 19, K = M - 1
-    assert steps == sampler.steps_per_epoch
+    with pytest.raises(ValueError, match=r"`num_neighbors` \(K=100\) must be <"):
+        runlib.make_train_feed(recipe, X, Y)
 
 
 def test_zero_example_image_folder_is_refused(tmp_path):

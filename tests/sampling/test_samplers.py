@@ -149,3 +149,44 @@ def test_uniform_drop_remainder_is_shuffled_batches_and_resumes():
         UniformSampler(10, 4, drop_remainder="yes")
     with pytest.raises(ValueError, match="`seed` must be an integer >= 0"):
         UniformSampler(10, 4, seed=None, drop_remainder=True)
+
+
+# Issue 56, bug 6: the sampler itself (not only the run layer) fits its graph to small data.
+def _small(n=40, seed=0):
+    return np.random.default_rng(seed).normal(size=(n, 8)).astype("float32")
+
+
+def test_registered_batchsampler_with_its_defaults_builds_on_small_data():
+    import warnings
+
+    from keras_hardneg.registry import SAMPLERS
+
+    with pytest.warns(UserWarning, match=r"num_neighbors.*K=38") as caught:
+        s = SAMPLERS.build("batchsampler", _small(), 8)
+    assert len([w for w in caught if "num_neighbors" in str(w.message)]) == 1  # said once
+    # M = 1000 >= N - 1 is the exact kNN graph (M = N - 1 = 39); K = M - 1.
+    assert s.neighbors.shape == (40, 38) and s.num_neighbors == 38
+    assert next(iter(s)).shape == (8,)
+    with warnings.catch_warnings():  # data large enough for K = 100: nothing to say
+        warnings.simplefilter("error")
+        assert BatchSampler(_small(300), 8, num_candidates=150).num_neighbors == 100
+
+
+def test_default_num_neighbors_follows_num_candidates():
+    with pytest.warns(UserWarning, match="K=9"):
+        s = BatchSampler(_small(), 8, num_candidates=10)
+    assert s.neighbors.shape == (40, 9)
+
+
+def test_an_explicit_num_neighbors_the_data_cannot_have_is_refused_in_one_line():
+    from keras_hardneg.registry import SAMPLERS
+
+    with pytest.raises(ValueError, match=r"^`num_neighbors` \(K=100\) must be < ") as info:
+        SAMPLERS.build("batchsampler", _small(), 8, num_neighbors=100)
+    assert "\n" not in str(info.value)
+
+
+def test_knn_sampler_default_fits_a_batch_as_large_as_the_data():
+    with pytest.warns(UserWarning, match="K=10"):  # K = B - 1 = 11 needs N - 1 > 11
+        s = KNNSampler(_small(12), 12)
+    assert s.neighbors.shape == (12, 10) and next(iter(s)).shape == (12,)
