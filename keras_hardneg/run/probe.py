@@ -204,8 +204,10 @@ def hardest_negatives(weights: np.ndarray, cosines: np.ndarray, mask: np.ndarray
                       negatives: int = GALLERY_NEGATIVES) -> list[dict[str, Any]]:
     """The gallery of the hardest negatives: ``anchors`` view-1 anchors (seeded choice),
     each with its ``negatives`` most-weighted negatives (ties by the larger cosine, as
-    :data:`TOP_FRACTION`'s share). Rows number the ``2P`` projections: ``r < P`` is view 1 of
-    probe example ``r``, ``r >= P`` view 2 of example ``r - P``. Each anchor:
+    :data:`TOP_FRACTION`'s share; an example whose two views score the same cosine, as
+    SimCSE's identical views do in inference mode, is listed once). Rows number the ``2P``
+    projections: ``r < P`` is view 1 of probe example ``r``, ``r >= P`` view 2 of example
+    ``r - P``. Each anchor:
     ``{"anchor": row, "positive_cosine": c, "negatives": [[row, weight, cosine, same]]}``
     (``same`` 1 / 0 for a shared label, None without labels).
 
@@ -228,7 +230,17 @@ def hardest_negatives(weights: np.ndarray, cosines: np.ndarray, mask: np.ndarray
     out = []
     for a in chosen:
         key = np.where(mask[a], weights[a] + 1e-9 * cosines[a], -np.inf)
-        order = np.argsort(-key, kind="stable")[:k]
+        order, seen = [], {}
+        for j in np.argsort(-key, kind="stable"):
+            if not mask[a, j]:
+                break
+            twin = seen.get(int(j) % p)  # the example's other view, already listed
+            if twin is not None and abs(cosines[a, j] - cosines[a, twin]) < 1e-6:
+                continue  # identical views (SimCSE in inference mode): listed once
+            seen[int(j) % p] = int(j)
+            order.append(int(j))
+            if len(order) == k:
+                break
         out.append({"anchor": int(a), "positive_cosine": round(float(positive_cos[a]), 4),
                     "negatives": [[int(j), round(float(weights[a, j]), 5),
                                    round(float(cosines[a, j]), 4),

@@ -68,6 +68,22 @@ def test_hardest_negatives_are_each_anchors_heaviest():
     assert record["anchor_effective"] == pytest.approx(arrays["effective"].tolist(), rel=1e-3)
 
 
+def test_identical_views_are_listed_once():
+    """SimCSE's two views are the same ids: in inference mode both rows of an example score
+    alike, and the gallery lists the example once."""
+    from keras_hardneg.losses import HardNegativeContrastiveLoss
+
+    z = np.random.default_rng(3).normal(size=(10, 8)).astype("float32")
+    a = {k: np.asarray(v) for k, v in probe_lib.pair_arrays(
+        z, z, HardNegativeContrastiveLoss(beta=1.0)).items()}
+    gallery = probe_lib.hardest_negatives(a["weights"], a["negative_cos"],
+                                          a["mask"].astype(bool), a["positive_cos"], None, 0)
+    for h in gallery:
+        examples = [j % 10 for j, *_ in h["negatives"]]
+        assert len(examples) == probe_lib.GALLERY_NEGATIVES == len(set(examples))
+        assert all(same is None for *_, same in h["negatives"])
+
+
 def test_projector_files_hold_both_views(tmp_path):
     z = np.arange(24, dtype=float).reshape(6, 4)
     folder = probe_lib.write_projector(str(tmp_path / "proj"), z, np.array([7, 3, 9]),
