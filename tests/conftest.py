@@ -29,7 +29,9 @@ import backend_run  # noqa: E402  (tests/backend_run.py)
 
 _detached = {}
 #: Set to a file path to log each test's wall and CPU seconds (its own process and the
-#: children it waited for) as JSON lines: where the suite's time goes, under xdist too.
+#: children it waited for) as JSON lines, with the backend (the JAX re-run of the ``backends``
+#: tests writes to the same file), the xdist worker and the time the test ended: where the
+#: suite's time goes, under xdist too, and whether a worker idled at the end.
 CPU_LOG_ENV = "KHN_TEST_CPU_LOG"
 
 
@@ -48,8 +50,12 @@ def pytest_runtest_protocol(item, nextitem):
     cpu = (c1.user - c0.user) + (c1.system - c0.system)
     children = (c1.children_user - c0.children_user) + (c1.children_system - c0.children_system)
     with open(path, "a") as f:
-        f.write(json.dumps({"test": item.nodeid, "wall": round(time.perf_counter() - t0, 2),
-                            "cpu": round(cpu, 2), "children_cpu": round(children, 2)}) + "\n")
+        f.write(json.dumps({"test": item.nodeid, "backend": os.environ.get("KERAS_BACKEND",
+                                                                         "tensorflow"),
+                            "wall": round(time.perf_counter() - t0, 2),
+                            "cpu": round(cpu, 2), "children_cpu": round(children, 2),
+                            "worker": os.environ.get("PYTEST_XDIST_WORKER", ""),
+                            "end": round(time.time(), 1)}) + "\n")
 
 
 #: The files that take longest (most start processes), run first: under xdist each worker
@@ -136,7 +142,18 @@ def _tensorflow_without_grappler(config):
     tf.config.optimizer.set_experimental_options({"disable_meta_optimizer": True})
 
 
+def _keep_longest_first(config):
+    """pytest-xdist >= 3.6 reorders ``--dist loadfile``'s files by their number of tests,
+    most first (``--loadscope-reorder``, on by default), which undid ``LONGEST_FIRST``: the
+    few-test, many-process files (examples, SIGKILL resume, the no-TensorFlow child) ran
+    last, one worker idle while the other finished them (docs/notes/suite_time.md,
+    2026-11-29). Off, the workers take files in the collected order."""
+    if getattr(config.option, "loadscopereorder", None):
+        config.option.loadscopereorder = False
+
+
 def pytest_configure(config):
+    _keep_longest_first(config)
     _tensorflow_without_grappler(config)
     # Under pytest-xdist the controller starts the JAX re-run once, before the workers start
     # (they inherit KHN_BACKEND_RUN_DIR), when the whole suite is what runs: every worker
