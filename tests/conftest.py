@@ -62,34 +62,39 @@ def pytest_runtest_protocol(item, nextitem):
 #: takes the next file when it finishes one, so a long file collected late ran alone at the
 #: end while the other worker idled (``tests/reliability/test_resume.py``, ~2 minutes, in
 #: the runs of 2026-11-27). Longest first leaves short files for the end. Ranked by the
-#: per-file CPU of ``KHN_TEST_CPU_LOG`` (docs/notes/suite_time.md); a file not listed keeps
-#: its place after these, and every file keeps its own order of tests.
+#: default run's per-file CPU of ``KHN_TEST_CPU_LOG`` (TensorFlow side, 2026-11-29:
+#: docs/notes/suite_time.md); a file not listed keeps its place after these, and every file
+#: keeps its own order of tests. xdist must not reorder them (``_keep_longest_first``).
 LONGEST_FIRST = (
-    "tests/reliability/test_resume.py",
-    "tests/examples/test_examples.py",
-    "tests/run/test_multi_process.py",
-    "tests/run/test_multi_worker.py",
-    "tests/test_no_tensorflow.py",
-    "tests/test_zoo.py",
-    "tests/test_new_user.py",
-    "tests/models/test_distributed.py",
-    "tests/test_new_user_unlabeled.py",
-    "tests/encoders/test_pretrained_text.py",
-    "tests/export/test_preset.py",
-    "tests/export/test_export.py",
+    "tests/run/test_run_report.py",
     "tests/run/test_modality.py",
-    "tests/test_zoo_store.py",
-    "tests/models/test_cross_backend_weights.py",
-    "tests/models/test_jax_distributed.py",
+    "tests/run/test_rerun.py",
+    "tests/test_zoo.py",
+    "tests/losses/test_ring.py",
+    "tests/models/test_moco.py",
+    "tests/export/test_export.py",
+    "tests/encoders/test_pretrained_text.py",
+    "tests/test_doctests.py",
+    "tests/test_new_user.py",
+    "tests/tuning/test_search.py",
+    "tests/run/test_feed.py",
+    "tests/models/test_compile_fit.py",
+    "tests/export/test_preset.py",
+    "tests/test_serialization.py",
+    "tests/test_no_tensorflow.py",
+    "tests/losses/test_numerics_and_api.py",
+    "tests/reliability/test_numerics.py",
+    "tests/models/test_text_simclr.py",
 )
 
 
-#: Set to 1 to run the heavy tier too: process-level integration checks (``@pytest.mark.heavy``)
-#: that each start several processes for one assertion and that nothing else in the suite
-#: repeats -- multi-worker and multi-process training, the MoCo/BatchSampler SIGKILL resume,
-#: MoCo under MirroredStrategy. Without it they are skipped, naming this variable: the
-#: suite must stay well inside CI's 20 minutes (docs/notes/suite_time.md, session 18, says
-#: what each costs, what the default run still covers, and when to run the tier).
+#: Set to 1 to run the heavy tier too: process-level and integration runs
+#: (``@pytest.mark.heavy``) -- multi-worker and multi-process training, the SIGKILL resume
+#: chains, MoCo under MirroredStrategy, every example's smoke run, the no-TensorFlow child's
+#: MoCo and presets scenarios, the zoo's concurrent fetches and non-editable install, the run
+#: from a wheel. Without it they are skipped, naming this variable: the default suite must
+#: stay inside 15 minutes on two cores (docs/notes/suite_time.md says what each costs, what
+#: the default run still covers, and when to run the tier; ``.ci/run`` runs both).
 HEAVY_ENV = "KHN_HEAVY_TESTS"
 
 
