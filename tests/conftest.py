@@ -148,7 +148,7 @@ def _tensorflow_without_grappler(config):
 
 
 def _keep_longest_first(config):
-    """pytest-xdist >= 3.6 reorders ``--dist loadfile``'s files by their number of tests,
+    """pytest-xdist (3.8 here) reorders ``--dist loadfile``'s files by their number of tests,
     most first (``--loadscope-reorder``, on by default), which undid ``LONGEST_FIRST``: the
     few-test, many-process files (examples, SIGKILL resume, the no-TensorFlow child) ran
     last, one worker idle while the other finished them (docs/notes/suite_time.md,
