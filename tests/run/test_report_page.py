@@ -131,8 +131,9 @@ def test_curves_name_a_quiet_clamp_a_constant_rate_and_one_epoch():
 
 
 def test_figures_give_the_spread_beside_the_change():
-    html = report_page.figures_section({"svm_accuracy": 0.85, "svm_accuracy_std": 0.0619},
-                                       {"svm_accuracy": 0.8497})
+    results = {"svm_accuracy": 0.85, "svm_accuracy_std": 0.0619}
+    html = report_page.figures_section([("svm_accuracy", "SVM accuracy", 0.85)],
+                                       {"svm_accuracy": 0.8497}, results=results)
     assert "+0.0003 &plusmn; 0.0619" in html and "folds" in html
 
 
