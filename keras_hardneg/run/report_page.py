@@ -228,20 +228,7 @@ def curves_section(history: dict[str, list], baseline: dict[str, Any] | None,
                      f"(schedule <code>{html.escape(str(lr.get('schedule', '?')))}</code>), "
                      "so no curve is drawn for it.")
     if len(loss) == 1:
-        cells = [("training loss", _fmt(loss[0]))]
-        for key, label in (("knn_accuracy", "kNN accuracy"), ("positive_cosine",
-                                                              "positive cosine"),
-                           ("negative_cosine", "negative cosine"),
-                           ("false_negative_rate", "false-negative rate")):
-            if history.get(key):
-                cells.append((label, _fmt(history[key][0])))
-        if uniform_fn is not None and history.get("false_negative_rate"):
-            cells.append(("false-negative rate of uniform batches (expected)",
-                          _fmt(uniform_fn)))
-        return (_table(("one epoch", "value"), cells) + _note(
-            "One epoch: a curve of one point says nothing, so the epoch's means are given "
-            "as numbers (<code>history.json</code>).") + "".join(_note(t) for t in extra)
-                + notes)
+        return _one_epoch_table(history, uniform_fn) + "".join(_note(t) for t in extra) + notes
     plt = _pyplot()
     epochs = np.arange(1, len(loss) + 1)
     panels = ["loss"]
@@ -273,42 +260,71 @@ def curves_section(history: dict[str, list], baseline: dict[str, Any] | None,
             ax.legend(fontsize=8)
             _panel(ax, "mean cosine (training batches)", "cosine")
         elif name == "fn":
-            top = 0.0
-            if "false_negative_rate" in shares:
-                ax.plot(epochs, shares["false_negative_rate"], marker="o", ms=3,
-                        color="tab:red", label="false-negative rate")
-                top = max(top, max(shares["false_negative_rate"]))
-                if uniform_fn is not None:
-                    ax.axhline(uniform_fn, color="gray", ls=":", lw=1.2,
-                               label=f"uniform batches ({uniform_fn:.3f})")
-                    top = max(top, uniform_fn)
-            if "clamp_fraction" in shares:
-                ax.plot(epochs, shares["clamp_fraction"], marker="s", ms=3,
-                        color="tab:purple", label="anchors at the clamp")
-                top = max(top, max(shares["clamp_fraction"]))
-            ax.set_ylim(0, min(1.0, 1.45 * top) if top > 0 else 1.0)  # room for the legend
-            ax.legend(fontsize=8, loc="upper right")
-            _panel(ax, "training batches", "share")
+            _shares_panel(ax, epochs, shares, uniform_fn)
         elif name == "lr":
             ax.plot(lr["epochs"], lr_values, color="tab:brown")
             ax.set_ylim(bottom=0)
             _panel(ax, f"learning rate ({lr.get('schedule', '')})", "learning rate")
     fig.tight_layout()
+    text = _curves_caption(uniform_fn if "false_negative_rate" in shares else None,
+                           lr.get("schedule", "") if lr_curve else None)
+    return (_img(figure_uri(fig), "per-epoch curves") + _note(text)
+            + "".join(_note(t) for t in extra) + notes)
+
+
+def _one_epoch_table(history: dict[str, list], uniform_fn: float | None) -> str:
+    """A one-epoch run's means as numbers (a curve of one point says nothing)."""
+    cells = [("training loss", _fmt(history["loss"][0]))]
+    for key, label in (("knn_accuracy", "kNN accuracy"), ("positive_cosine", "positive cosine"),
+                       ("negative_cosine", "negative cosine"),
+                       ("false_negative_rate", "false-negative rate")):
+        if history.get(key):
+            cells.append((label, _fmt(history[key][0])))
+    if uniform_fn is not None and history.get("false_negative_rate"):
+        cells.append(("false-negative rate of uniform batches (expected)", _fmt(uniform_fn)))
+    return _table(("one epoch", "value"), cells) + _note(
+        "One epoch: a curve of one point says nothing, so the epoch's means are given "
+        "as numbers (<code>history.json</code>).")
+
+
+def _shares_panel(ax, epochs: np.ndarray, shares: dict[str, list],
+                  uniform_fn: float | None) -> None:
+    """The false-negative rate (beside uniform batches') and the clamp's share, with room
+    above the data for the legend."""
+    top = 0.0
+    if "false_negative_rate" in shares:
+        ax.plot(epochs, shares["false_negative_rate"], marker="o", ms=3, color="tab:red",
+                label="false-negative rate")
+        top = max(top, max(shares["false_negative_rate"]))
+        if uniform_fn is not None:
+            ax.axhline(uniform_fn, color="gray", ls=":", lw=1.2,
+                       label=f"uniform batches ({uniform_fn:.3f})")
+            top = max(top, uniform_fn)
+    if "clamp_fraction" in shares:
+        ax.plot(epochs, shares["clamp_fraction"], marker="s", ms=3, color="tab:purple",
+                label="anchors at the clamp")
+        top = max(top, max(shares["clamp_fraction"]))
+    ax.set_ylim(0, min(1.0, 1.45 * top) if top > 0 else 1.0)
+    ax.legend(fontsize=8, loc="upper right")
+    _panel(ax, "training batches", "share")
+
+
+def _curves_caption(uniform_fn: float | None, schedule: str | None) -> str:
+    """What the curves show; ``uniform_fn`` when its line is drawn, ``schedule`` when the
+    learning-rate curve is."""
     text = ("Loss, cosines and false-negative rate: means over each epoch's training batches "
             "(<code>history.json</code>). The false-negative rate is the share of an anchor's "
             "negatives that share its label (labels never enter the loss)")
-    if uniform_fn is not None and "false_negative_rate" in shares:
+    if uniform_fn is not None:
         text += (f"; the dotted line is its expectation for batches drawn uniformly at "
                  f"random, <code>&sum;_c n_c(n_c&minus;1) / (N(N&minus;1))</code> = "
                  f"{uniform_fn:.4f} over the training labels: above it, the batches hold more "
                  "same-class negatives than chance")
     text += "."
-    if lr_curve:
+    if schedule is not None:
         text += (" Learning rate: the optimizer's schedule "
-                 f"(<code>{html.escape(str(lr.get('schedule', '')))}</code>) at every step, "
-                 "in epochs.")
-    return (_img(figure_uri(fig), "per-epoch curves") + _note(text)
-            + "".join(_note(t) for t in extra) + notes)
+                 f"(<code>{html.escape(str(schedule))}</code>) at every step, in epochs.")
+    return text
 
 
 # ------------------------------------------------------------------- negatives
@@ -474,6 +490,44 @@ def _collapse(records: Sequence[dict]):
     return figure_uri(fig)
 
 
+def _collapse_panel(records: Sequence[dict[str, Any]], out: list, defs: list) -> None:
+    """The collapse check's panel and definition (records from before it have none)."""
+    checked = [r for r in records if "collapse" in r]
+    if not checked:
+        return
+    c = checked[-1]["collapse"]
+    out.append(_img(_collapse(checked), "collapse check"))
+    defs.append(
+        "<b>Collapse check</b>: each probe projection L2-normalised; left, the standard "
+        "deviation of each dimension over the probe's rows, averaged over the "
+        f"{c['dim']} dimensions: 1/sqrt(d) = {1 / np.sqrt(c['dim']):.4f} for directions "
+        "spread evenly over the sphere, 0 for a collapse to one point "
+        f"({c['std']:.4f} at epoch {checked[-1]['epoch']}); right, the effective rank "
+        "<code>exp(H(p))</code>, p the normalised singular values (RankMe): d at most, "
+        f"1 for a collapse to one direction ({c['effective_rank']:.1f} at epoch "
+        f"{checked[-1]['epoch']}).")
+
+
+def _probe_table(records: Sequence[dict[str, Any]], labelled: bool) -> str:
+    """The probe's figures per epoch (thinned to :data:`TABLE_ROWS`)."""
+    last = records[-1]
+    header = ["epoch", "effective negatives", "N", "positive cos", "negative cos"]
+    if labelled:
+        top = last["false_negatives"].get("top_fraction", 0.05)
+        header += ["same class: all", f"same class: top {top:.0%} by weight",
+                   "same class: weight share"]
+    rows = []
+    shown = _thin(records)
+    for r in shown:
+        row = [str(r["epoch"]), f'<span class="eff">{r["effective_negatives"]:.3f}</span>',
+               str(r["num_negatives"]), _fmt(r["positive_cosine"]), _fmt(r["negative_cosine"])]
+        if labelled:
+            f = r["false_negatives"]
+            row += [_fmt(f["all"]), _fmt(f["most_weighted"]), _fmt(f["weight"])]
+        rows.append(row)
+    return _table(header, rows, "probe") + _thinned_note(len(shown), len(records))
+
+
 def negatives_section(probe: dict[str, Any] | None, loss_name: str,
                       notes: Sequence[str] = ()) -> str:
     """What the negatives did, from the probe's records (see the module docstring).
@@ -533,39 +587,13 @@ def negatives_section(probe: dict[str, Any] | None, loss_name: str,
         defs.append("<b>Effective negatives of each anchor</b>: the distribution over the "
                     f"{len(last['anchor_effective'])} anchors at the first and the last "
                     "epoch (its quartiles per epoch are the band above).")
-    checked = [r for r in records if "collapse" in r]  # a file from before: none
-    if checked:
-        c = checked[-1]["collapse"]
-        out.append(_img(_collapse(checked), "collapse check"))
-        defs.append(
-            "<b>Collapse check</b>: each probe projection L2-normalised; left, the standard "
-            "deviation of each dimension over the probe's rows, averaged over the "
-            f"{c['dim']} dimensions: 1/sqrt(d) = {1 / np.sqrt(c['dim']):.4f} for directions "
-            "spread evenly over the sphere, 0 for a collapse to one point "
-            f"({c['std']:.4f} at epoch {checked[-1]['epoch']}); right, the effective rank "
-            "<code>exp(H(p))</code>, p the normalised singular values (RankMe): d at most, "
-            f"1 for a collapse to one direction ({c['effective_rank']:.1f} at epoch "
-            f"{checked[-1]['epoch']}).")
+    _collapse_panel(records, out, defs)
     if min(r["positive_cosine"] for r in records) > 0.9999:
         out.append(_note("Positive cosine 1: the two views differ only where training draws "
                          "at random inside the model (SimCSE's dropout), which inference "
                          "mode turns off; the negatives' similarities and weights do not "
                          "depend on it."))
-    header = ["epoch", "effective negatives", "N", "positive cos", "negative cos"]
-    if labelled:
-        top = last["false_negatives"].get("top_fraction", 0.05)
-        header += ["same class: all", f"same class: top {top:.0%} by weight",
-                   "same class: weight share"]
-    rows = []
-    shown = _thin(records)
-    for r in shown:
-        row = [str(r["epoch"]), f'<span class="eff">{r["effective_negatives"]:.3f}</span>',
-               str(r["num_negatives"]), _fmt(r["positive_cosine"]), _fmt(r["negative_cosine"])]
-        if labelled:
-            f = r["false_negatives"]
-            row += [_fmt(f["all"]), _fmt(f["most_weighted"]), _fmt(f["weight"])]
-        rows.append(row)
-    out.append(_table(header, rows, "probe") + _thinned_note(len(shown), len(records)))
+    out.append(_probe_table(records, labelled))
     if labelled:
         defs.append(
             "<b>Same class</b>: the share of negatives with the anchor's label (false negatives: "
