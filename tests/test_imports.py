@@ -118,8 +118,18 @@ def test_imports_flow_down_the_layers(module):
     assert upward == [], f"{module} (layer {_layer(module)}) imports a higher layer"
 
 
-def test_the_cli_imports_no_private_name():
-    with open(MODULES["keras_hardneg.cli"]) as f:
+CLI_MODULES = sorted(m for m in MODULES if m == "keras_hardneg.cli"
+                     or m.startswith("keras_hardneg.cli."))
+
+
+def test_the_cli_package_has_a_module_per_command():
+    commands = {"train", "evaluate", "report", "export", "tune", "zoo"}
+    assert {f"keras_hardneg.cli.{c}" for c in commands} <= set(CLI_MODULES)
+
+
+@pytest.mark.parametrize("module", CLI_MODULES)
+def test_the_cli_imports_no_private_name(module):
+    with open(MODULES[module]) as f:
         tree = ast.parse(f.read())
     private = []
     for node in ast.walk(tree):
