@@ -103,12 +103,15 @@ def add_model_flags(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("what to train (override the recipe)")
     g.add_argument("--recipe", help="JSON recipe file (e.g. one from models/); flags below "
                                     "override it")
-    g.add_argument("--dataset", help="'digits' (embedded, default), 'tfds:NAME', an image "
-                                     "folder (class subfolders, or train/ and test/ inside; a "
-                                     "flat folder of unlabeled images trains without "
-                                     "evaluation), a "
-                                     "TU graph folder (graph recipe: GraphCL), or a .txt file of "
-                                     "sentences (text recipe: SimCSE)")
+    g.add_argument("--dataset", help="by name: 'digits' (embedded, default), 'cifar10', "
+                                     "'cifar100' (fetched once), 'tu:NAME' (a TU graph set "
+                                     "fetched once, e.g. tu:MUTAG; graph recipe: GraphCL), "
+                                     "'text:NAME' (sentences fetched once, e.g. text:wiki1m; "
+                                     "text recipe: SimCSE), 'tfds:NAME' (TensorFlow "
+                                     "Datasets); or a path: an image folder (class "
+                                     "subfolders, or train/ and test/ inside; a flat folder "
+                                     "of unlabeled images trains without evaluation), a TU "
+                                     "graph folder, or a .txt file of sentences")
     g.add_argument("--data-dir", help="where data fetched by name is cached (cifar10, "
                                       "tu:NAME, text:NAME; default ~/.keras/datasets) or "
                                       "prepared (tfds:NAME; default $TFDS_DATA_DIR, else "
@@ -145,9 +148,33 @@ def add_model_flags(p: argparse.ArgumentParser) -> None:
                        help=f"{text} (default: the recipe's, else {param.default!r})")
 
 
-def with_flag(message: str) -> str:
-    """Prefixes a recipe error with the flag that sets the key it names."""
+def with_flag(message: str, args: argparse.Namespace | None = None) -> str:
+    """Prefixes a recipe error with where the key it names was set: the flag, when the user
+    gave it (``args``), else ``--recipe FILE`` when the recipe file holds the key; a value
+    from the default recipe (or ``args`` None) leaves the message as it is."""
     for key, flag in recipe_key_flags().items():
-        if f"'{key}'" in message:
+        if f"'{key}'" not in message:
+            continue
+        if args is not None and getattr(args, flag[2:].replace("-", "_"), None) is not None:
             return f"{flag}: {message}"
+        recipe = getattr(args, "recipe", None)
+        if recipe and _recipe_file_sets(recipe, key):
+            return f"--recipe {recipe}: {message}"
+        return message
     return message
+
+
+def _recipe_file_sets(path: str, key: str) -> bool:
+    """Whether the JSON recipe at ``path`` gives ``key`` (``"epochs"``, ``"loss.beta"``)."""
+    try:
+        with open(path) as f:
+            node: Any = json.load(f)
+    except (OSError, ValueError):
+        return False
+    for part in key.split("."):
+        if isinstance(node, str) and part == "name":  # ``"loss": "hard"``: the name
+            return True
+        if not isinstance(node, dict) or part not in node:
+            return False
+        node = node[part]
+    return True

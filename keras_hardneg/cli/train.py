@@ -40,12 +40,15 @@ def add_parser(sub: Any) -> None:
                         "'{\"name\": \"tf_multi_worker\", \"workers\": \"h1:port,h2:port\", "
                         "\"task_index\": 0}'; run the same command in every worker, "
                         "same --output (a shared directory)")
+    p.add_argument("--tensorboard", action="store_true",
+                   help="also write TensorBoard logs to OUTPUT/tensorboard/ (`tensorboard "
+                        "--logdir OUTPUT/tensorboard`); every epoch's figures are in "
+                        "OUTPUT/history.csv and history.json either way")
     p.set_defaults(func=cmd_train)
 
 
 def cmd_train(args: argparse.Namespace) -> int:
     from keras_hardneg import run
-    from keras_hardneg.modalities import modality_of
 
     recipe = recipe_from_args(args)
     output = output_folder(args.output or os.path.join("runs", recipe["name"]), create=False)
@@ -59,7 +62,8 @@ def cmd_train(args: argparse.Namespace) -> int:
             1 if sys.stdout.isatty() else 2)
         result = run.train(recipe, output, resume=not args.no_resume, verbose=verbose,
                            export=not args.no_export, distribution=args.distribution,
-                           report=not args.no_report)
+                           report=not args.no_report,
+                           **({"tensorboard": True} if args.tensorboard else {}))
     except (BackupError, run.RecipeError) as e:  # the API's words -> the flags
         raise CliError(str(e).replace("resume=False", "--no-resume")
                        .replace("choose another output folder", "another --output")
@@ -68,6 +72,14 @@ def cmd_train(args: argparse.Namespace) -> int:
         print(f"keras-hardneg train: worker {result['worker']} done ({result['epochs_run']} "
               f"epochs); the chief wrote {output}")
         return 0
+    print_summary("done", _summary_rows(result, recipe, output))
+    return 0
+
+
+def _summary_rows(result: dict[str, Any], recipe: dict[str, Any], output: str) -> list:
+    """``train``'s closing block: the run's figures, a warning, and the files it wrote."""
+    from keras_hardneg.modalities import modality_of
+
     modality = modality_of(recipe)
     speed = result.get(modality.throughput_key)
     rows = [
@@ -89,15 +101,18 @@ def cmd_train(args: argparse.Namespace) -> int:
         rows.append(("warning", warning))
     rows += [(label, os.path.join(output, name)) for label, name in (
         ("run directory", ""), ("recipe", "recipe.json"), ("history", "history.json"),
-        ("history plot", "history.png"), ("results", "results.json"),
-        ("run report", "report.html"),
-        ("resume state", "backup")) if name not in ("history.png", "report.html")
-        or os.path.isfile(os.path.join(output, name))]
+        ("history (CSV)", "history.csv"), ("history plot", "history.png"),
+        ("TensorBoard logs", "tensorboard"), ("results", "results.json"),
+        ("run report", "report.html"), ("resume state", "backup"))
+        if name not in _WHEN_WRITTEN or os.path.exists(os.path.join(output, name))]
     if result.get("export_dir"):
         rows += [("exported encoder", result["export_dir"]),
                  ("model card", os.path.join(result["export_dir"], "model_card.md"))]
-    print_summary("done", rows)
-    return 0
+    return rows
+
+
+#: The files of a run listed only when the run wrote them.
+_WHEN_WRITTEN = ("history.csv", "history.png", "tensorboard", "report.html")
 
 
 def _image_size_note(recipe: dict[str, Any]) -> str:

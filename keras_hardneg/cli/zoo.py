@@ -93,10 +93,11 @@ def _print_zoo_list(zoo: Any, recipes: bool) -> None:
     weights = [r for r in rows if r["status"] == "weights"]
     place = {"local": "here", "cached": "cached", "fetch": "fetch", "unavailable": "not here",
              "damaged": "damaged"}
-    print(f"{'entry':38s} {'modality':8s} {'features':>8s} {'parameters':>11s} {'weights':7s} "
+    w = _name_width(rows)
+    print(f"{'entry':{w}s} {'modality':8s} {'features':>8s} {'parameters':>11s} {'weights':7s} "
           f"{'size':>8s}  where")
     for r in weights:
-        print(f"{r['name']:38s} {r['modality']:8s} {r['output_dim'] or '-':>8} "
+        print(f"{r['name']:{w}s} {r['modality']:8s} {r['output_dim'] or '-':>8} "
               f"{r['parameter_count'] or 0:>11,} {r['weights_dtype'] or '-':7s} "
               f"{r['size'] / 1e6:>5.1f} MB  {place.get(r['where'], r['where'])}")
     if not weights:
@@ -121,12 +122,17 @@ def _print_zoo_list(zoo: Any, recipes: bool) -> None:
     if recipes:
         print(f"\nRecipes without weights ({len(recipe_rows)}; train one from a clone with "
               "keras-hardneg train --recipe models/ENTRY/recipe.json --output RUN):")
-        print(f"{'entry':38s} {'modality':8s} why no weights")
+        print(f"{'entry':{w}s} {'modality':8s} why no weights")
         for r in recipe_rows:
-            print(f"{r['name']:38s} {r['modality']:8s} {r.get('why_no_weights', '-')}")
+            print(f"{r['name']:{w}s} {r['modality']:8s} {r.get('why_no_weights', '-')}")
     elif recipe_rows:
         print(f"({len(recipe_rows)} recipe-only entries: zoo list --all)")
     _print_twins(weights)
+
+
+def _name_width(rows: list[dict[str, Any]]) -> int:
+    """The width of the ``entry`` column: its longest name (so no row shifts)."""
+    return max([len("entry")] + [len(r["name"]) for r in rows])
 
 
 def _print_twins(rows: list[dict[str, Any]]) -> None:
@@ -140,12 +146,14 @@ def _print_twins(rows: list[dict[str, Any]]) -> None:
     by_name = {r["name"]: r for r in rows}
     print("\nTwins (mean ± std over seeds (n); the difference is inside the spread when the "
           "seeds of either entry vary as much; `zoo compare A B` for the rest):")
-    print(f"  {'entry':40s} {'figure':>17s}   {'NT-Xent twin':32s} {'twin':>17s}   difference")
+    w = _name_width(twins)
+    wt = max(len("NT-Xent twin"), *(len(r["twin"]["name"]) for r in twins))
+    print(f"  {'entry':{w}s} {'figure':>17s}   {'NT-Xent twin':{wt}s} {'twin':>17s}   difference")
     for r in twins:
         t = r["twin"]
         metric = t["metric"]
-        print(f"- {r['name']:40s} {zf.format_summary(metric, r['metrics'][metric]):>17s}   "
-              f"{t['name']:32s} "
+        print(f"- {r['name']:{w}s} {zf.format_summary(metric, r['metrics'][metric]):>17s}   "
+              f"{t['name']:{wt}s} "
               f"{zf.format_summary(metric, by_name[t['name']]['metrics'].get(metric)):>17s}   "
               f"{zf.verdict(metric, t)}")
 
