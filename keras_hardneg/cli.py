@@ -322,7 +322,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         rows.append(("evaluation", result["evaluation"]))
     elif missing:
         rows.append(("evaluation", missing))
-    from keras_hardneg.run.report import clamp_warning
+    from keras_hardneg.run.report.progress import clamp_warning
 
     warning = clamp_warning(result.get("history") or {})
     if warning:
@@ -534,7 +534,7 @@ def _evaluate_preset(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from keras_hardneg import run
-    from keras_hardneg.run.run_report import report_target
+    from keras_hardneg.run.report.run_report import report_target
 
     if args.recipe and not os.path.isfile(args.recipe):
         raise CliError(f"--recipe {args.recipe!r}: file not found.")

@@ -18,7 +18,7 @@ ALLOWED = {
     "cli.py::cmd_zoo",
     "run/artifacts.py::evaluate_directory",
     "run/build.py::make_train_feed",
-    "run/run_report.py::write_run_report",
+    "run/report/run_report.py::write_run_report",
     "run/training.py::train",
 }
 

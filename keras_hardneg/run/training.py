@@ -20,15 +20,16 @@ from keras_hardneg.data.random_access import is_random_access
 from keras_hardneg.export.preset import PRESET_DIR
 from keras_hardneg.modalities import TrainFeed, modality_of
 from keras_hardneg.run.artifacts import export_trained_encoder, write_preset
-from keras_hardneg.run import multi_worker as _multi_worker  # noqa: F401 (registers tf_multi_worker)
 from keras_hardneg.run.build import build_model, load_data, make_train_feed
-from keras_hardneg.run.distribution import build_distribution
+from keras_hardneg.run.distribution import build_distribution  # registers every entry
 from keras_hardneg.run.recipe import load_recipe, save_recipe
-from keras_hardneg.run.report import HISTORY_PLOT, ShortProgress, plot_history, resolve_verbose
+from keras_hardneg.run.report.progress import (HISTORY_PLOT, ShortProgress, plot_history,
+                                               resolve_verbose)
 from keras_hardneg.run.resume import (_committed_epoch, check_own_files, check_output_dir,
                                       check_resume, clear_previous_run, mark_run,
                                       remove_new_files)
-from keras_hardneg.run.run_report import REPORT_FILE, make_probe_callback, write_run_report
+from keras_hardneg.run.report.run_report import (REPORT_FILE, make_probe_callback,
+                                                 write_run_report)
 
 __all__ = ["train"]
 
@@ -245,7 +246,7 @@ def train(recipe: Any, output_dir: str, *, resume: bool = True, verbose: Any = "
             directory, and every worker resumes from the chief's ``backup/``. A worker
             other than the chief returns only ``history``, ``epochs_run``,
             ``epochs_trained_now``, ``seconds``, ``worker`` and ``output_dir``.
-        report: write ``report.html``, the run report (:mod:`keras_hardneg.run.run_report`):
+        report: write ``report.html``, the run report (:mod:`keras_hardneg.run.report.run_report`):
             a fixed probe batch is scored after every epoch into ``probe.json`` (one
             process only), and the page is written after ``results.json``. A report that
             cannot be written is a warning naming ``keras-hardneg report OUTPUT_DIR``, not

@@ -18,7 +18,7 @@ from keras_hardneg.run import probe as probe_lib
 from keras_hardneg.modalities import report as modality_report
 from keras_hardneg.run import report_page
 from keras_hardneg.modalities import modality_of
-from keras_hardneg.run.run_report import _probe_view_maker
+from keras_hardneg.run.report.run_report import _probe_view_maker
 from tests.losses import numpy_reference as ref
 
 IMAGE_SECTIONS = ("figures", "curves-per-epoch", "negatives", "nearest-neighbours",

@@ -32,8 +32,8 @@ import numpy as np
 
 from keras_hardneg.export.preset import PRESET_DIR
 from keras_hardneg.registry import SAMPLERS
-from keras_hardneg.run import probe as probe_lib
-from keras_hardneg.run import report_page as page
+from keras_hardneg.run.report import probe as probe_lib
+from keras_hardneg.run.report import page
 from keras_hardneg.run.artifacts import RunDirectoryError, is_run_directory, restore_run
 from keras_hardneg.run.build import build_loss, build_model, build_view_maker, load_data
 from keras_hardneg.modalities import modality_of

@@ -157,7 +157,7 @@ def _panel(ax, title, ylabel, epochs=True):
 def curves_section(history: dict[str, list], baseline: dict[str, Any] | None,
                    records: Sequence[dict[str, Any]] | None) -> str:
     """Per-epoch curves of ``history.json`` and of the probe's records."""
-    from keras_hardneg.run.report import plot_knn_curve
+    from keras_hardneg.run.report.progress import plot_knn_curve
 
     loss = history.get("loss") or []
     if not loss:
