@@ -21,7 +21,7 @@ from keras_hardneg.modalities import TrainFeed, modality_of
 from keras_hardneg.run.recipe import RecipeError, load_recipe
 
 if TYPE_CHECKING:
-    from keras_hardneg.run.distribution import WorkerPlace
+    from keras_hardneg.run.distribution.base import WorkerPlace
 
 __all__ = ["load_data", "build_loss", "build_encoder", "build_view_maker", "build_optimizer",
            "build_model", "make_train_feed", "TrainFeed"]
