@@ -19,7 +19,6 @@ ALLOWED = {
     "run/artifacts.py::evaluate_directory",
     "run/build.py::make_train_feed",
     "run/report/run_report.py::write_run_report",
-    "run/training.py::train",
 }
 
 
