@@ -16,8 +16,6 @@ MAX_LINES = 80
 ALLOWED = {
     "cli.py::build_parser",
     "cli.py::cmd_zoo",
-    "run/artifacts.py::evaluate_directory",
-    "run/build.py::make_train_feed",
     "run/report/run_report.py::write_run_report",
 }
 
