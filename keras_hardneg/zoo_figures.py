@@ -48,10 +48,9 @@ from typing import Any
 
 from keras_hardneg.modalities import MODALITIES, get_modality
 
-__all__ = ["METRICS", "all_metrics", "LOSS_TOKENS", "run_metrics", "summarize", "entry_metrics",
-           "index_fields", "headline", "compare_summaries", "twin_candidate", "link_twins",
+__all__ = ["METRICS", "all_metrics", "loss_tokens", "run_metrics", "summarize",
+           "entry_metrics", "index_fields", "headline", "compare_summaries", "twin_candidate", "link_twins",
            "format_summary", "format_difference", "verdict", "compare_records", "twins_markdown"]
-
 
 
 def all_metrics() -> dict[str, tuple[str, float]]:
@@ -67,8 +66,15 @@ def all_metrics() -> dict[str, tuple[str, float]]:
 
 #: :func:`all_metrics` of the built-in modalities.
 METRICS = all_metrics()
-#: Name tokens of the losses an NT-Xent twin replaces.
-LOSS_TOKENS = ("hard", "debiased", "ring", "unremix")
+
+
+def loss_tokens() -> tuple[str, ...]:
+    """Name tokens of the losses an NT-Xent twin replaces: every registered loss but the
+    baseline (:func:`keras_hardneg.losses.baseline_names`)."""
+    from keras_hardneg import losses  # the registrations (imports Keras: only when asked)
+
+    baseline = set(losses.baseline_names())
+    return tuple(n for n in losses.LOSSES.names() if n not in baseline)
 
 
 def run_metrics(results: dict[str, Any]) -> dict[str, float]:
@@ -146,9 +152,10 @@ def compare_summaries(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
 def twin_candidate(name: str) -> str | None:
     """The NT-Xent twin's name by the zoo's naming (see the module docstring), or None."""
     tokens = name.split("-")
-    if "batchsampler" not in tokens and not any(t in LOSS_TOKENS for t in tokens):
+    replaced = loss_tokens()
+    if "batchsampler" not in tokens and not any(t in replaced for t in tokens):
         return None
-    tokens = ["ntxent" if t in LOSS_TOKENS else t for t in tokens if t != "batchsampler"]
+    tokens = ["ntxent" if t in replaced else t for t in tokens if t != "batchsampler"]
     candidate = "-".join(tokens)
     return candidate if candidate != name else None
 

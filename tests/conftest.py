@@ -29,7 +29,9 @@ import backend_run  # noqa: E402  (tests/backend_run.py)
 
 _detached = {}
 #: Set to a file path to log each test's wall and CPU seconds (its own process and the
-#: children it waited for) as JSON lines: where the suite's time goes, under xdist too.
+#: children it waited for) as JSON lines, with the backend (the JAX re-run of the ``backends``
+#: tests writes to the same file), the xdist worker and the time the test ended: where the
+#: suite's time goes, under xdist too, and whether a worker idled at the end.
 CPU_LOG_ENV = "KHN_TEST_CPU_LOG"
 
 
@@ -48,42 +50,51 @@ def pytest_runtest_protocol(item, nextitem):
     cpu = (c1.user - c0.user) + (c1.system - c0.system)
     children = (c1.children_user - c0.children_user) + (c1.children_system - c0.children_system)
     with open(path, "a") as f:
-        f.write(json.dumps({"test": item.nodeid, "wall": round(time.perf_counter() - t0, 2),
-                            "cpu": round(cpu, 2), "children_cpu": round(children, 2)}) + "\n")
+        f.write(json.dumps({"test": item.nodeid, "backend": os.environ.get("KERAS_BACKEND",
+                                                                         "tensorflow"),
+                            "wall": round(time.perf_counter() - t0, 2),
+                            "cpu": round(cpu, 2), "children_cpu": round(children, 2),
+                            "worker": os.environ.get("PYTEST_XDIST_WORKER", ""),
+                            "end": round(time.time(), 1)}) + "\n")
 
 
 #: The files that take longest (most start processes), run first: under xdist each worker
 #: takes the next file when it finishes one, so a long file collected late ran alone at the
 #: end while the other worker idled (``tests/reliability/test_resume.py``, ~2 minutes, in
 #: the runs of 2026-11-27). Longest first leaves short files for the end. Ranked by the
-#: per-file CPU of ``KHN_TEST_CPU_LOG`` (docs/notes/suite_time.md); a file not listed keeps
-#: its place after these, and every file keeps its own order of tests.
+#: default run's per-file CPU of ``KHN_TEST_CPU_LOG`` (TensorFlow side, 2026-11-29:
+#: docs/notes/suite_time.md); a file not listed keeps its place after these, and every file
+#: keeps its own order of tests. xdist must not reorder them (``_keep_longest_first``).
 LONGEST_FIRST = (
-    "tests/reliability/test_resume.py",
-    "tests/examples/test_examples.py",
-    "tests/run/test_multi_process.py",
-    "tests/run/test_multi_worker.py",
-    "tests/test_no_tensorflow.py",
-    "tests/test_zoo.py",
-    "tests/test_new_user.py",
-    "tests/models/test_distributed.py",
-    "tests/test_new_user_unlabeled.py",
-    "tests/encoders/test_pretrained_text.py",
-    "tests/export/test_preset.py",
-    "tests/export/test_export.py",
+    "tests/run/test_run_report.py",
     "tests/run/test_modality.py",
-    "tests/test_zoo_store.py",
-    "tests/models/test_cross_backend_weights.py",
-    "tests/models/test_jax_distributed.py",
+    "tests/run/test_rerun.py",
+    "tests/test_zoo.py",
+    "tests/losses/test_ring.py",
+    "tests/models/test_moco.py",
+    "tests/export/test_export.py",
+    "tests/encoders/test_pretrained_text.py",
+    "tests/test_doctests.py",
+    "tests/test_new_user.py",
+    "tests/tuning/test_search.py",
+    "tests/run/test_feed.py",
+    "tests/models/test_compile_fit.py",
+    "tests/export/test_preset.py",
+    "tests/test_serialization.py",
+    "tests/test_no_tensorflow.py",
+    "tests/losses/test_numerics_and_api.py",
+    "tests/reliability/test_numerics.py",
+    "tests/models/test_text_simclr.py",
 )
 
 
-#: Set to 1 to run the heavy tier too: process-level integration checks (``@pytest.mark.heavy``)
-#: that each start several processes for one assertion and that nothing else in the suite
-#: repeats -- multi-worker and multi-process training, the MoCo/BatchSampler SIGKILL resume,
-#: MoCo under MirroredStrategy. Without it they are skipped, naming this variable: the
-#: suite must stay well inside CI's 20 minutes (docs/notes/suite_time.md, session 18, says
-#: what each costs, what the default run still covers, and when to run the tier).
+#: Set to 1 to run the heavy tier too: process-level and integration runs
+#: (``@pytest.mark.heavy``) -- multi-worker and multi-process training, the SIGKILL resume
+#: chains, MoCo under MirroredStrategy, every example's smoke run, the no-TensorFlow child's
+#: MoCo and presets scenarios, the zoo's concurrent fetches and non-editable install, the run
+#: from a wheel. Without it they are skipped, naming this variable: the default suite must
+#: stay inside 15 minutes on two cores (docs/notes/suite_time.md says what each costs, what
+#: the default run still covers, and when to run the tier; ``.ci/run`` runs both).
 HEAVY_ENV = "KHN_HEAVY_TESTS"
 
 
@@ -136,7 +147,18 @@ def _tensorflow_without_grappler(config):
     tf.config.optimizer.set_experimental_options({"disable_meta_optimizer": True})
 
 
+def _keep_longest_first(config):
+    """pytest-xdist (3.8 here) reorders ``--dist loadfile``'s files by their number of tests,
+    most first (``--loadscope-reorder``, on by default), which undid ``LONGEST_FIRST``: the
+    few-test, many-process files (examples, SIGKILL resume, the no-TensorFlow child) ran
+    last, one worker idle while the other finished them (docs/notes/suite_time.md,
+    2026-11-29). Off, the workers take files in the collected order."""
+    if getattr(config.option, "loadscopereorder", None):
+        config.option.loadscopereorder = False
+
+
 def pytest_configure(config):
+    _keep_longest_first(config)
     _tensorflow_without_grappler(config)
     # Under pytest-xdist the controller starts the JAX re-run once, before the workers start
     # (they inherit KHN_BACKEND_RUN_DIR), when the whole suite is what runs: every worker

@@ -95,6 +95,7 @@ def test_rerunning_a_finished_run_resumes_without_training(trained_run, capsys):
     assert re.search(r"epochs run\s+1\n", out), out
 
 
+@pytest.mark.heavy  # a fresh process (~30 CPU-s): TensorFlow's start-up lines show only there
 def test_a_cli_run_prints_no_error_level_lines(tmp_path):
     """On a machine without a GPU, TensorFlow's start-up `E ... failed call to cuInit` line
     reads like a failure; the CLI keeps stderr free of error-level lines."""

@@ -196,6 +196,8 @@ def test_examples_and_zoo_are_pages_from_their_sources(site):
 
 
 @needs_docs
+@pytest.mark.heavy  # a second whole build (~20 CPU-s); the default run builds the site
+# strictly once and checks its links and anchors in-process
 def test_a_broken_cross_reference_fails_the_build(tmp_path):
     """The same site with one bad reference to the API, one link to a missing page and one
     to a missing anchor: the strict build refuses it and names all three."""

@@ -152,10 +152,8 @@ def test_every_run_module_has_a_run_layer():
 
 
 def test_the_cli_imports_no_private_name():
-    with open(MODULES["keras_hardneg.cli"]) as f:
-        tree = ast.parse(f.read())
     private = []
-    for node in ast.walk(tree):
+    for node in (n for module in CLI_MODULES for n in ast.walk(_tree(module))):
         if isinstance(node, ast.ImportFrom) and node.module and "keras_hardneg" in node.module:
             private += [f"{node.module}.{a.name}" for a in node.names
                         if a.name.startswith("_") and not a.name.startswith("__")]
@@ -209,3 +207,18 @@ def test_the_package_import_loads_no_run_export_or_modalities_module():
     assert {"image", "graph", "text"} <= set(got["modalities"])
     if got["backend"] == "tensorflow":  # the SavedModel wrapper: by name until export loads
         assert got["stub"] == "_SavedModelEncoderOnFirstUse" and got["real"] == "SavedModelEncoder"
+
+
+#: The command line's modules: the package and one module per command and shared piece.
+CLI_MODULES = sorted(m for m in MODULES if m == "keras_hardneg.cli"
+                     or m.startswith("keras_hardneg.cli."))
+
+
+def _tree(module):
+    with open(MODULES[module]) as f:
+        return ast.parse(f.read())
+
+
+def test_the_cli_package_has_a_module_per_command():
+    commands = {"train", "evaluate", "report", "export", "tune", "zoo"}
+    assert {f"keras_hardneg.cli.{c}" for c in commands} <= set(CLI_MODULES)

@@ -7,6 +7,12 @@ and prints ``OK <scenario>``. (One child instead of one per test: each start pai
 imports and JAX's start-up again, ~15 CPU-s; docs/notes/suite_time.md.) Each test reads its
 scenarios' lines. The training scenarios need JAX's train step, loss and augmentation in
 ``keras.ops`` (none of them may import TensorFlow).
+
+The default run's child runs the imports, the views and the README quick start (a SimCLR
+fit and feature extraction under JAX); the MoCo v2 fit and the presets scenario (a run
+with BatchSampler batches, the zoo's presets loaded and fine-tuned) are the heavy tier
+(``KHN_HEAVY_TESTS=1``; docs/notes/suite_time.md): the same code paths without TensorFlow,
+more of them.
 """
 
 import os
@@ -15,18 +21,28 @@ import sys
 
 import pytest
 
+from tests import conftest  # the heavy tier's variable
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # "imports" first: it imports every subpackage before anything else has.
 SCENARIOS = ("imports", "views", "quickstart", "moco_v2", "presets")
+HEAVY_SCENARIOS = ("moco_v2", "presets")
 
 pytest.importorskip("jax")
+
+
+def _scenarios():
+    """The scenarios whose tests run: the heavy ones only with the heavy tier on."""
+    if os.environ.get(conftest.HEAVY_ENV) == "1":
+        return SCENARIOS
+    return tuple(s for s in SCENARIOS if s not in HEAVY_SCENARIOS)
 
 
 @pytest.fixture(scope="module")
 def child():
     env = dict(os.environ, KERAS_BACKEND="jax", PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="3",
                JAX_PLATFORMS="cpu")  # XLA_FLAGS: the suite's level (tests/conftest.py)
-    done = subprocess.run([sys.executable, "-m", "tests._no_tensorflow_child", *SCENARIOS],
+    done = subprocess.run([sys.executable, "-m", "tests._no_tensorflow_child", *_scenarios()],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     passed = [line.split()[1] for line in done.stdout.splitlines() if line.startswith("OK ")]
     return passed, done
@@ -50,13 +66,21 @@ def test_simclr_views_without_tensorflow(child):
 
 
 @pytest.mark.timeout(900)
-def test_readme_quick_start_and_moco_v2_fit_without_tensorflow(child):
+def test_readme_quick_start_fits_without_tensorflow(child):
     # README "Quick start" as written but shorter (one epoch of two batches instead of ten
     # epochs; tests/test_readme.py runs it whole under TensorFlow); its export line must
-    # raise the "needs the TensorFlow backend" error. Then a MoCo v2 fit on digits.
-    _check(child, "quickstart", "moco_v2")
+    # raise the "needs the TensorFlow backend" error.
+    _check(child, "quickstart")
 
 
+@pytest.mark.heavy
+@pytest.mark.timeout(900)
+def test_moco_v2_fits_without_tensorflow(child):
+    # A MoCo v2 fit on digits: the queue changes.
+    _check(child, "moco_v2")
+
+
+@pytest.mark.heavy
 @pytest.mark.timeout(900)
 def test_run_and_zoo_presets_load_and_fine_tune_without_tensorflow(child):
     # Issue 24: a run's preset (trained under JAX, on BatchSampler batches: the sampler's
@@ -68,4 +92,4 @@ def test_run_and_zoo_presets_load_and_fine_tune_without_tensorflow(child):
 
 def test_the_child_ran_every_scenario_and_exited_cleanly(child):
     passed, done = child
-    assert passed == list(SCENARIOS) and done.returncode == 0, done.stderr[-4000:]
+    assert passed == list(_scenarios()) and done.returncode == 0, done.stderr[-4000:]

@@ -174,8 +174,11 @@ def test_zoo_show_and_the_command_line(capsys, tmp_path):
     assert "not a zoo entry" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("name", ["simclr-hard-cifar10", "quickthought-ntxent-wiki",
-                                  "simcse-minilm-ntxent-wiki"])
+@pytest.mark.parametrize("name", [
+    # a GPU entry (ResNet-18, float16 preset): ~14 CPU-s, the heavy tier; the smallest image
+    # entry's export is checked by default in tests/test_zoo_export.py
+    pytest.param("simclr-hard-cifar10", marks=pytest.mark.heavy),
+    "quickthought-ntxent-wiki", "simcse-minilm-ntxent-wiki"])
 def test_zoo_export_loads_in_hub_with_the_same_features(name, tmp_path, capsys):
     hub = pytest.importorskip("tensorflow_hub")
     if not _loadable(name):

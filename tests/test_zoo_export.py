@@ -52,6 +52,8 @@ print("OK")
 """
 
 
+@pytest.mark.heavy  # a tf_keras process (~34 CPU-s); by default: the trainable-variables test
+# below and tests/export/test_export.py's hub.KerasLayer fine-tune of an export
 def test_zoo_export_fine_tunes_through_hub_keras_layer(tmp_path, capsys):
     pytest.importorskip("tensorflow_hub")
     pytest.importorskip("tf_keras")

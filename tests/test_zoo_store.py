@@ -71,6 +71,7 @@ def served(tmp_path, monkeypatch):
     zoo.close()
 
 
+@pytest.mark.heavy  # two child processes (~31 CPU-s); in one process: tests/test_zoo_fetch.py
 @pytest.mark.timeout(1700)  # two children: 129 s here once; a starved TF import took 8 min
 def test_a_non_editable_install_fetches_verifies_and_caches_entries(served, tmp_path):
     """The package copied alone into a site folder (no models/ beside it, as `pip install .`

@@ -28,8 +28,8 @@ PACKAGE = "keras_hardneg"
 #: The modules with an API page, in the order of the API index: what ``import
 #: keras_hardneg`` exposes (its ``_SUBMODULES``), each documented through its ``__all__``.
 API_MODULES = ("losses", "models", "encoders", "augment", "sampling", "data", "evaluation",
-               "callbacks", "optimizers", "export", "zoo", "run", "tuning", "registry",
-               "distribute")
+               "callbacks", "optimizers", "modalities", "export", "zoo", "run", "tuning",
+               "registry", "distribute")
 
 
 # --------------------------------------------------------------------------- examples
@@ -329,6 +329,8 @@ EXTRA_API_MODULES = {"zoo_store": "zoo_store", "zoo_figures": "zoo_figures",
 #: Per module, the names a user reaches for first, in this order; the module's other names
 #: follow in its ``__all__``'s order. A name no longer exported is skipped.
 LEAD = {
+    "modalities": ("Modality", "DataFeed", "Evaluation", "Artifact", "Figure", "modality_of",
+                   "get_modality"),
     "losses": ("HardNegativeContrastiveLoss", "DebiasedContrastiveLoss", "NTXentLoss",
                "RingContrastiveLoss", "UnReMixContrastiveLoss", "get", "effective_negatives"),
     "models": ("SimCLR", "MoCoV2", "MoCoV3", "MoCo", "GraphCL", "InfoGraph", "NonFiniteGuard",

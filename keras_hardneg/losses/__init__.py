@@ -12,6 +12,7 @@ import keras
 from keras_hardneg.losses.base import ContrastiveLoss, effective_negatives
 from keras_hardneg.losses.core import ContrastivePairs, in_batch_pairs, queue_pairs
 from keras_hardneg.losses.debiased import DebiasedContrastiveLoss
+from keras_hardneg.losses.hyperparameters import ANNEALING as ANNEALING_PARAMS
 from keras_hardneg.losses.hard_negative import HardNegativeContrastiveLoss
 from keras_hardneg.losses.nt_xent import NTXentLoss
 from keras_hardneg.losses.ring import RingContrastiveLoss
@@ -27,6 +28,9 @@ __all__ = [
     "RingContrastiveLoss",
     "UnReMixContrastiveLoss",
     "LOSS_ARGUMENTS",
+    "ANNEALING_PARAMS",
+    "annealing_keys",
+    "baseline_names",
     "effective_negatives",
     "get",
     "in_batch_pairs",
@@ -36,6 +40,27 @@ __all__ = [
 
 #: Keyword arguments every loss takes besides its hyper-parameters (``keras.losses.Loss``'s).
 LOSS_ARGUMENTS = ("name", "reduction", "dtype")
+
+
+def annealing_keys() -> dict:
+    """``annealing`` recipe key -> the loss hyper-parameter its schedule changes, over the
+    registered losses (each loss class's ``annealing``; their :class:`Param` in
+    :data:`ANNEALING_PARAMS`).
+
+    Example:
+    >>> annealing_keys()["beta_changes"], annealing_keys()["ring_end"]
+    ('beta', 'upper_percentile')
+    """
+    out = {}
+    for name in LOSSES.names():
+        out.update(getattr(LOSSES.get(name).factory, "annealing", {}))
+    return out
+
+
+def baseline_names() -> list:
+    """The registered losses that are the family's baseline (NT-Xent: registered with
+    ``baseline=True``), which the others are compared with (the zoo's NT-Xent twins)."""
+    return LOSSES.names(baseline=True)
 
 
 def _by_class_name():

@@ -3,6 +3,7 @@
 Written with ``keras.ops`` only: every loss runs on every Keras backend.
 """
 
+import dataclasses
 import math
 from typing import Any, Dict, Optional, Tuple
 
@@ -12,9 +13,18 @@ from keras import ops
 from keras_hardneg import distribute
 from keras_hardneg._validation import describe_interval, outside_interval
 from keras_hardneg.losses import core
+from keras_hardneg.losses import hyperparameters as hp
+from keras_hardneg.registry import Param
 
-__all__ = ["ContrastiveLoss", "debiased_log_negatives", "check_float", "effective_negatives",
-           "REDUCTIONS", "anchor_weights", "reduce_anchor_losses", "scale_for_replicas"]
+try:  # Keras keeps a tensor's mask beside it (an attribute, or a table for JAX arrays).
+    from keras.src.backend import get_keras_mask as _get_keras_mask
+except ImportError:  # pragma: no cover - older Keras 3
+    def _get_keras_mask(x):
+        return getattr(x, "_keras_mask", None)
+
+__all__ = ["ContrastiveLoss", "debiased_log_negatives", "check_float", "check_param",
+           "effective_negatives", "REDUCTIONS", "anchor_weights", "reduce_anchor_losses",
+           "scale_for_replicas", "keras_mask"]
 
 #: The ``reduction`` values of a loss (those of ``keras.losses.Loss``).
 REDUCTIONS = ("sum_over_batch_size", "mean", "sum", "mean_with_sample_weight", None, "none")
@@ -33,6 +43,39 @@ def check_float(name: str, value, low=None, high=None, low_inclusive=True,
         allowed = describe_interval(low, high, low_inclusive, high_inclusive)
         raise ValueError(f"`{name}` must be {allowed}; got {value:g}.")
     return value
+
+
+def check_param(name: str, value, param: Param) -> float:
+    """Validates a float hyper-parameter against its :class:`~keras_hardneg.registry.Param`
+    (:mod:`keras_hardneg.losses.hyperparameters`: the one place its range is stated);
+    raises ``ValueError`` naming it."""
+    return check_float(name, value, param.low, param.high, param.low_inclusive,
+                       param.high_inclusive)
+
+
+def keras_mask(z) -> Any:
+    """The Keras mask ``[B]`` carried by embeddings ``z`` (a tensor, or UnReMix's dict: its
+    ``"embeddings"``), as ``keras.losses.Loss.__call__`` reads it; None without one."""
+    if isinstance(z, dict):
+        z = z.get("embeddings")
+    if z is None:
+        return None
+    try:
+        mask = _get_keras_mask(z)
+    except (TypeError, AttributeError):  # e.g. a NumPy array
+        return None
+    if mask is None:
+        return None
+    mask = ops.convert_to_tensor(mask)
+    if len(mask.shape) == 2 and mask.shape[-1] == 1:
+        mask = ops.squeeze(mask, axis=-1)
+    return ops.cast(mask, "bool")
+
+
+def _both_masks(a, b):
+    if a is None or b is None:
+        return b if a is None else a
+    return ops.logical_and(a, b)
 
 
 def _log_count(num_negatives):
@@ -147,7 +190,8 @@ def anchor_weights(sample_weight, values, anchors_per_example: int = 1):
 
 
 def reduce_anchor_losses(values, sample_weight=None, mask=None,
-                         reduction="sum_over_batch_size", anchors_per_example: int = 1):
+                         reduction="sum_over_batch_size", anchors_per_example: int = 1,
+                         dtype=None):
     """Reduces per-anchor losses ``[A]`` as ``keras.losses.Loss.__call__`` reduces a loss's
     values (``keras/src/losses/loss.py``), before the per-replica scaling
     (:func:`scale_for_replicas`).
@@ -159,6 +203,7 @@ def reduce_anchor_losses(values, sample_weight=None, mask=None,
     weights. ``"sum"``: the sum; ``"sum_over_batch_size"`` / ``"mean"``: the sum over ``A``;
     ``"mean_with_sample_weight"``: the sum over the sum of the weights (``A`` without
     weights); ``None`` / ``"none"``: the weighted values ``[A]``. Division by zero gives 0.
+    Computed in float32; the result in ``dtype`` (default float32).
 
     Example:
     >>> import numpy as np
@@ -181,16 +226,17 @@ def reduce_anchor_losses(values, sample_weight=None, mask=None,
         weight = kept if weight is None else weight * kept
     if weight is not None:
         values = values * weight
+    dtype = dtype or "float32"
     if reduction in (None, "none"):
-        return values
+        return ops.cast(values, dtype)
     loss = ops.sum(values)
     if reduction == "sum":
-        return loss
+        return ops.cast(loss, dtype)
     if reduction == "mean_with_sample_weight" and weight is not None:
         divisor = ops.sum(weight * ops.ones_like(values))
     else:
         divisor = ops.cast(ops.shape(values)[0], "float32")
-    return ops.divide_no_nan(loss, divisor)
+    return ops.cast(ops.divide_no_nan(loss, divisor), dtype)
 
 
 def scale_for_replicas(value, reduction="sum_over_batch_size"):
@@ -216,8 +262,7 @@ class ContrastiveLoss(keras.losses.Loss):
       MoCo, with ``[B, d]``, ``[B, d]``, ``[K, d]``; ``B`` anchors.
 
     and :meth:`compute_terms`, which frameworks use for the per-anchor losses and the
-    diagnostics. All arithmetic is float32 whatever the input precision, in ``keras.ops``
-    (any backend).
+    diagnostics. Written in ``keras.ops`` (any backend).
 
     Reduction (one path, :meth:`reduce`, Keras's semantics): the per-anchor losses are
     reduced by ``reduction`` as ``keras.losses.Loss`` reduces (default
@@ -228,6 +273,26 @@ class ContrastiveLoss(keras.losses.Loss):
     frameworks' training steps go through it. ``sample_weight``: a scalar, one weight per
     example ``[B]`` (in-batch, example ``i``'s weight goes to both its anchors, ``i`` and
     ``B + i``) or one per anchor ``[A]``.
+
+    ``dtype`` (as ``keras.losses.Loss``'s: a dtype or a policy, whose compute dtype counts;
+    default ``keras.backend.floatx()``): the inputs are cast to it, as
+    ``keras.losses.Loss.__call__`` casts them, and the loss is returned in it (also the
+    ``[A]`` losses of ``reduction=None``). In between, the similarities, log-sum-exps and
+    the reduction are float32 arithmetic whatever the dtype (a 16-bit ``1e-12`` norm floor
+    underflows to 0, and Ring's selection reads float32 bits).
+
+    Masks (as ``keras.losses.Loss.__call__`` honours them): a Keras mask ``[B]`` on ``z2``
+    (``y_pred``), and on ``z1`` too (both are embeddings; they are combined with AND), drops
+    the masked examples: they are neither anchors nor anyone's negatives, and the reduction
+    is Keras's ``apply_mask`` (for ``"sum_over_batch_size"`` / ``"mean"`` the mean over the
+    kept anchors; combined with ``sample_weight``; all masked gives 0). In the queue
+    convention a mask on ``anchors`` (or ``positives``) drops those anchors.
+
+    No negatives (a batch of one example in-batch or cross-view; a mask that keeps one):
+    an anchor without a negative has loss 0 and no gradient -- the negative sum is empty,
+    ``-log(e^pos / (e^pos + 0)) = 0`` -- in every loss, on every backend, whether the batch
+    size is known when traced or only at run time, never NaN. The frameworks do not train
+    on such a batch (they drop it with one warning per ``fit``).
 
     Example:
     >>> import numpy as np
@@ -240,11 +305,16 @@ class ContrastiveLoss(keras.losses.Loss):
     >>> summed = NTXentLoss(reduction="sum")(z1, z2, sample_weight=w)
     >>> bool(np.isclose(float(summed), float(np.sum(np.asarray(per_anchor)[[0, 1, 4, 5]]))))
     True
+    >>> float(NTXentLoss()(z1[:1], z2[:1]))  # one example: no negative
+    0.0
     """
 
     has_clamp = False
     #: True when the loss uses the head's last-layer input (UnReMix's uncertainty).
     needs_features = False
+    #: ``annealing`` recipe key -> the hyper-parameter its schedule changes (what
+    #: ``keras_hardneg.run`` checks a recipe's ``annealing`` section against).
+    annealing: Dict[str, str] = {}
 
     def __init__(self, temperature: float = 0.5, name: Optional[str] = None,
                  reduction: Optional[str] = "sum_over_batch_size", dtype=None):
@@ -252,41 +322,88 @@ class ContrastiveLoss(keras.losses.Loss):
             raise ValueError(f"`reduction` must be one of {list(REDUCTIONS)}; got "
                              f"{reduction!r}.")
         super().__init__(name=name, reduction=reduction, dtype=dtype)
-        self.temperature = check_float("temperature", temperature, low=0.0, low_inclusive=False)
+        self.temperature = check_param("temperature", temperature, hp.TEMPERATURE)
 
     # --- subclass hook ------------------------------------------------------
     def anchor_terms(self, pairs: core.ContrastivePairs) -> Dict[str, Any]:
-        """Returns ``{"loss": [A]}`` plus optional ``"clamped": [A] bool``."""
+        """Returns ``{"loss": [A]}`` plus optional ``"clamped": [A] bool``, for pairs whose
+        every anchor has at least one negative (:meth:`per_anchor_terms` sees to that)."""
         raise NotImplementedError
 
+    def hcl_parameters(self) -> Optional[Dict[str, float]]:
+        """``{"beta", "tau_plus"}``: where this loss sits in Robinson et al.'s (2021) family
+        (NT-Xent is ``beta = 0, tau_plus = 0``; the debiased loss ``beta = 0``); None for a
+        loss outside it (Ring). What a search over the family reports."""
+        return {"beta": float(getattr(self, "beta", 0.0)),
+                "tau_plus": float(getattr(self, "tau_plus", 0.0))}
+
     # --- conventions --------------------------------------------------------
+    def _as_dtype(self, z):
+        """``z`` (or a dict's entries) cast to the loss's dtype, as Keras casts a loss's
+        inputs; non-float input is left for the shape checks to refuse."""
+        if isinstance(z, dict):
+            return {k: self._as_dtype(v) for k, v in z.items()}
+        z = ops.convert_to_tensor(z)
+        if "float" in keras.backend.standardize_dtype(z.dtype):
+            return ops.cast(z, self.dtype)
+        return z
+
     def __call__(self, y_true, y_pred, sample_weight=None):
         """``loss(z1, z2, sample_weight=None)``: the in-batch loss of two views ``[B, d]``,
-        reduced by :meth:`reduce` (``[2B]`` per-anchor losses with ``reduction=None``)."""
+        reduced by :meth:`reduce` (``[2B]`` per-anchor losses with ``reduction=None``);
+        Keras masks on the views drop examples (see the class docstring)."""
+        keep = _both_masks(keras_mask(y_true), keras_mask(y_pred))
         with keras.name_scope(self.name):
-            return self.reduce(self.call(y_true, y_pred), sample_weight, anchors_per_example=2)
+            pairs = core.in_batch_pairs(self._as_dtype(y_true), self._as_dtype(y_pred),
+                                        keep=keep)
+            anchor_mask = None if keep is None else ops.concatenate([keep, keep], axis=0)
+            return self.reduce(self.per_anchor_terms(pairs)["loss"], sample_weight,
+                               anchor_mask, anchors_per_example=2)
 
     def call(self, y_true, y_pred):
         """Keras entry point: ``y_true`` is ``z1``, ``y_pred`` is ``z2``; ``[2B]`` losses."""
-        return self.anchor_terms(core.in_batch_pairs(y_true, y_pred))["loss"]
+        return self.per_anchor_terms(core.in_batch_pairs(y_true, y_pred))["loss"]
 
     def call_with_negatives(self, anchors, positives, negatives, sample_weight=None):
         """The queue convention (MoCo): the ``B`` anchors' losses reduced by :meth:`reduce`
-        (``sample_weight``: a scalar or ``[B]``)."""
+        (``sample_weight``: a scalar or ``[B]``; a Keras mask on ``anchors`` or
+        ``positives`` drops those anchors)."""
+        keep = _both_masks(keras_mask(anchors), keras_mask(positives))
         with keras.name_scope(self.name):
-            pairs = core.queue_pairs(anchors, positives, negatives)
-            return self.reduce(self.anchor_terms(pairs)["loss"], sample_weight)
+            pairs = core.queue_pairs(self._as_dtype(anchors), self._as_dtype(positives),
+                                     self._as_dtype(negatives))
+            return self.reduce(self.per_anchor_terms(pairs)["loss"], sample_weight, keep)
+
+    def per_anchor_terms(self, pairs: core.ContrastivePairs) -> Dict[str, Any]:
+        """:meth:`anchor_terms` with the package's rule for anchors without a negative
+        (loss 0, no gradient, never NaN; see the class docstring). When ``N`` is a static
+        positive int every anchor has ``N`` negatives and the terms are the subclass's as
+        they are; otherwise (``N`` 0, or known only at run time) such anchors are computed
+        on a stand-in (their whole pool row) and their loss set to 0."""
+        n = pairs.num_negatives
+        if (isinstance(n, int) and n > 0) or pairs.negative_mask is None:
+            return self.anchor_terms(pairs)
+        has = ops.any(pairs.negative_mask, axis=1)
+        stand_in = dataclasses.replace(
+            pairs, negative_mask=ops.logical_or(pairs.negative_mask,
+                                                ops.logical_not(has)[:, None]),
+            num_negatives=max(n, 1) if isinstance(n, int) else ops.maximum(n, 1))
+        terms = dict(self.anchor_terms(stand_in))
+        terms["loss"] = ops.where(has, terms["loss"], ops.zeros_like(terms["loss"]))
+        if "clamped" in terms:
+            terms["clamped"] = ops.logical_and(terms["clamped"], has)
+        return terms
 
     def reduce(self, per_anchor, sample_weight=None, mask=None, *, anchors_per_example=1,
                for_replica=True):
         """The one reduction of this loss: per-anchor losses ``[A]`` reduced by
         ``self.reduction`` as Keras reduces (:func:`reduce_anchor_losses`: ``sample_weight``
         a scalar, ``[A]``, or ``[A / anchors_per_example]`` one per example; ``mask``
-        ``[A]``), then scaled for the replicas (:func:`scale_for_replicas`;
-        ``for_replica=False`` leaves that out: the frameworks log the unscaled value and
-        scale what they differentiate)."""
+        ``[A]``), in the loss's ``dtype``, then scaled for the replicas
+        (:func:`scale_for_replicas`; ``for_replica=False`` leaves that out: the frameworks
+        log the unscaled value and scale what they differentiate)."""
         value = reduce_anchor_losses(per_anchor, sample_weight, mask, self.reduction,
-                                     anchors_per_example)
+                                     anchors_per_example, dtype=self.dtype)
         return scale_for_replicas(value, self.reduction) if for_replica else value
 
     def scale_for_replicas(self, value):
@@ -296,11 +413,11 @@ class ContrastiveLoss(keras.losses.Loss):
     def compute_terms(self, pairs: core.ContrastivePairs) -> Dict[str, Any]:
         """Per-anchor losses and diagnostics for a :class:`ContrastivePairs`.
 
-        Returns a dict with ``"loss"`` (``[A]``), ``"positive_cosine"`` and
-        ``"negative_cosine"`` (batch means) and, for losses with the
-        debiasing clamp, ``"clamp_fraction"`` (share of clamped anchors).
+        Returns a dict with ``"loss"`` (``[A]``, :meth:`per_anchor_terms`),
+        ``"positive_cosine"`` and ``"negative_cosine"`` (batch means) and, for losses with
+        the debiasing clamp, ``"clamp_fraction"`` (share of clamped anchors).
         """
-        terms = self.anchor_terms(pairs)
+        terms = self.per_anchor_terms(pairs)
         out = {
             "loss": terms["loss"],
             "positive_cosine": ops.mean(pairs.positive_cos),
@@ -332,8 +449,15 @@ class ContrastiveLoss(keras.losses.Loss):
         >>> [float(v) for v in np.asarray(w)[0]]
         [0.0, 1.0, 1.0, 0.0, 1.0, 1.0]
         """
+        indicator = self.negative_indicator(pairs, pairs.negative_cos)
+        n = pairs.num_negatives
+        if not ((isinstance(n, int) and n > 0) or pairs.negative_mask is None):
+            has = ops.any(pairs.negative_mask, axis=1)[:, None]
+            pairs = dataclasses.replace(
+                pairs, negative_mask=ops.logical_or(pairs.negative_mask, ops.logical_not(has)),
+                num_negatives=max(n, 1) if isinstance(n, int) else ops.maximum(n, 1))
         _, neg = self.logits(pairs)
-        return self.weights_of_negatives(pairs, neg)
+        return self.weights_of_negatives(pairs, neg) * indicator
 
     def weights_of_negatives(self, pairs: core.ContrastivePairs, neg_logits):
         """:meth:`negative_weights` from the temperature-scaled logits ``[A, M]`` (the hook
@@ -362,4 +486,7 @@ class ContrastiveLoss(keras.losses.Loss):
     def get_config(self):
         config = super().get_config()
         config["temperature"] = self.temperature
+        if self._dtype_policy.name != keras.backend.floatx():
+            # keras.losses.Loss leaves its dtype out of its config: kept when not the default.
+            config["dtype"] = self._dtype_policy.name
         return config

@@ -231,18 +231,22 @@ def _one_hot_mask(index, m):
     return ops.equal(index[:, None], ops.arange(m, dtype="int32")[None, :])
 
 
-def in_batch_pairs(z1, z2, pool=None) -> ContrastivePairs:
+def in_batch_pairs(z1, z2, pool=None, keep=None) -> ContrastivePairs:
     """Builds the SimCLR pairs of two views.
 
     Args:
         z1, z2: ``[B, d]`` float tensors (any float dtype), or UnReMix dicts
-            ``{"embeddings": [B, d], "features": [B, m]}``. ``B >= 2``.
+            ``{"embeddings": [B, d], "features": [B, m]}``. ``B >= 1``: with ``B = 1``
+            (or one kept example) the anchors have no negative (``N = 0``).
         pool: optional ``(all_z1, all_z2, offset)`` for many replicas: the
             views of the *global* batch (``[B_global, d]`` each, gathered from
             all replicas in replica order, same kind as ``z1``/``z2``) and the
             global row index of local row 0. The local ``2B`` rows stay the
             anchors; their negatives are the other ``2 B_global - 2`` rows of
             the global batch. ``None`` means the local batch is the whole batch.
+        keep: optional ``[B]`` bool (a Keras mask): the examples kept. A dropped example
+            is no one's negative (its anchors' rows are left for the reduction to mask);
+            ``N = 2 * kept - 2`` (a scalar tensor). Not with ``pool``.
 
     Returns:
         A :class:`ContrastivePairs` with ``A = 2B``, ``M = 2 B_global`` and
@@ -256,8 +260,10 @@ def in_batch_pairs(z1, z2, pool=None) -> ContrastivePairs:
     """
     z1, f1 = _split_input(z1, "z1")
     z2, f2 = _split_input(z2, "z2")
-    z1 = validate_embeddings(z1, "z1", min_rows=2 if pool is None else 1)
-    z2 = validate_embeddings(z2, "z2", min_rows=2 if pool is None else 1)
+    z1 = validate_embeddings(z1, "z1", min_rows=1)
+    z2 = validate_embeddings(z2, "z2", min_rows=1)
+    if keep is not None and pool is not None:
+        raise ValueError("`keep` (a mask) cannot be combined with `pool` (many replicas).")
     z2 = _check_same_shape(z1, z2, "z1", "z2")
     if (f1 is None) != (f2 is None):
         raise ValueError("Give 'features' for both `z1` and `z2`, or for neither.")
@@ -288,6 +294,10 @@ def in_batch_pairs(z1, z2, pool=None) -> ContrastivePairs:
     neg_mask = ops.logical_not(ops.logical_or(_one_hot_mask(self_index, m),
                                               _one_hot_mask(partner_index, m)))
     n = (2 * static_gb - 2) if static_gb is not None else m - 2
+    if keep is not None:
+        kept = ops.reshape(ops.cast(keep, "bool"), (-1,))
+        neg_mask = ops.logical_and(neg_mask, ops.concatenate([kept, kept], axis=0)[None, :])
+        n = 2 * ops.sum(ops.cast(kept, "int32")) - 2
     return _assemble(u, positives, pool_u, neg_mask, n, norms, pool_norms, feats, pool_feats,
                      anchor_index=self_index, partner_index=partner_index)
 

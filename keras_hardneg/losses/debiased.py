@@ -5,7 +5,7 @@ from keras import ops
 
 from keras_hardneg.losses import core
 from keras_hardneg.losses import hyperparameters as hp
-from keras_hardneg.losses.base import ContrastiveLoss, check_float, debiased_log_negatives
+from keras_hardneg.losses.base import ContrastiveLoss, check_param, debiased_log_negatives
 from keras_hardneg.registry import LOSSES
 
 __all__ = ["DebiasedContrastiveLoss"]
@@ -50,7 +50,7 @@ class DebiasedContrastiveLoss(ContrastiveLoss):
 
     def __init__(self, temperature=0.5, tau_plus=0.1, **kwargs):
         super().__init__(temperature=temperature, **kwargs)
-        self.tau_plus = check_float("tau_plus", tau_plus, low=0.0, high=1.0, high_inclusive=False)
+        self.tau_plus = check_param("tau_plus", tau_plus, hp.TAU_PLUS)
 
     def negative_log_sum(self, pairs, neg_logits):
         """``log R_a``: the log of the anchor's (weighted) negative sum."""

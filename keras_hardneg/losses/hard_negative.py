@@ -7,7 +7,7 @@ from keras import ops
 
 from keras_hardneg.losses import core
 from keras_hardneg.losses import hyperparameters as hp
-from keras_hardneg.losses.base import check_float
+from keras_hardneg.losses.base import check_param
 from keras_hardneg.losses.debiased import DebiasedContrastiveLoss
 from keras_hardneg.registry import LOSSES
 
@@ -89,6 +89,9 @@ class HardNegativeContrastiveLoss(DebiasedContrastiveLoss):
     True
     """
 
+    #: ``annealing.beta_changes``: :class:`keras_hardneg.callbacks.BetaAnnealing`.
+    annealing = {"beta_changes": "beta"}
+
     def __init__(self, temperature=0.5, tau_plus=0.1, beta=1.0, **kwargs):
         super().__init__(temperature=temperature, tau_plus=tau_plus, **kwargs)
         self.beta = beta
@@ -99,7 +102,7 @@ class HardNegativeContrastiveLoss(DebiasedContrastiveLoss):
 
     @beta.setter
     def beta(self, value):
-        self._beta = check_float("beta", value, low=0.0)
+        self._beta = check_param("beta", value, hp.BETA)
 
     def negative_log_sum(self, pairs, neg_logits):
         return hard_negative_log_sum(

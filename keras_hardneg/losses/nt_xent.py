@@ -12,7 +12,7 @@ __all__ = ["NTXentLoss"]
 
 
 @LOSSES.register("nt_xent", aliases=("ntxent", "infonce"),
-                 params={"temperature": hp.TEMPERATURE})
+                 params={"temperature": hp.TEMPERATURE}, baseline=True)
 @keras.saving.register_keras_serializable(package="keras_hardneg")
 class NTXentLoss(ContrastiveLoss):
     """Normalised temperature-scaled cross entropy (NT-Xent, InfoNCE).

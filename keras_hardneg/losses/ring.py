@@ -7,7 +7,7 @@ from keras import ops
 
 from keras_hardneg.losses import core
 from keras_hardneg.losses import hyperparameters as hp
-from keras_hardneg.losses.base import ContrastiveLoss, check_float
+from keras_hardneg.losses.base import ContrastiveLoss, check_param
 from keras_hardneg.registry import LOSSES
 
 __all__ = ["RingContrastiveLoss", "ring_band", "kth_largest"]
@@ -129,8 +129,9 @@ def ring_band(num_negatives, lower_percentile, upper_percentile, max_negatives=N
 
 def _check_band(config):
     if config["lower_percentile"] >= config["upper_percentile"]:
-        return ("'lower_percentile' < 'upper_percentile' required (0 <= lower < upper <= 100); "
-                f"got {config['lower_percentile']:g} and {config['upper_percentile']:g}")
+        return (f"'upper_percentile' = {config['upper_percentile']:g} must be above "
+                f"'lower_percentile' = {config['lower_percentile']:g} (the band is "
+                "[lower, upper), 0 <= lower < upper <= 100)")
     return None
 
 
@@ -180,6 +181,8 @@ class RingContrastiveLoss(ContrastiveLoss):
     #: larger cuts use threshold selection (measured in benchmarks/ring_queue.py).
     topk_limit = 1024
     topk_fraction = 0.125
+    #: ``annealing.ring_start`` / ``ring_end``: :class:`keras_hardneg.callbacks.RingAnnealing`.
+    annealing = {"ring_start": "upper_percentile", "ring_end": "upper_percentile"}
 
     def __init__(self, temperature=0.5, lower_percentile=5.0, upper_percentile=50.0, **kwargs):
         super().__init__(temperature=temperature, **kwargs)
@@ -187,10 +190,8 @@ class RingContrastiveLoss(ContrastiveLoss):
 
     def set_band(self, lower_percentile, upper_percentile):
         """Sets both percentiles, validating ``0 <= lower < upper <= 100``."""
-        lower = check_float("lower_percentile", lower_percentile, low=0.0, high=100.0,
-                            high_inclusive=False)
-        upper = check_float("upper_percentile", upper_percentile, low=0.0, high=100.0,
-                            low_inclusive=False)
+        lower = check_param("lower_percentile", lower_percentile, hp.LOWER_PERCENTILE)
+        upper = check_param("upper_percentile", upper_percentile, hp.UPPER_PERCENTILE)
         if not lower < upper:
             raise ValueError(
                 "`lower_percentile` must be < `upper_percentile` (0 <= lower < upper <= 100); "
@@ -213,6 +214,11 @@ class RingContrastiveLoss(ContrastiveLoss):
     @upper_percentile.setter
     def upper_percentile(self, value):
         self.set_band(self._lower, value)
+
+    def hcl_parameters(self):
+        """None: Ring selects negatives by rank, it is not a point of Robinson et al.'s
+        ``(beta, tau_plus)`` family."""
+        return None
 
     def band(self, pairs, neg_logits):
         """``(lo, hi)``: :func:`ring_band` of the pairs' ``N`` (bounded by the pool size

@@ -7,7 +7,7 @@ from keras import ops
 
 from keras_hardneg.losses import core
 from keras_hardneg.losses import hyperparameters as hp
-from keras_hardneg.losses.base import check_float
+from keras_hardneg.losses.base import check_param
 from keras_hardneg.losses.debiased import DebiasedContrastiveLoss
 from keras_hardneg.losses.hard_negative import hard_negative_log_sum, hard_negative_weights
 from keras_hardneg.registry import LOSSES
@@ -189,16 +189,19 @@ class UnReMixContrastiveLoss(DebiasedContrastiveLoss):
     True
     """
 
+    #: ``annealing.beta_changes``: :class:`keras_hardneg.callbacks.BetaAnnealing`.
+    annealing = {"beta_changes": "beta"}
+
     def __init__(self, temperature=0.5, tau_plus=0.0, beta=1.0,
                  weights=(1.0, 1.0, 1.0), **kwargs):
         super().__init__(temperature=temperature, tau_plus=tau_plus, **kwargs)
-        self.beta = check_float("beta", beta, low=0.0)
+        self.beta = check_param("beta", beta, hp.BETA)
         if isinstance(weights, str) or len(tuple(weights)) != 3:
             raise ValueError(
                 "`weights` must be 3 non-negative numbers (uncertainty, similarity, "
                 f"representativeness); got {weights!r}."
             )
-        w = [check_float(f"weights[{i}]", x, low=0.0) for i, x in enumerate(weights)]
+        w = [check_param(f"weights[{i}]", x, hp.WEIGHTS) for i, x in enumerate(weights)]
         if sum(w) <= 0:
             raise ValueError(f"`weights` must not all be zero; got {tuple(weights)}.")
         self.weights = tuple(x / sum(w) for x in w)

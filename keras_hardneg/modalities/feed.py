@@ -145,6 +145,14 @@ class DataFeed:
         return (keras.tree.map_structure(to_numpy, view1),
                 keras.tree.map_structure(to_numpy, view2), self.labels_of(x, y, indices))
 
+    def probe_examples(self, x: Any, y: Any, indices: np.ndarray) -> tuple[str, list] | None:
+        """The run report's hardest-negatives gallery: ``(kind, items)`` of the training
+        examples ``indices`` as the page shows them (``("image", [n, H, W, C] in [0, 1])``,
+        ``("graph", [(num_nodes, edges [e, 2])])``, ``("text", [str])``), or None (the
+        gallery then lists indices); see
+        :func:`keras_hardneg.run.report.page.hardest_negatives_section`."""
+        return None
+
     # ---------------------------------------------------------------- run files
     #: Files an artifact of this modality ships besides its weights (export ``assets/``,
     #: preset ``assets/``, run directory): a text encoder's ``tokenizer.json``.

@@ -24,7 +24,7 @@ from typing import Any, Sequence
 import numpy as np
 
 __all__ = ["MAP_POINTS", "NEIGHBOUR_POOL", "DPI", "pyplot", "figure_uri", "img", "note",
-           "table", "tsne", "subset", "unit", "map_figure", "embedding_map_section"]
+           "table", "short", "tsne", "subset", "unit", "map_figure", "embedding_map_section"]
 
 #: Embeddings in a 2-D map (t-SNE), at most.
 MAP_POINTS = 500
@@ -69,6 +69,11 @@ def table(header: Sequence[str], rows: Sequence[Sequence[Any]], css: str = "") -
     body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
     cls = f' class="{css}"' if css else ""
     return f"<table{cls}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def short(text: str, limit: int = 160) -> str:
+    """``text`` cut to ``limit`` characters (an ellipsis marks the cut)."""
+    return text if len(text) <= limit else text[:limit - 1].rstrip() + "\u2026"
 
 
 def tsne(features: np.ndarray, seed: int) -> np.ndarray:

@@ -106,6 +106,10 @@ class TextModality(Modality):
     def probe_batch(self, x, indices):
         return np.asarray(x.ids if hasattr(x, "ids") else x, dtype="int32")[indices]
 
+    def probe_examples(self, x, y, indices):
+        sentences = getattr(x, "sentences", None)
+        return None if sentences is None else ("text", [sentences[int(i)] for i in indices])
+
     def report_sections(self, encoder, recipe, train, test):
         x = train[0]
         ids = np.asarray(x.ids if hasattr(x, "ids") else x, dtype="int32")
@@ -469,10 +473,6 @@ def copy_tokenizer(src_dir: str, dst_dir: str) -> None:
         shutil.copyfile(src, os.path.join(dst_dir, TOKENIZER_FILE))
 
 
-def _short(text: str, limit: int = 160) -> str:
-    return text if len(text) <= limit else text[:limit - 1].rstrip() + "\u2026"
-
-
 def nearest_sentences_section(embed_rows: Callable[[np.ndarray], np.ndarray],
                               sentences: Sequence[str], seed: int) -> tuple[str, str]:
     """``("Nearest sentences", html)``: for :data:`SENTENCE_QUERIES` sentences of the corpus,
@@ -490,8 +490,8 @@ def nearest_sentences_section(embed_rows: Callable[[np.ndarray], np.ndarray],
         sims[[j for j in range(len(texts)) if texts[j] == texts[qi]]] = -np.inf
         best = np.argsort(-sims, kind="stable")[:SENTENCE_NEIGHBOURS]
         items = "".join(f"<li><span class=\"cos\">{sims[j]:.3f}</span> "
-                        f"{html.escape(_short(texts[j]))}</li>" for j in best)
-        rows.append((f"<b>{html.escape(_short(texts[qi]))}</b>", f"<ol>{items}</ol>"))
+                        f"{html.escape(report.short(texts[j]))}</li>" for j in best)
+        rows.append((f"<b>{html.escape(report.short(texts[qi]))}</b>", f"<ol>{items}</ol>"))
     body = report.table(("query", f"{SENTENCE_NEIGHBOURS} nearest sentences (cosine)"), rows,
                   "sentences") + report.note(
         f"Queries: {len(queries)} sentences of the corpus (seeded, at least 4 words); "

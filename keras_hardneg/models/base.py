@@ -25,6 +25,7 @@ and :meth:`ContrastiveModel.guarded_layers`.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Sequence
 
 import keras
@@ -41,7 +42,57 @@ from keras_hardneg.models.memory_bank import EmbeddingBank, check_bank_size
 from keras_hardneg.models import steps
 from keras_hardneg.models.metrics import ContrastiveMetrics
 
-__all__ = ["ContrastiveModel", "HEALTH_FIELDS"]
+__all__ = ["ContrastiveModel", "HEALTH_FIELDS", "DroppedBatchWarning"]
+
+#: The key under which ``fit(x, sample_weight=w)`` without labels carries ``w`` in the place
+#: of the labels (Keras's ``pack_x_y_sample_weight`` drops the weights when ``y`` is None).
+_WEIGHTS_KEY = "keras_hardneg_sample_weight"
+
+
+def _carry_sample_weight(args: tuple, kwargs: dict) -> tuple:
+    """``fit``/``evaluate``'s arguments with ``sample_weight`` given without ``y`` moved into
+    ``y`` as ``{_WEIGHTS_KEY: w}`` (:meth:`ContrastiveModel.unpack` takes it out again)."""
+    args, kwargs = list(args), dict(kwargs)
+    y = args[1] if len(args) > 1 else kwargs.get("y")
+    if y is not None or kwargs.get("sample_weight") is None:
+        return tuple(args), kwargs
+    carrier = {_WEIGHTS_KEY: kwargs.pop("sample_weight")}
+    if len(args) > 1:
+        args[1] = carrier
+    else:
+        kwargs["y"] = carrier
+    return tuple(args), kwargs
+
+
+def _has_negatives(num_negatives: Any) -> Any:
+    """Whether a step's pairs have negatives: True/False when ``num_negatives`` is a Python
+    int (or absent: True), else a scalar bool tensor."""
+    if num_negatives is None:
+        return True
+    if isinstance(num_negatives, int):
+        return num_negatives > 0
+    return ops.greater(num_negatives, 0)
+
+
+class DroppedBatchWarning(keras.callbacks.Callback):
+    """Warns once per ``fit`` when batches were dropped for having no negative (the
+    ``dropped_batches`` metric: e.g. the final batch of one example that ``fit`` keeps when
+    ``len(x) % batch_size == 1``). ``ContrastiveModel.fit`` adds it."""
+
+    def on_train_begin(self, logs=None):
+        self.warned = False
+
+    def on_epoch_end(self, epoch, logs=None):
+        dropped = float((logs or {}).get("dropped_batches", 0.0) or 0.0)
+        if dropped > 0 and not getattr(self, "warned", False):
+            self.warned = True
+            warnings.warn(
+                f"{type(self.model).__name__}.fit dropped {dropped:g} batch(es) of epoch "
+                f"{epoch + 1} that had no negative (e.g. a final batch of one example: the "
+                "data's size modulo batch_size is 1); they were not trained on. Choose a "
+                "batch_size that leaves no such batch, or drop the remainder. This warning "
+                "is given once per fit; the count is the `dropped_batches` metric.",
+                UserWarning, stacklevel=2)
 
 
 def _feature_dim(encoder):
@@ -278,10 +329,14 @@ class ContrastiveModel(keras.Model):
     def unpack(data: Any) -> tuple:
         """``(x, labels or None, sample_weight or None)`` from a dataset element: ``x``,
         ``(x,)``, ``(x, labels)`` or ``(x, labels, sample_weight)``, as Keras unpacks
-        ``(x, y, sample_weight)``."""
+        ``(x, y, sample_weight)``; also the weights :meth:`fit` carries in the labels' place
+        when ``sample_weight`` is given without labels."""
         if isinstance(data, list):
             data = tuple(data)
-        return keras.utils.unpack_x_y_sample_weight(data)
+        x, labels, sample_weight = keras.utils.unpack_x_y_sample_weight(data)
+        if isinstance(labels, dict) and _WEIGHTS_KEY in labels:
+            labels, sample_weight = None, labels[_WEIGHTS_KEY]
+        return x, labels, sample_weight
 
     def make_views(self, x: Any, training: bool | None) -> tuple:
         """``(view1, view2, index or None)`` from ``x`` (see the class docstring)."""
@@ -351,9 +406,11 @@ class ContrastiveModel(keras.Model):
             pairs, anchor_labels, pool_labels, return_count=True)
 
     def record_metrics(self, step: dict) -> None:
-        """Updates the metrics from a :meth:`forward` result."""
+        """Updates the metrics from a :meth:`forward` result (a batch without negatives,
+        ``step["usable"]`` False, counts in ``dropped_batches`` only)."""
         self._metrics_record.record(step["terms"], step["loss"],
-                                    false_negatives=step.get("false_negatives"))
+                                    false_negatives=step.get("false_negatives"),
+                                    usable=step.get("usable", True))
 
     def count_step(self, finite: Any) -> None:
         """Counts a skipped (non-finite) update in ``nonfinite_steps``."""
@@ -389,11 +446,20 @@ class ContrastiveModel(keras.Model):
         """The step's forward pass (differentiated by the train steps): a dict with
         ``loss`` (scalar), ``terms`` (the loss's terms), ``projections`` (for the health
         record), ``bank`` (the projections the embedding bank keeps),
-        ``false_negatives`` (``(rate, count)`` or None), ``views``, ``index``, and what
-        the subclass's :meth:`after_update` needs."""
+        ``false_negatives`` (``(rate, count)`` or None), ``views``, ``index``, ``usable``
+        (whether the pairs had negatives: a Python bool when known when traced, else a
+        scalar bool tensor; a batch without is not trained on), and what the subclass's
+        :meth:`after_update` needs."""
         step = self.contrastive_forward(inputs["view1"], inputs["view2"], inputs["labels"],
                                         training, sample_weight=inputs.get("sample_weight"))
         step.update(views=(inputs["view1"], inputs["view2"]), index=inputs["index"])
+        return self.mark_usable(step)
+
+    @staticmethod
+    def mark_usable(step: dict) -> dict:
+        """``step`` with ``usable`` from the ``num_negatives`` of its pairs, which
+        :meth:`contrastive_forward` returns (absent: usable)."""
+        step["usable"] = _has_negatives(step.pop("num_negatives", None))
         return step
 
     def probe_projections(self, view1: Any, view2: Any) -> tuple | None:
@@ -406,7 +472,8 @@ class ContrastiveModel(keras.Model):
     def contrastive_forward(self, view1: Any, view2: Any, labels: Any, training: bool,
                             sample_weight: Any = None) -> dict:
         """The framework's forward pass proper (see :meth:`forward`); ``sample_weight`` is
-        ``[B]``, one weight per example, or None."""
+        ``[B]``, one weight per example, or None. Returns :meth:`forward`'s dict, with
+        ``num_negatives`` (the pairs' ``N``) in place of ``usable``."""
         raise NotImplementedError(f"{type(self).__name__} must implement contrastive_forward.")
 
     def reduce_loss(self, per_anchor: Any, sample_weight: Any = None, mask: Any = None,
@@ -426,7 +493,8 @@ class ContrastiveModel(keras.Model):
 
     def after_update(self, step: dict, finite: Any) -> None:
         """Writes after a training step's update: the health record and the embedding
-        bank (MoCo v2 adds its queue)."""
+        bank (MoCo v2 adds its queue). ``finite``: whether the update was applied (the step
+        was finite and its batch had negatives); MoCo's queue is written only then."""
         self.record_health(step["views"], step["projections"], step["terms"], step["loss"],
                            finite)
         self.update_bank(step["index"], step["bank"])
@@ -465,12 +533,28 @@ class ContrastiveModel(keras.Model):
         :class:`~keras_hardneg.models.health.NonFiniteGuard` (the one given to ``compile``,
         else a new one) is put first among the callbacks when none is given: a non-finite
         loss or gradient stops the run with a report, before any later callback (e.g. a
-        checkpoint) runs for that batch."""
+        checkpoint) runs for that batch.
+
+        ``sample_weight`` reaches every step also without labels (Keras drops it when ``y``
+        is None: it is carried in the labels' place). A batch without negatives (e.g. the
+        final batch of one example when ``len(x) % batch_size == 1``) is not trained on:
+        no update, no optimizer step, no metric but ``dropped_batches``; a
+        :class:`DroppedBatchWarning` warns once per ``fit``."""
         callbacks = list(callbacks or [])
         guard = getattr(self, "nonfinite_guard", True)
         if guard is not False and not any(isinstance(c, NonFiniteGuard) for c in callbacks):
             callbacks.insert(0, guard if isinstance(guard, NonFiniteGuard) else NonFiniteGuard())
+        if not any(isinstance(c, DroppedBatchWarning) for c in callbacks):
+            callbacks.append(DroppedBatchWarning())
+        args, kwargs = _carry_sample_weight(args, kwargs)
         return super().fit(*args, callbacks=callbacks, **kwargs)
+
+    def evaluate(self, *args: Any, **kwargs: Any):
+        """:meth:`keras.Model.evaluate`, with ``sample_weight`` reaching every step also
+        without labels (as :meth:`fit`); a batch without negatives counts in
+        ``dropped_batches`` only."""
+        args, kwargs = _carry_sample_weight(args, kwargs)
+        return super().evaluate(*args, **kwargs)
 
     # ----------------------------------------------------------- serialization
     def get_config(self) -> dict:

@@ -160,7 +160,7 @@ def local_global_pairs(local: Any, global_: Any, node_graph: Any,
     (1, [[False, True], [True, False], [True, False]])
     """
     local = core.validate_embeddings(local, "local", min_rows=1)
-    global_ = core.validate_embeddings(global_, "global_", min_rows=2)
+    global_ = core.validate_embeddings(global_, "global_", min_rows=1)
     local_f = ops.cast(local, "float32")
     global_f = ops.cast(global_, "float32")
     if local_f.shape[-1] is not None and global_f.shape[-1] is not None and \
@@ -359,7 +359,7 @@ class InfoGraph(ContrastiveModel):
         step = self.contrastive_forward(inputs["view1"], None, inputs["labels"], training,
                                         sample_weight=inputs.get("sample_weight"))
         step.update(views=(inputs["view1"],), index=inputs["index"])
-        return step
+        return self.mark_usable(step)
 
     def contrastive_forward(self, view1: Any, view2: Any, labels: Any, training: bool,
                             sample_weight: Any = None) -> dict:
@@ -382,7 +382,7 @@ class InfoGraph(ContrastiveModel):
         if self.estimator == "jsd":
             per_node = jsd_node_terms(local_z, global_z, node_graph, graph_mask)
         else:
-            anchor_terms = self.contrastive_loss.anchor_terms(pairs)
+            anchor_terms = self.contrastive_loss.per_anchor_terms(pairs)
             per_node = anchor_terms["loss"]
             if self.contrastive_loss.has_clamp:
                 terms["clamp_fraction"] = _weighted_mean(anchor_terms["clamped"], weights)
@@ -402,7 +402,8 @@ class InfoGraph(ContrastiveModel):
                 pairs, negative_mask=ops.logical_and(pairs.negative_mask, real))
             false_negatives = self.false_negatives(counted, anchor_labels, labels)
         return {"loss": loss_value, "terms": terms, "projections": (global_z, local_z),
-                "bank": global_z, "false_negatives": false_negatives}
+                "bank": global_z, "false_negatives": false_negatives,
+                "num_negatives": pairs.num_negatives}
 
     def get_config(self) -> dict:
         config = super().get_config()

@@ -181,7 +181,7 @@ class MoCoV2(MomentumContrast):
         return {"loss": loss_value, "terms": terms, "projections": projections,
                 "bank": q["embeddings"] if isinstance(q, dict) else q,
                 "false_negatives": self.false_negatives(pairs, labels, queue_labels),
-                "keys": keys, "labels": key_labels}
+                "keys": keys, "labels": key_labels, "num_negatives": pairs.num_negatives}
 
     def after_update(self, step: dict, finite: Any) -> None:
         """Health, bank, then the keys of all replicas into the queue (if finite): with
@@ -283,7 +283,7 @@ class MoCoV3(MomentumContrast):
             false_negatives = self.false_negatives(pairs_a, labels, self.gathered(labels))
         return {"loss": loss_value, "terms": terms, "projections": (q, k1, k2),
                 "bank": q1["embeddings"] if isinstance(q1, dict) else q1,
-                "false_negatives": false_negatives}
+                "false_negatives": false_negatives, "num_negatives": pairs_a.num_negatives}
 
     def get_config(self) -> dict:
         config = super().get_config()

@@ -65,6 +65,14 @@ class MomentumContrast(ContrastiveModel):
     def guarded_layers(self) -> list:
         return self.query_layers() + [self.key_encoder, self.key_projector]
 
+    def guarded_state(self):
+        """As the base's, plus the key branch's weights: a step not applied (not finite,
+        or a batch without negatives) leaves the momentum update undone too."""
+        state = super().guarded_state()
+        seen = {id(v) for v in state.variables}
+        state.variables += [v for v in self.key_variables() if id(v) not in seen]
+        return state
+
     def query_variables(self) -> list:
         """The weights trained by gradient (:meth:`query_layers`)."""
         out = []

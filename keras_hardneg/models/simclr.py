@@ -153,4 +153,4 @@ class SimCLR(ContrastiveModel):
                                       anchors_per_example=per_example)
         return {"loss": loss_value, "terms": terms, "projections": (z1, z2),
                 "bank": z1["embeddings"] if isinstance(z1, dict) else z1,
-                "false_negatives": false_negatives}
+                "false_negatives": false_negatives, "num_negatives": pairs.num_negatives}

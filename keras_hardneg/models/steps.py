@@ -26,8 +26,13 @@ This module runs that description on each backend, and is the only place (with
 
 On both, a non-finite step (loss or any gradient not finite) leaves the trainable
 weights, the optimizer state, the guarded moving statistics
-(:class:`~keras_hardneg.models.health.GuardedState`) and MoCo's queue as they were, and
-is counted in ``nonfinite_steps``. With a ``keras.optimizers.LossScaleOptimizer`` the
+(:class:`~keras_hardneg.models.health.GuardedState`), MoCo's key branch and queue as they
+were, and is counted in ``nonfinite_steps``. A batch whose pairs have no negative (the step's
+``usable`` False: e.g. a final batch of one example) is not trained on either: the same
+state is kept, the optimizer's step count does not move (except under a multi-replica
+``tf.distribute`` strategy, where zero gradients are applied, and a loss-scale optimizer
+there), and it counts in ``dropped_batches`` only. When the batch size is known when the step
+is traced (JAX; TensorFlow's first trace) this is decided then, with no update computed. With a ``keras.optimizers.LossScaleOptimizer`` the
 optimizer checks the gradients itself (a non-finite *scaled* gradient is how it lowers
 the scale) and only a non-finite loss counts.
 
@@ -38,8 +43,8 @@ Example (either backend):
 >>> model.compile(optimizer="sgd", loss="nt_xent")
 >>> x = np.random.default_rng(0).uniform(size=(8, 8, 8, 3)).astype("float32")
 >>> logs = model.train_on_batch({"view1": x, "view2": x[:, ::-1]}, return_dict=True)
->>> sorted(logs)[:2], bool(np.isfinite(logs["loss"]))
-(['false_negative_rate', 'loss'], True)
+>>> sorted(logs)[:3], bool(np.isfinite(logs["loss"]))
+(['dropped_batches', 'false_negative_rate', 'loss'], True)
 """
 
 from __future__ import annotations
@@ -81,6 +86,24 @@ def _uses_loss_scale(model) -> bool:
     return isinstance(model.optimizer, keras.optimizers.LossScaleOptimizer)
 
 
+def _and(a: Any, b: Any) -> Any:
+    """``a and b`` of Python bools or scalar bool tensors (Python when both are)."""
+    if a is True or b is False:
+        return b
+    if b is True or a is False:
+        return a
+    return ops.logical_and(a, b)
+
+
+def _counted_finite(finite: Any, usable: Any) -> Any:
+    """What ``count_step`` counts: a dropped batch (not ``usable``) is no non-finite step."""
+    if usable is True:
+        return finite
+    if usable is False:
+        return True
+    return ops.logical_or(finite, ops.logical_not(usable))
+
+
 def _all_finite(loss_value, grads):
     finite = ops.isfinite(loss_value)
     for g in grads:
@@ -100,9 +123,11 @@ def _tf_train_step(model, data):
     with tf.GradientTape() as tape:
         step = model.forward(inputs, training=True)
         objective = model.objective(step["loss"])
-    finite = tf_apply_update(model, tape, objective, step["loss"])
-    guard.restore_unless(finite, snapshot)
-    model.after_update(step, finite)
+    usable = step["usable"]
+    finite = tf_apply_update(model, tape, objective, step["loss"], usable=usable)
+    applied = _and(finite, usable)
+    guard.restore_unless(applied, snapshot)
+    model.after_update(step, applied)
     model.record_metrics(step)
     return tf_step_logs(model.metric_results())
 
@@ -162,34 +187,49 @@ def tf_prebuild_across_workers(model: Any, iterator: Any = None, data_batch: Any
     return True
 
 
-def tf_apply_update(model: Any, tape: Any, objective: Any, loss_value: Any) -> Any:
+def tf_apply_update(model: Any, tape: Any, objective: Any, loss_value: Any,
+                    usable: Any = True) -> Any:
     """TensorFlow: gradient step on ``objective``; skipped (and counted in
-    ``nonfinite_steps``) when the loss or a gradient is not finite. Returns whether the
-    step was finite."""
+    ``nonfinite_steps``) when the loss or a gradient is not finite, and skipped (not
+    counted) when ``usable`` is False (a batch without negatives: a Python bool, or a scalar
+    bool tensor). Returns whether the step was finite."""
     import tensorflow as tf
 
     variables = model.trainable_variables
+    if usable is False:  # known when traced: nothing to differentiate or apply
+        model.count_step(True)
+        return tf.constant(True)
     grads = tape.gradient(objective, variables)
-    if _uses_loss_scale(model):
-        # It checks the gradients (and skips non-finite steps) itself; a
-        # non-finite *scaled* gradient is its normal way to lower the scale.
-        model.optimizer.apply(grads, variables)
-        finite = tf.math.is_finite(loss_value)
-        model.count_step(finite)
-        return finite
-    finite = _all_finite(loss_value, grads)
-    if distribute.num_replicas() > 1:
-        # A cross-replica update cannot sit inside tf.cond: apply zero
-        # gradients instead (the NonFiniteGuard callback then stops the run).
-        grads = [None if g is None else tf.where(finite, g, tf.zeros_like(g)) for g in grads]
-        model.optimizer.apply(grads, variables)
-    else:
+    replicas = distribute.num_replicas()
+
+    def apply_when(condition):
+        if condition is True:
+            model.optimizer.apply(grads, variables)
+            return
+
         def apply():
             model.optimizer.apply(grads, variables)
             return tf.no_op()
 
-        tf.cond(finite, apply, tf.no_op)
-    model.count_step(finite)
+        tf.cond(condition, apply, tf.no_op)
+
+    if _uses_loss_scale(model):
+        # It checks the gradients (and skips non-finite steps) itself; a
+        # non-finite *scaled* gradient is its normal way to lower the scale.
+        apply_when(True if replicas > 1 else usable)
+        finite = tf.math.is_finite(loss_value)
+        model.count_step(_counted_finite(finite, usable))
+        return finite
+    finite = _all_finite(loss_value, grads)
+    applied = _and(finite, usable)
+    if replicas > 1:
+        # A cross-replica update cannot sit inside tf.cond: apply zero
+        # gradients instead (the NonFiniteGuard callback then stops the run).
+        grads = [None if g is None else tf.where(applied, g, tf.zeros_like(g)) for g in grads]
+        model.optimizer.apply(grads, variables)
+    else:
+        apply_when(applied)
+    model.count_step(_counted_finite(finite, usable))
     return finite
 
 
@@ -219,36 +259,53 @@ def _jax_train_step(model, state, data):
         model.prepare_step()
     non_trainable = _current(scope, n_refs, non_trainable)
 
-    # 2. The forward pass, differentiated with respect to the trainable values.
+    # 2. The forward pass, differentiated with respect to the trainable values. Whether the
+    # batch had negatives is a Python bool when the shapes say (kept out of the traced aux).
+    static = {}
+
     def objective_fn(trainable_values, non_trainable_values):
         mapping = (list(zip(t_refs, trainable_values)) + list(zip(n_refs, non_trainable_values))
                    + list(zip(o_refs, optimizer_values)))
         with keras.StatelessScope(state_mapping=mapping) as forward_scope:
             step = model.forward(inputs, training=True)
             objective = model.objective(step["loss"])
+        if isinstance(step["usable"], bool):
+            static["usable"] = step.pop("usable")
         return objective, (step, _current(forward_scope, n_refs, non_trainable_values))
 
     (_, (step, non_trainable)), grads = jax.value_and_grad(objective_fn, has_aux=True)(
         trainable, non_trainable)
+    if "usable" in static:
+        step["usable"] = static["usable"]
+    usable = step["usable"]
 
-    # 3. The update; a non-finite step keeps the old weights and optimizer state.
-    new_trainable, new_optimizer = model.optimizer.stateless_apply(
-        optimizer_values, grads, trainable)
-    if _uses_loss_scale(model):
-        finite = ops.isfinite(step["loss"])
+    # 3. The update; a non-finite step, or a batch without negatives, keeps the old weights
+    # and optimizer state.
+    if usable is False:
+        new_trainable, new_optimizer = trainable, optimizer_values
+        finite = True
     else:
-        finite = _all_finite(step["loss"], grads)
-        new_trainable = [ops.where(finite, n, o) for n, o in zip(new_trainable, trainable)]
-        new_optimizer = [ops.where(finite, n, o)
-                         for n, o in zip(new_optimizer, optimizer_values)]
+        new_trainable, new_optimizer = model.optimizer.stateless_apply(
+            optimizer_values, grads, trainable)
+        if _uses_loss_scale(model):
+            finite = ops.isfinite(step["loss"])
+            kept = usable
+        else:
+            finite = _all_finite(step["loss"], grads)
+            kept = _and(finite, usable)
+        if kept is not True:
+            new_trainable = [ops.where(kept, n, o) for n, o in zip(new_trainable, trainable)]
+            new_optimizer = [ops.where(kept, n, o)
+                             for n, o in zip(new_optimizer, optimizer_values)]
+    applied = _and(finite, usable)
 
     # 4. The writes after the update, and the metrics.
     mapping = (list(zip(t_refs, new_trainable)) + list(zip(n_refs, non_trainable))
                + list(zip(m_refs, metric_values)))
     with keras.StatelessScope(state_mapping=mapping) as scope:
-        guard.restore_unless(finite, snapshot)
-        model.after_update(step, finite)
-        model.count_step(finite)
+        guard.restore_unless(applied, snapshot)
+        model.after_update(step, applied)
+        model.count_step(_counted_finite(finite, usable))
         model.record_metrics(step)
         logs = model.metric_results()
     non_trainable = _current(scope, n_refs, non_trainable)

@@ -75,20 +75,14 @@ RUN_PARAMS: dict[str, Param] = {
                        help="Keras dtype policy of the run"),
 }
 
-#: ``annealing``: hyper-parameter schedules, each on when its key is given.
-ANNEALING_PARAMS: dict[str, Param] = {
-    "beta_changes": Param(int, default=None, low=1,
-                          help="BetaAnnealing: number of steps of beta down to 0"),
-    "ring_start": Param(float, default=None, low=0.0, high=100.0, low_inclusive=False,
-                        help="RingAnnealing: upper percentile at the first epoch"),
-    "ring_end": Param(float, default=None, low=0.0, high=100.0, low_inclusive=False,
-                      help="RingAnnealing: upper percentile at the last epoch"),
-}
+#: ``annealing``: hyper-parameter schedules, each on when its key is given (the losses'
+#: :data:`keras_hardneg.losses.ANNEALING_PARAMS`).
+ANNEALING_PARAMS: dict[str, Param] = dict(losses.ANNEALING_PARAMS)
 
-#: ``annealing`` key -> the loss key its schedule changes: a schedule is allowed only with a
-#: loss that has that key (checked by :func:`load_recipe`, before any data is read).
-ANNEALED_LOSS_KEYS: dict[str, str] = {
-    "beta_changes": "beta", "ring_start": "upper_percentile", "ring_end": "upper_percentile"}
+#: ``annealing`` key -> the loss key its schedule changes, as the loss classes state it
+#: (:func:`keras_hardneg.losses.annealing_keys`): a schedule is allowed only with a loss that
+#: has it (checked by :func:`load_recipe`, before any data is read).
+ANNEALED_LOSS_KEYS: dict[str, str] = losses.annealing_keys()
 
 _KNN = EVALUATIONS.get("knn").params
 #: ``evaluation``: the monitor and the final evaluation.
@@ -309,21 +303,23 @@ def load_recipe(source: Any = None, overrides: dict[str, Any] | None = None) -> 
 
 
 def _check_annealing(recipe: dict[str, Any]) -> None:
-    """Each ``annealing`` schedule fits the recipe's loss: it changes a key the loss has
-    (:data:`ANNEALED_LOSS_KEYS`), and Ring's upper percentile stays above its lower one."""
+    """Each ``annealing`` schedule fits the recipe's loss: the loss class has the key (its
+    ``annealing``), and the value it sets is one the loss accepts (its own checks)."""
     loss = recipe["loss"]
     for key, value in recipe["annealing"].items():
         target = ANNEALED_LOSS_KEYS[key]
-        if target not in loss:
-            fits = ", ".join(n for n in LOSSES.names() if target in LOSSES.get(n).params)
+        if key not in getattr(LOSSES.get(loss["name"]).factory, "annealing", {}):
+            fits = ", ".join(n for n in LOSSES.names()
+                             if key in getattr(LOSSES.get(n).factory, "annealing", {}))
             raise RecipeError(
                 f"recipe key 'annealing.{key}' anneals the loss's '{target}', which loss "
                 f"'{loss['name']}' does not have; choose a loss of: {fits} (or drop the key).")
-        if target == "upper_percentile" and not value > loss["lower_percentile"]:
-            raise RecipeError(
-                f"recipe key 'annealing.{key}' = {value:g} must be above 'loss."
-                f"lower_percentile' = {loss['lower_percentile']:g} (the band is "
-                "[lower, upper)).")
+        try:
+            LOSSES.check(loss["name"], {**loss, target: value}, where="recipe key",
+                         prefix="loss.")
+        except ConfigError as e:
+            raise RecipeError(f"recipe key 'annealing.{key}' = {value:g} cannot be loss "
+                              f"'{loss['name']}''s '{target}': {e}") from None
 
 
 def _check_modalities(recipe: dict[str, Any]) -> None:

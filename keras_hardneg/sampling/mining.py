@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import numbers
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -225,40 +225,16 @@ def mine_hard_negatives(query_emb, corpus_emb, positives: Sequence[Sequence[int]
     Returns:
         :class:`MinedNegatives` (``T`` tuples of ``K`` negatives, with scores and summary).
     """
-    if sampling_strategy not in SAMPLING_STRATEGIES:
-        raise ValueError(f"`sampling_strategy` must be one of "
-                         f"{', '.join(map(repr, SAMPLING_STRATEGIES))}; got "
-                         f"{sampling_strategy!r}.")
-    if index not in INDEXES:
-        raise ValueError(f"`index` must be one of {', '.join(map(repr, INDEXES))}; got "
-                         f"{index!r}.")
-    q = unit_rows(query_emb, "query_emb")
-    c = unit_rows(corpus_emb, "corpus_emb")
-    if q.shape[1] != c.shape[1]:
-        raise ValueError(f"`query_emb` and `corpus_emb` must have the same width d; got "
-                         f"{q.shape[1]} and {c.shape[1]}.")
+    q, c = _check_embeddings(query_emb, corpus_emb, sampling_strategy, index)
     n_q, n = q.shape[0], c.shape[0]
-    k = _int("num_negatives", num_negatives, 1)
-    lo = _int("range_min", range_min, 0)
-    hi = _int("range_max", range_max, 1, allow_none=True)
-    margins = {"absolute_margin": _float("absolute_margin", absolute_margin, True),
-               "relative_margin": _float("relative_margin", relative_margin, True)}
-    bounds = {"max_score": _float("max_score", max_score),
-              "min_score": _float("min_score", min_score)}
-    if None not in bounds.values() and bounds["min_score"] > bounds["max_score"]:
-        raise ValueError(f"`min_score` ({min_score}) must be <= `max_score` ({max_score}).")
-    filtered = any(v is not None for v in (*margins.values(), *bounds.values()))
-    if hi is None:
-        hi = lo + (10 * k if filtered else k)
-    if hi - lo < k:
-        raise ValueError(f"the window [range_min, range_max) = [{lo}, {hi}) holds {hi - lo} "
-                         f"ranks; it must hold at least num_negatives={k}.")
-    hi = min(hi, n)
+    k, lo, hi, limits = _check_window(num_negatives, range_min, range_max, n,
+                                      absolute_margin=absolute_margin,
+                                      relative_margin=relative_margin,
+                                      max_score=max_score, min_score=min_score)
     pos = _rows("positives", positives, n_q, n)
     extra = _rows("exclude", exclude, n_q, n)
     summary = MiningSummary(num_queries=n_q, range_max=hi)
-    summary.removed = {name: 0 for name, v in (*margins.items(), *bounds.items())
-                       if v is not None}
+    summary.removed = {name: 0 for name in limits}
     has_pos = np.array([p.size > 0 for p in pos])
     summary.without_positive = int((~has_pos).sum())
     rows = np.nonzero(has_pos)[0]
@@ -272,9 +248,70 @@ def mine_hard_negatives(query_emb, corpus_emb, positives: Sequence[Sequence[int]
     idx, scores = top_k_cosine(q[rows], c, hi, exclude=excl, index=index,
                                max_block_bytes=max_block_bytes, scann_options=scann_options)
     idx, scores = idx[:, lo:], scores[:, lo:].astype(np.float64)
+    pos_scores = [(c[pos[i]] @ q[i]).astype(np.float32) for i in rows]
+    alive = _filter(idx, scores, pos_scores, limits, summary)
+    tuples = _pick(rows, pos, pos_scores, idx, scores, alive, k, sampling_strategy, seed,
+                   summary)
+    if not tuples[0]:
+        return empty
+    out_q, out_p, out_neg, out_ps, out_ns = tuples
+    mined = MinedNegatives(np.array(out_q, np.int64), np.array(out_p, np.int64),
+                           np.stack(out_neg).astype(np.int64),
+                           np.array(out_ps, np.float32), np.stack(out_ns), summary)
+    summary.positive_scores = _quantiles(mined.positive_scores)
+    summary.negative_scores = _quantiles(mined.negative_scores.ravel())
+    return mined
+
+
+def _check_embeddings(query_emb, corpus_emb, sampling_strategy: str,
+                      index: str) -> tuple[np.ndarray, np.ndarray]:
+    """Unit rows of both embeddings, after the strategy and index names are checked."""
+    if sampling_strategy not in SAMPLING_STRATEGIES:
+        raise ValueError(f"`sampling_strategy` must be one of "
+                         f"{', '.join(map(repr, SAMPLING_STRATEGIES))}; got "
+                         f"{sampling_strategy!r}.")
+    if index not in INDEXES:
+        raise ValueError(f"`index` must be one of {', '.join(map(repr, INDEXES))}; got "
+                         f"{index!r}.")
+    q = unit_rows(query_emb, "query_emb")
+    c = unit_rows(corpus_emb, "corpus_emb")
+    if q.shape[1] != c.shape[1]:
+        raise ValueError(f"`query_emb` and `corpus_emb` must have the same width d; got "
+                         f"{q.shape[1]} and {c.shape[1]}.")
+    return q, c
+
+
+def _check_window(num_negatives, range_min, range_max, n: int, **given: Any
+                  ) -> tuple[int, int, int, dict[str, float]]:
+    """``(K, range_min, range_max clipped to N, {filter: value})`` of the checked settings
+    (the filters given: margins and score bounds; the default ``range_max`` is
+    ``range_min + 10 K`` with a filter, ``range_min + K`` without)."""
+    k = _int("num_negatives", num_negatives, 1)
+    lo = _int("range_min", range_min, 0)
+    hi = _int("range_max", range_max, 1, allow_none=True)
+    values = {"absolute_margin": _float("absolute_margin", given["absolute_margin"], True),
+              "relative_margin": _float("relative_margin", given["relative_margin"], True),
+              "max_score": _float("max_score", given["max_score"]),
+              "min_score": _float("min_score", given["min_score"])}
+    if values["min_score"] is not None and values["max_score"] is not None \
+            and values["min_score"] > values["max_score"]:
+        raise ValueError(f"`min_score` ({given['min_score']}) must be <= `max_score` "
+                         f"({given['max_score']}).")
+    limits = {name: v for name, v in values.items() if v is not None}
+    if hi is None:
+        hi = lo + (10 * k if limits else k)
+    if hi - lo < k:
+        raise ValueError(f"the window [range_min, range_max) = [{lo}, {hi}) holds {hi - lo} "
+                         f"ranks; it must hold at least num_negatives={k}.")
+    return k, lo, min(hi, n), limits
+
+
+def _filter(idx: np.ndarray, scores: np.ndarray, pos_scores: list, limits: dict[str, float],
+            summary: "MiningSummary") -> np.ndarray:
+    """``[Q', W]`` which window candidates pass every filter (counting, per filter in
+    order, how many it removed); margins are against the query's least similar positive."""
     alive = idx >= 0
     summary.window_candidates = int(alive.sum())
-    pos_scores = [(c[pos[i]] @ q[i]).astype(np.float32) for i in rows]
     ref = np.array([s.astype(np.float64).min() for s in pos_scores])[:, None]
     thresholds = {
         "absolute_margin": lambda m: scores > ref - m,
@@ -282,11 +319,17 @@ def mine_hard_negatives(query_emb, corpus_emb, positives: Sequence[Sequence[int]
         "max_score": lambda m: scores > m,
         "min_score": lambda m: scores < m,
     }
-    for name in summary.removed:
-        value = margins.get(name, bounds.get(name))
+    for name, value in limits.items():
         drop = alive & thresholds[name](value)
         summary.removed[name] = int(drop.sum())
         alive &= ~drop
+    return alive
+
+
+def _pick(rows, pos, pos_scores, idx, scores, alive, k: int, strategy: str, seed: int,
+          summary: "MiningSummary") -> tuple[list, list, list, list, list]:
+    """One tuple per (query, positive): K of the query's surviving candidates (the top K,
+    or K at random in rank order); a query with fewer than K is counted ``short``."""
     rng = np.random.default_rng(seed)
     out_q, out_p, out_neg, out_ps, out_ns = [], [], [], [], []
     for r, i in enumerate(rows):
@@ -294,10 +337,8 @@ def mine_hard_negatives(query_emb, corpus_emb, positives: Sequence[Sequence[int]
         if cols.size < k:
             summary.short += 1
             continue
-        if sampling_strategy == "top":
-            pick = cols[:k]
-        else:
-            pick = np.sort(rng.choice(cols, size=k, replace=False))
+        pick = cols[:k] if strategy == "top" else np.sort(rng.choice(cols, size=k,
+                                                                      replace=False))
         negs, negs_s = idx[r, pick], scores[r, pick].astype(np.float32)
         for p, ps in zip(pos[i], pos_scores[r]):
             out_q.append(i)
@@ -305,11 +346,4 @@ def mine_hard_negatives(query_emb, corpus_emb, positives: Sequence[Sequence[int]
             out_neg.append(negs)
             out_ps.append(ps)
             out_ns.append(negs_s)
-    if not out_q:
-        return empty
-    mined = MinedNegatives(np.array(out_q, np.int64), np.array(out_p, np.int64),
-                           np.stack(out_neg).astype(np.int64),
-                           np.array(out_ps, np.float32), np.stack(out_ns), summary)
-    summary.positive_scores = _quantiles(mined.positive_scores)
-    summary.negative_scores = _quantiles(mined.negative_scores.ravel())
-    return mined
+    return out_q, out_p, out_neg, out_ps, out_ns

@@ -101,16 +101,14 @@ def collect_records(tuner, hypermodel):
             with open(info_path) as f:
                 info = json.load(f)
         recipe = hypermodel.recipe_for_values(values)
-        loss = run.build_loss(recipe)
+        family = run.build_loss(recipe).hcl_parameters() or {}  # None outside HCL's family
         rec = {
             "trial_id": trial_id,
             "status": status,
             "objective": None,
             "objective_name": hypermodel.objective_name,
-            "beta": float(getattr(loss, "beta", 0.0)) if recipe["loss"]["name"] != "ring"
-            else None,
-            "tau_plus": float(getattr(loss, "tau_plus", 0.0)) if recipe["loss"]["name"] != "ring"
-            else None,
+            "beta": family.get("beta"),
+            "tau_plus": family.get("tau_plus"),
             "hyperparameters": values,
         }
         for k, v in values.items():

@@ -1,5 +1,10 @@
 """Every script in examples/ runs top to bottom at its smallest settings (``--smoke``).
 
+The runs are the heavy tier (``KHN_HEAVY_TESTS=1``, ``.ci/run``; docs/notes/suite_time.md):
+each example is an integration run of parts the default suite tests one by one, and
+tests/test_anywhere.py (also heavy) runs them once more from a wheel outside the clone.
+Only the list check below is in the default run.
+
 The TensorFlow examples run one after the other in ONE child process (``_runner.py``:
 ``runpy`` with the script's own ``sys.argv``), so TensorFlow and the package are imported
 once; the JAX example runs in a second child process, started first so that it overlaps
@@ -126,6 +131,7 @@ def test_every_example_is_listed():
     assert scripts == sorted(EXAMPLES), "add new examples to EXAMPLES here"
 
 
+@pytest.mark.heavy  # ~100-150 CPU-s of example runs: integration, not a unit's behaviour
 @pytest.mark.parametrize("name", sorted(EXAMPLES))
 def test_example_runs_at_its_smallest_settings(name, records):
     reason = missing(name)

@@ -40,7 +40,7 @@ def test_queue_pairs_shapes():
     [
         (np.zeros((4, 3)), np.zeros((5, 3)), "same shape"),
         (np.zeros((4, 3, 1)), np.zeros((4, 3, 1)), "rank 2"),
-        (np.zeros((1, 3)), np.zeros((1, 3)), "at least 2"),
+        (np.zeros((0, 3)), np.zeros((0, 3)), "at least 1"),
         (np.zeros((4,), "int32"), np.zeros((4,), "int32"), "float"),
     ],
 )

@@ -3,14 +3,15 @@
 their per-anchor losses as ``keras.losses.Loss.__call__`` reduces a loss's values (every
 ``reduction``, ``sample_weight``, a mask), a ``[B]`` weight (one per example) applies to
 both of an example's anchors in the in-batch convention, and bad weights are refused in
-one line. Runs under TF and JAX (the ``MirroredStrategy`` half is test_reduction_mirrored.py)."""
+one line. Runs under TF and JAX (the ``MirroredStrategy`` half is test_reduction_mirrored.py).
+The in-batch convention's reductions with one weight per example, against NumPy, are the
+contract every loss's test runs (tests/losses/harness.py)."""
 
 import keras
 import numpy as np
 import pytest
 
 from keras_hardneg import losses as L
-from tests.losses import numpy_reference as ref
 from tests.losses.backend_utils import tensor, to_numpy
 
 pytestmark = pytest.mark.backends
@@ -52,39 +53,6 @@ def _data(seed=0):
     queue = rng.normal(size=(K, D)).astype("float32")
     w = rng.uniform(0.1, 2.0, size=B).astype("float32")
     return z1, z2, queue, w
-
-
-@pytest.mark.parametrize("name", list(LOSSES))
-@pytest.mark.parametrize("reduction", REDUCTIONS)
-def test_in_batch_loss_reduces_as_keras_with_one_weight_per_example(name, reduction):
-    """``loss(z1, z2, sample_weight=w)`` with ``w [B]``: example ``i``'s weight applies to
-    its two anchors (rows ``i`` and ``B + i`` of the ``[2B]`` per-anchor losses)."""
-    z1, z2, _, w = _data()
-    loss = LOSSES[name](reduction=reduction)
-    per_anchor = to_numpy(LOSSES[name](reduction=None)(tensor(z1), tensor(z2)))
-    assert per_anchor.shape == (2 * B,)
-    if name in ("nt_xent", "debiased", "hard", "ring"):  # exact against NumPy per anchor
-        fn = {"nt_xent": ref.ntxent, "debiased": ref.debiased, "hard": ref.hard,
-              "ring": ref.ring}[name]
-        z, triples = ref.in_batch_triples(z1, z2)
-        want = [fn(z[a] @ z[p] / 0.5, z[n] @ z[a] / 0.5, 0.5, tau_plus=0.1, beta=1.0,
-                   lower=5, upper=60) for a, p, n in triples]
-        np.testing.assert_allclose(per_anchor, want, rtol=1e-4, atol=1e-5)
-    got = to_numpy(loss(tensor(z1), tensor(z2), sample_weight=w))
-    want = keras_reduce(per_anchor, reduction, np.concatenate([w, w]))
-    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
-    # Written out: the weighted sum over the 2B anchors, divided as the reduction says.
-    weighted = per_anchor * np.concatenate([w, w])
-    expected = {"sum": weighted.sum(), "sum_over_batch_size": weighted.mean(),
-                "mean": weighted.mean(), "mean_with_sample_weight": weighted.sum() / (2 * w.sum()),
-                None: weighted, "none": weighted}[reduction]
-    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
-    # A weight per anchor ([2B]) is taken as given; no weight is Keras's unweighted reduction.
-    np.testing.assert_allclose(
-        to_numpy(loss(tensor(z1), tensor(z2), sample_weight=np.concatenate([w, w]))), got,
-        rtol=1e-6)
-    np.testing.assert_allclose(to_numpy(loss(tensor(z1), tensor(z2))),
-                               keras_reduce(per_anchor, reduction), rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("name", list(LOSSES))

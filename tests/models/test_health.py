@@ -94,11 +94,12 @@ def test_fit_attaches_one_guard(monkeypatch):
 
     monkeypatch.setattr(keras.Model, "fit", recording_fit)
     model.fit(views(n=8), batch_size=8, epochs=1, verbose=0, callbacks=[Spy()])
-    assert seen == ["NonFiniteGuard", "Spy"]
+    # The guard first; fit's DroppedBatchWarning (a batch without negatives) last.
+    assert seen == ["NonFiniteGuard", "Spy", "DroppedBatchWarning"]
     seen.clear()
     mine = NonFiniteGuard(raise_error=False)
     model.fit(views(n=8), batch_size=8, epochs=1, verbose=0, callbacks=[Spy(), mine])
-    assert seen == ["Spy", "NonFiniteGuard"]  # a given guard is not doubled
+    assert seen == ["Spy", "NonFiniteGuard", "DroppedBatchWarning"]  # a given guard: not doubled
 
 
 def test_guard_config_round_trip():

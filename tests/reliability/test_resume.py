@@ -1,6 +1,14 @@
 """Interrupted training: a real SIGKILL in the middle of an epoch (or in the middle of a
 checkpoint write), then the same command again. See docs/reliability.md. The two SimCLR
-kills are one chain of three processes (each process costs ~20 CPU-s here)."""
+kills are one chain of three processes (each process costs ~20 CPU-s here).
+
+Every test here is the heavy tier (``KHN_HEAVY_TESTS=1``, ``.ci/run``): process-level runs.
+The default run checks the same mechanisms in one process: tests/reliability/test_backup.py
+(an uncommitted or cut checkpoint is ignored and removed, a damaged latest backup falls
+back to the previous one), tests/run/test_rerun.py (an interrupted run resumes to the
+uninterrupted run's epochs), tests/models/test_checkpoint.py (MoCo's queue, key encoder and
+step resume) and tests/callbacks/test_annealing.py (the schedules as functions of the
+epoch)."""
 
 import os
 import signal
@@ -127,7 +135,7 @@ def _check_common(killed, meta, resumed, kill_epoch):
     assert sorted(resumed["loss_params"], key=int) == [str(e) for e in range(kill_epoch, EPOCHS)]
 
 
-@pytest.mark.heavy  # the SimCLR chain below stays in the default run
+@pytest.mark.heavy
 @pytest.mark.timeout(900)
 def test_moco_batchsampler_sigkill_mid_epoch_resumes(tmp_path):
     kill_epoch = 1
@@ -145,6 +153,7 @@ def test_moco_batchsampler_sigkill_mid_epoch_resumes(tmp_path):
         assert params["beta"] == pytest.approx(beta_schedule(1.0, EPOCHS, EPOCHS, int(e)))
 
 
+@pytest.mark.heavy
 @pytest.mark.timeout(900)
 def test_simclr_sigkill_mid_epoch_resumes(simclr_chain):
     kill_epoch = 2
@@ -157,6 +166,7 @@ def test_simclr_sigkill_mid_epoch_resumes(simclr_chain):
             ring_upper_schedule(100.0, 10.0, EPOCHS, int(e)))
 
 
+@pytest.mark.heavy
 @pytest.mark.timeout(900)
 def test_sigkill_during_checkpoint_write_keeps_previous(simclr_chain):
     # The 2nd save (end of epoch 1) is cut in half and the process is killed in it.

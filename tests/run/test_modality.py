@@ -169,6 +169,8 @@ def test_evaluate_reproduces_a_graph_run(graph_run, where, capsys):
     assert measured["svm_accuracy"] == pytest.approx(results["svm_accuracy"], abs=1e-9)
 
 
+@pytest.mark.heavy  # two graph runs (~24 CPU-s); by default: the feed's state round trip
+# (tests/data/test_graph_feed.py) and an interrupted run's resume (tests/run/test_rerun.py)
 def test_graph_runs_resume_with_the_feed_state(tmp_path):
     folder = write_tu(str(tmp_path / "TOY"))
     recipe = {"data": dataset_spec(folder), "epochs": 1, "batch_size": 8}

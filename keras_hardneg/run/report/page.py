@@ -2,23 +2,32 @@
 
 Everything is inline: CSS in the head, every figure a PNG data URI (matplotlib, Agg), no
 script and no URL to fetch, so the file opens by double-click, offline, and can be mailed.
-This module only draws and writes; :mod:`keras_hardneg.run.run_report` gathers what a run
+This module only draws and writes; :mod:`keras_hardneg.run.report.run_report` gathers what a run
 (or a zoo entry) measured and calls it. The sections, in order:
 
 * the run: data, framework, loss, epochs, time; the recipe as a table;
 * the figures (kNN / linear probe / SVM / STS) beside the starting encoder's ("epoch 0");
 * the curves per epoch (:func:`curves_section`): loss, kNN, positive / negative cosine,
-  false-negative rate of the training batches (``history.json``), the clamp where the loss
-  has one, the probe's effective number of negatives;
-* the negatives (:func:`negatives_section`, from the probe's records:
-  :mod:`keras_hardneg.run.probe`): cosine histograms at the start and the end, the weight each
-  negative received against its similarity, the effective number of negatives per epoch and,
+  false-negative rate of the training batches (``history.json``) beside its expectation for
+  uniform batches (:func:`uniform_false_negative_rate`), the clamp where the loss has one (a
+  sentence when it never engaged), the learning-rate schedule (a sentence when constant); a
+  one-epoch run gets a table;
+* the negatives (:func:`negatives_section`, from the probe's records in ``probe.json``:
+  :mod:`keras_hardneg.run.report.probe`): cosine histograms at the start and the end (over the
+  data's range), the effective number of negatives per epoch (mean and quartiles) and per
+  anchor, the weight each negative received against its similarity, the collapse check and,
   with labels, the share of same-class negatives among all, among the most-weighted and in
-  the loss's weight; with a graph sampler, batch hardness and false-negative rate against
-  uniform batches (:func:`sampler_section`);
+  the loss's weight; panels constant by construction (NT-Xent's weights) are said, not drawn;
+  notes on where the probe's view differs from training's; with a graph sampler, batch
+  hardness and false-negative rate against uniform batches (:func:`sampler_section`);
+* the hardest negatives (:func:`hardest_negatives_section`): for a few probe anchors, the
+  negatives the loss weighted most, drawn as the data is (images, graphs by
+  :func:`draw_graph`, sentences), with weight, cosine and a same-class flag (the
+  modality's :meth:`~keras_hardneg.modalities.DataFeed.probe_examples` gives the examples);
 * the modality's own (:meth:`~keras_hardneg.modalities.Modality.report_sections`, drawn
   with :mod:`keras_hardneg.modalities.report`): images a nearest-neighbour grid and a 2-D
-  map, graphs the 2-D map, sentences the nearest sentences of a few queries.
+  map, graphs the 2-D map, sentences the nearest sentences of a few queries;
+* the footer: versions, backend, hardware and git commit (:func:`environment`).
 
 Example:
 >>> page = render_page("demo", [("Hello", "<p>one section</p>")], footer="made by hand")
@@ -31,7 +40,7 @@ from __future__ import annotations
 import html
 import os
 import re
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -39,7 +48,8 @@ from keras_hardneg.modalities import report
 
 __all__ = ["REPORT_FILE", "GENERATOR", "render_page", "write_page", "is_our_page",
            "recipe_table", "figures_section", "curves_section", "negatives_section",
-           "sampler_section"]
+           "sampler_section", "uniform_false_negative_rate", "hardest_negatives_section",
+           "draw_graph", "environment", "environment_line"]
 
 #: The page's file name in a run directory.
 REPORT_FILE = "report.html"
@@ -104,16 +114,25 @@ def _lookup(results: dict[str, Any], key: str) -> Any:
 
 
 def figures_section(figures: Sequence[tuple[str, str, Any]], baseline: dict[str, Any] | None,
-                    protocol: str = "", baseline_note: str = "") -> str:
+                    protocol: str = "", baseline_note: str = "",
+                    results: dict[str, Any] | None = None) -> str:
     """The final figures (``[(key, label, value)]``: the modality's
     :meth:`~keras_hardneg.modalities.evaluation.Evaluation.report_figures`, dotted keys for
-    a group's scores) beside the starting encoder's (``baseline``, same keys)."""
+    a group's scores) beside the starting encoder's (``baseline``, same keys). A figure
+    with a spread in ``results`` (``KEY_std``: the SVM's standard deviation over its 10
+    folds) shows it beside the trained value and the change."""
+    results = results or {}
     rows = []
+    spread_shown = False
     for key, label, value in figures:
         start = _lookup(baseline or {}, key)
-        change = (f"{value - start:+.4f}" if isinstance(value, (int, float))
+        std = _lookup(results, f"{key}_std")
+        spread = (f" &plusmn; {float(std):.4f}" if isinstance(std, (int, float))
+                  and isinstance(value, (int, float)) else "")
+        spread_shown = spread_shown or bool(spread)
+        change = (f"{value - start:+.4f}{spread}" if isinstance(value, (int, float))
                   and isinstance(start, (int, float)) else "&ndash;")
-        rows.append((html.escape(label), _fmt(start), f"<b>{_fmt(value)}</b>", change))
+        rows.append((html.escape(label), _fmt(start), f"<b>{_fmt(value)}</b>{spread}", change))
     if not rows:
         return _note("No figures: this run has no evaluation (unlabeled data, or a text run "
                      "without <code>evaluation.benchmark_dir</code>).")
@@ -121,6 +140,10 @@ def figures_section(figures: Sequence[tuple[str, str, Any]], baseline: dict[str,
                  "figures")
     if protocol:
         out += _note(html.escape(protocol) + ".")
+    if spread_shown:
+        out += _note("&plusmn;: the standard deviation of the trained encoder's accuracy over "
+                     "the cross-validation folds; a change smaller than it is within the "
+                     "folds' spread.")
     if baseline_note:
         out += _note(baseline_note)
     return out
@@ -154,14 +177,58 @@ def _panel(ax, title, ylabel, epochs=True):
     ax.tick_params(labelsize=8)
 
 
+def uniform_false_negative_rate(labels: Any) -> float | None:
+    """The false-negative rate a batch drawn uniformly at random has in expectation: the
+    chance that another training example shares an example's label,
+    ``sum_c n_c (n_c - 1) / (N (N - 1))`` over the classes' counts ``n_c`` (labels < 0:
+    unknown, left out). None without labels.
+
+    >>> uniform_false_negative_rate([0, 0, 1, 1])
+    0.3333333333333333
+    """
+    if labels is None:
+        return None
+    y = np.asarray(labels).reshape(-1)
+    y = y[y >= 0] if np.issubdtype(y.dtype, np.number) else y
+    n = len(y)
+    if n < 2:
+        return None
+    counts = np.unique(y, return_counts=True)[1].astype(np.float64)
+    return float((counts * (counts - 1)).sum() / (n * (n - 1)))
+
+
 def curves_section(history: dict[str, list], baseline: dict[str, Any] | None,
-                   records: Sequence[dict[str, Any]] | None) -> str:
-    """Per-epoch curves of ``history.json`` and of the probe's records."""
+                   records: Sequence[dict[str, Any]] | None = None, *,
+                   uniform_fn: float | None = None, has_clamp: bool = False,
+                   learning_rate: dict[str, Any] | None = None, notes: str = "") -> str:
+    """Per-epoch curves of ``history.json``: loss, kNN, the training batches' cosines and
+    false-negative rate (beside ``uniform_fn``, :func:`uniform_false_negative_rate`), the
+    share of anchors at the clamp (``has_clamp``: the loss has one), the learning rate
+    (``learning_rate``: ``{"epochs": [...], "values": [...], "schedule": name}``, the
+    schedule per step in epochs). ``records`` is unused (the probe's curves are in the
+    negatives section). ``notes``: more HTML under the figure."""
     from keras_hardneg.run.report.progress import plot_knn_curve
 
     loss = history.get("loss") or []
     if not loss:
         return _note("No per-epoch history was kept for this encoder.")
+    extra = []
+    shares = {k: history.get(k) for k in ("false_negative_rate", "clamp_fraction")
+              if any(v > 0 for v in history.get(k) or [])}  # 0 throughout: no labels / clamp
+    if has_clamp and "clamp_fraction" not in shares and history.get("clamp_fraction"):
+        extra.append("The loss's debiasing clamp never engaged: no anchor of any training "
+                     "batch sat at it (<code>clamp_fraction</code> 0 in every epoch), so no "
+                     "curve is drawn for it.")
+    lr = learning_rate or {}
+    lr_values = np.asarray(lr.get("values") or [], float)
+    lr_curve = len(lr_values) > 1 and np.ptp(lr_values) > 1e-12 * max(abs(lr_values).max(),
+                                                                         1e-30)
+    if len(lr_values) and not lr_curve:
+        extra.append(f"Learning rate: constant at {lr_values[0]:.4g} "
+                     f"(schedule <code>{html.escape(str(lr.get('schedule', '?')))}</code>), "
+                     "so no curve is drawn for it.")
+    if len(loss) == 1:
+        return _one_epoch_table(history, uniform_fn) + "".join(_note(t) for t in extra) + notes
     plt = _pyplot()
     epochs = np.arange(1, len(loss) + 1)
     panels = ["loss"]
@@ -170,12 +237,10 @@ def curves_section(history: dict[str, list], baseline: dict[str, Any] | None,
         panels.append("knn")
     if history.get("positive_cosine"):
         panels.append("cosine")
-    shares = {k: history.get(k) for k in ("false_negative_rate", "clamp_fraction")
-              if any(v > 0 for v in history.get(k) or [])}  # 0 throughout: no labels / clamp
     if shares:
         panels.append("fn")
-    if records and len(records) > 1:
-        panels.append("effective")
+    if lr_curve:
+        panels.append("lr")
     cols = min(3, len(panels))
     rows = -(-len(panels) // cols)
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.0 * rows), squeeze=False)
@@ -195,30 +260,71 @@ def curves_section(history: dict[str, list], baseline: dict[str, Any] | None,
             ax.legend(fontsize=8)
             _panel(ax, "mean cosine (training batches)", "cosine")
         elif name == "fn":
-            if "false_negative_rate" in shares:
-                ax.plot(epochs, shares["false_negative_rate"], marker="o", ms=3,
-                        color="tab:red", label="false-negative rate")
-            if "clamp_fraction" in shares:
-                ax.plot(epochs, shares["clamp_fraction"], marker="s", ms=3,
-                        color="tab:purple", label="anchors at the clamp")
+            _shares_panel(ax, epochs, shares, uniform_fn)
+        elif name == "lr":
+            ax.plot(lr["epochs"], lr_values, color="tab:brown")
             ax.set_ylim(bottom=0)
-            ax.legend(fontsize=8)
-            _panel(ax, "training batches", "share")
-        elif name == "effective":
-            ep = [r["epoch"] for r in records]
-            ax.plot(ep, [r["effective_negatives"] for r in records], marker="o", ms=3,
-                    color="tab:orange", label="effective")
-            ax.plot(ep, [r["num_negatives"] for r in records], ls="--", color="gray",
-                    label="N")
-            ax.legend(fontsize=8, loc="best")
-            ax.set_ylim(0, 1.08 * max(r["num_negatives"] for r in records))
-            _panel(ax, "negatives per anchor (probe)", "number")
+            _panel(ax, f"learning rate ({lr.get('schedule', '')})", "learning rate")
     fig.tight_layout()
-    return _img(figure_uri(fig), "per-epoch curves") + _note(
-        "Loss, cosines and false-negative rate: means over each epoch's training batches "
-        "(<code>history.json</code>). The false-negative rate is the share of an anchor's "
-        "negatives that share its label (labels never enter the loss). Effective negatives: "
-        "the probe batch, scored after each epoch (see below).")
+    text = _curves_caption(uniform_fn if "false_negative_rate" in shares else None,
+                           lr.get("schedule", "") if lr_curve else None)
+    return (_img(figure_uri(fig), "per-epoch curves") + _note(text)
+            + "".join(_note(t) for t in extra) + notes)
+
+
+def _one_epoch_table(history: dict[str, list], uniform_fn: float | None) -> str:
+    """A one-epoch run's means as numbers (a curve of one point says nothing)."""
+    cells = [("training loss", _fmt(history["loss"][0]))]
+    for key, label in (("knn_accuracy", "kNN accuracy"), ("positive_cosine", "positive cosine"),
+                       ("negative_cosine", "negative cosine"),
+                       ("false_negative_rate", "false-negative rate")):
+        if history.get(key):
+            cells.append((label, _fmt(history[key][0])))
+    if uniform_fn is not None and history.get("false_negative_rate"):
+        cells.append(("false-negative rate of uniform batches (expected)", _fmt(uniform_fn)))
+    return _table(("one epoch", "value"), cells) + _note(
+        "One epoch: a curve of one point says nothing, so the epoch's means are given "
+        "as numbers (<code>history.json</code>).")
+
+
+def _shares_panel(ax, epochs: np.ndarray, shares: dict[str, list],
+                  uniform_fn: float | None) -> None:
+    """The false-negative rate (beside uniform batches') and the clamp's share, with room
+    above the data for the legend."""
+    top = 0.0
+    if "false_negative_rate" in shares:
+        ax.plot(epochs, shares["false_negative_rate"], marker="o", ms=3, color="tab:red",
+                label="false-negative rate")
+        top = max(top, max(shares["false_negative_rate"]))
+        if uniform_fn is not None:
+            ax.axhline(uniform_fn, color="gray", ls=":", lw=1.2,
+                       label=f"uniform batches ({uniform_fn:.3f})")
+            top = max(top, uniform_fn)
+    if "clamp_fraction" in shares:
+        ax.plot(epochs, shares["clamp_fraction"], marker="s", ms=3, color="tab:purple",
+                label="anchors at the clamp")
+        top = max(top, max(shares["clamp_fraction"]))
+    ax.set_ylim(0, min(1.0, 1.45 * top) if top > 0 else 1.0)
+    ax.legend(fontsize=8, loc="upper right")
+    _panel(ax, "training batches", "share")
+
+
+def _curves_caption(uniform_fn: float | None, schedule: str | None) -> str:
+    """What the curves show; ``uniform_fn`` when its line is drawn, ``schedule`` when the
+    learning-rate curve is."""
+    text = ("Loss, cosines and false-negative rate: means over each epoch's training batches "
+            "(<code>history.json</code>). The false-negative rate is the share of an anchor's "
+            "negatives that share its label (labels never enter the loss)")
+    if uniform_fn is not None:
+        text += (f"; the dotted line is its expectation for batches drawn uniformly at "
+                 f"random, <code>&sum;_c n_c(n_c&minus;1) / (N(N&minus;1))</code> = "
+                 f"{uniform_fn:.4f} over the training labels: above it, the batches hold more "
+                 "same-class negatives than chance")
+    text += "."
+    if schedule is not None:
+        text += (" Learning rate: the optimizer's schedule "
+                 f"(<code>{html.escape(str(schedule))}</code>) at every step, in epochs.")
+    return text
 
 
 # ------------------------------------------------------------------- negatives
@@ -239,20 +345,37 @@ _WEIGHT_WORDS = {
 }
 
 
+def _edges(record: dict) -> np.ndarray:
+    lo, hi = record.get("cosine_range") or (-1.0, 1.0)  # older files: over [-1, 1]
+    return np.linspace(float(lo), float(hi), len(record["cosine_histogram"]) + 1)
+
+
+def _density(record: dict) -> tuple[np.ndarray, np.ndarray]:
+    edges = _edges(record)
+    counts = np.asarray(record["cosine_histogram"], float)
+    return counts / max(counts.sum(), 1.0) / (edges[1] - edges[0]), edges
+
+
 def _histograms(first: dict, last: dict):
+    """The first and the last epoch's cosine histograms: overlaid, or side by side when
+    one's peak is over 4 times the other's (a narrow start would flatten a spread end)."""
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(5.2, 3.2))
-    bins = len(first["cosine_histogram"])
-    edges = np.linspace(-1.0, 1.0, bins + 1)
-    for record, color, label in ((first, "gray", f"epoch {first['epoch']}"),
-                                 (last, "tab:blue", f"epoch {last['epoch']}")):
-        counts = np.asarray(record["cosine_histogram"], float)
-        density = counts / max(counts.sum(), 1.0) / (edges[1] - edges[0])
-        ax.stairs(density, edges, color=color, lw=1.8, label=label,
+    (d0, e0), (d1, e1) = _density(first), _density(last)
+    peaks = sorted([max(d0.max(), 1e-12), max(d1.max(), 1e-12)])
+    apart = peaks[1] / peaks[0] > 4.0
+    fig, axes = plt.subplots(1, 2 if apart else 1, figsize=(7.8 if apart else 5.2, 3.2),
+                             squeeze=False)
+    for i, (record, (density, edges), color) in enumerate(
+            ((first, (d0, e0), "gray"), (last, (d1, e1), "tab:blue"))):
+        ax = axes[0][i if apart else 0]
+        ax.stairs(density, edges, color=color, lw=1.8, label=f"epoch {record['epoch']}",
                   fill=record is last, alpha=0.35 if record is last else 1.0)
-    ax.legend(fontsize=8)
-    _panel(ax, "anchor-negative similarity (probe batch)", "density", epochs=False)
-    ax.set_xlabel("cosine similarity", fontsize=9)
+    for ax in axes[0]:
+        ax.legend(fontsize=8)
+        _panel(ax, "anchor-negative similarity (probe)" if apart else
+               "anchor-negative similarity (probe batch)", "density", epochs=False)
+        ax.set_xlabel("cosine similarity", fontsize=9)
+    fig.tight_layout()
     return figure_uri(fig)
 
 
@@ -280,61 +403,114 @@ def _scatter(first: dict, last: dict, labelled: bool):
     return figure_uri(fig)
 
 
-def _per_epoch(records: Sequence[dict], labelled: bool):
+def _constant(values: Sequence[float], tol: float = 1e-6) -> bool:
+    values = np.asarray(values, float)
+    return len(values) > 0 and float(np.ptp(values)) <= tol * max(1.0, abs(values).max())
+
+
+def _per_epoch(records: Sequence[dict], labelled: bool, effective_flat: bool):
+    """The effective number per epoch (mean, quartile band) and the same-class shares."""
     plt = _pyplot()
-    n_panels = 2 if labelled else 1
-    fig, axes = plt.subplots(1, n_panels, figsize=(4.6 * n_panels, 3.1), squeeze=False)
+    names = ([] if effective_flat else ["effective"]) + (["same"] if labelled else [])
+    if not names:
+        return None
+    fig, axes = plt.subplots(1, len(names), figsize=(4.6 * len(names), 3.1), squeeze=False)
     ep = [r["epoch"] for r in records]
-    ax = axes[0][0]
-    ax.plot(ep, [r["effective_negatives"] for r in records], marker="o", ms=3,
-            color="tab:orange", label="effective 1/sum(wn^2)")
-    ax.plot(ep, [r["num_negatives"] for r in records], ls="--", color="gray", label="N")
-    ax.set_ylim(0, 1.08 * max(r["num_negatives"] for r in records))
-    ax.legend(fontsize=8, loc="best")
-    _panel(ax, "effective number of negatives", "negatives per anchor")
-    if labelled:
-        ax = axes[0][1]
-        fn = [r["false_negatives"] for r in records]
-        top = fn[0].get("top_fraction", 0.05)
-        ax.plot(ep, [f["all"] for f in fn], marker="o", ms=3, color="gray",
-                label="among all negatives")
-        ax.plot(ep, [f["most_weighted"] for f in fn], marker="o", ms=3, color=_OTHER,
-                label=f"among the most-weighted {top:.0%}")
-        ax.plot(ep, [f["weight"] for f in fn], marker="s", ms=3, color="tab:purple",
-                label="share of the loss's weight")
-        ax.set_ylim(bottom=0)
-        ax.legend(fontsize=7)
-        _panel(ax, "same-class (false) negatives", "share")
+    for ax, name in zip(axes[0], names):
+        if name == "effective":
+            quart = [r.get("effective_negatives_quartiles") for r in records]
+            if all(q for q in quart):
+                ax.fill_between(ep, [q[0] for q in quart], [q[2] for q in quart],
+                                color="tab:orange", alpha=0.2, label="anchors' 25-75 %")
+                ax.plot(ep, [q[1] for q in quart], ls=":", color="tab:orange", lw=1,
+                        label="median")
+            ax.plot(ep, [r["effective_negatives"] for r in records], marker="o", ms=3,
+                    color="tab:orange", label="mean")
+            ax.plot(ep, [r["num_negatives"] for r in records], ls="--", color="gray",
+                    label="N")
+            ax.set_ylim(0, 1.08 * max(r["num_negatives"] for r in records))
+            ax.legend(fontsize=7, loc="lower left")
+            _panel(ax, "effective number of negatives", "negatives per anchor")
+        else:
+            fn = [r["false_negatives"] for r in records]
+            top = fn[0].get("top_fraction", 0.05)
+            series = [([f["all"] for f in fn], "o", "gray", "among all negatives"),
+                      ([f["most_weighted"] for f in fn], "o", _OTHER,
+                       f"among the most-weighted {top:.0%}"),
+                      ([f["weight"] for f in fn], "s", "tab:purple",
+                       "share of the loss's weight")]
+            for values, marker, color, label in series:
+                ax.plot(ep, values, marker=marker, ms=3, color=color, label=label)
+            high = max(max(v) for v, *_ in series)
+            ax.set_ylim(0, min(1.0, 1.45 * high) if high > 0 else 1.0)
+            ax.legend(fontsize=7, loc="upper right")
+            _panel(ax, "same-class (false) negatives", "share")
     fig.tight_layout()
     return figure_uri(fig)
 
 
-def negatives_section(probe: dict[str, Any] | None, loss_name: str) -> str:
-    """What the negatives did, from the probe's records (see the module docstring)."""
-    records = (probe or {}).get("records") or []
-    if not records:
-        return _note("No probe record: the negatives were not measured for this encoder "
-                     "(a framework without two projections, or a multi-worker run).")
-    first, last = records[0], records[-1]
-    labelled = "false_negatives" in last
-    space = probe.get("space", "projection")
-    out = [_note(
-        f"A fixed probe batch of {probe.get('probe_size', '?')} training examples, two views "
-        f"each drawn once, paired in-batch as SimCLR pairs them ({last['num_negatives']} "
-        f"negatives per anchor), scored {'after every epoch' if len(records) > 2 else 'at the start and the end'} "
-        f"in inference mode on the {html.escape(space)}. The weights are the loss's own "
-        f"(<code>{html.escape(loss_name)}.negative_weights</code>): negative j enters anchor "
-        "a's negative term as <code>R_a = &sum;_j w_aj e^(s_aj)</code>. "
-        + html.escape(_WEIGHT_WORDS.get(loss_name, "")))]
-    out.append('<div class="row">' + _img(_histograms(first, last), "similarity histograms")
-               + _img(_per_epoch(records, labelled), "effective negatives per epoch") + "</div>")
-    if first.get("scatter") and last.get("scatter"):
-        out.append(_img(_scatter(first, last, labelled), "weight against similarity"))
-    if min(r["positive_cosine"] for r in records) > 0.9999:
-        out.append(_note("Positive cosine 1: the two views differ only where training draws "
-                         "at random inside the model (SimCSE's dropout), which inference "
-                         "mode turns off; the negatives' similarities and weights do not "
-                         "depend on it."))
+def _anchor_distribution(first: dict, last: dict):
+    """Histogram of every anchor's effective number, first and last epoch."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(5.2, 3.2))
+    values = [np.asarray(r["anchor_effective"], float) for r in (first, last)]
+    lo = min(v.min() for v in values)
+    hi = max(v.max() for v in values)
+    edges = np.linspace(lo, hi if hi > lo else lo + 1.0, 31)
+    for record, v, color in ((first, values[0], "gray"), (last, values[1], "tab:orange")):
+        ax.hist(v, bins=edges, histtype="step" if record is first else "stepfilled",
+                color=color, lw=1.6, alpha=1.0 if record is first else 0.45,
+                label=f"epoch {record['epoch']}")
+    ax.axvline(last["num_negatives"], color="gray", ls="--", lw=1, label="N")
+    ax.legend(fontsize=8)
+    _panel(ax, "effective negatives of each anchor", "anchors", epochs=False)
+    ax.set_xlabel("effective number of negatives", fontsize=9)
+    return figure_uri(fig)
+
+
+def _collapse(records: Sequence[dict]):
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(9.2, 3.1), squeeze=False)
+    ep = [r["epoch"] for r in records]
+    d = records[-1]["collapse"]["dim"]
+    ax = axes[0][0]
+    ax.plot(ep, [r["collapse"]["std"] for r in records], marker="o", ms=3, color="tab:cyan",
+            label="std per dimension (mean)")
+    ax.axhline(1.0 / np.sqrt(d), color="gray", ls="--", lw=1, label=f"1/sqrt(d), d = {d}")
+    ax.set_ylim(0, 1.3 / np.sqrt(d))
+    ax.legend(fontsize=7, loc="lower right")
+    _panel(ax, "spread of the normalised embeddings", "standard deviation")
+    ax = axes[0][1]
+    ax.plot(ep, [r["collapse"]["effective_rank"] for r in records], marker="o", ms=3,
+            color="tab:cyan")
+    ax.axhline(d, color="gray", ls="--", lw=1)
+    ax.set_ylim(0, 1.08 * d)
+    _panel(ax, f"effective rank (of {d})", "effective rank")
+    fig.tight_layout()
+    return figure_uri(fig)
+
+
+def _collapse_panel(records: Sequence[dict[str, Any]], out: list, defs: list) -> None:
+    """The collapse check's panel and definition (records from before it have none)."""
+    checked = [r for r in records if "collapse" in r]
+    if not checked:
+        return
+    c = checked[-1]["collapse"]
+    out.append(_img(_collapse(checked), "collapse check"))
+    defs.append(
+        "<b>Collapse check</b>: each probe projection L2-normalised; left, the standard "
+        "deviation of each dimension over the probe's rows, averaged over the "
+        f"{c['dim']} dimensions: 1/sqrt(d) = {1 / np.sqrt(c['dim']):.4f} for directions "
+        "spread evenly over the sphere, 0 for a collapse to one point "
+        f"({c['std']:.4f} at epoch {checked[-1]['epoch']}); right, the effective rank "
+        "<code>exp(H(p))</code>, p the normalised singular values (RankMe): d at most, "
+        f"1 for a collapse to one direction ({c['effective_rank']:.1f} at epoch "
+        f"{checked[-1]['epoch']}).")
+
+
+def _probe_table(records: Sequence[dict[str, Any]], labelled: bool) -> str:
+    """The probe's figures per epoch (thinned to :data:`TABLE_ROWS`)."""
+    last = records[-1]
     header = ["epoch", "effective negatives", "N", "positive cos", "negative cos"]
     if labelled:
         top = last["false_negatives"].get("top_fraction", 0.05)
@@ -349,14 +525,223 @@ def negatives_section(probe: dict[str, Any] | None, loss_name: str) -> str:
             f = r["false_negatives"]
             row += [_fmt(f["all"]), _fmt(f["most_weighted"]), _fmt(f["weight"])]
         rows.append(row)
-    out.append(_table(header, rows, "probe") + _thinned_note(len(shown), len(records)))
+    return _table(header, rows, "probe") + _thinned_note(len(shown), len(records))
+
+
+def negatives_section(probe: dict[str, Any] | None, loss_name: str,
+                      notes: Sequence[str] = ()) -> str:
+    """What the negatives did, from the probe's records (see the module docstring).
+    ``notes``: HTML paragraphs on how the probe's view differs from training's, shown
+    first."""
+    records = (probe or {}).get("records") or []
+    if not records:
+        return _note("No probe record: the negatives were not measured for this encoder "
+                     "(a framework without two projections, or a multi-worker run).")
+    first, last = records[0], records[-1]
+    labelled = "false_negatives" in last
+    space = probe.get("space", "projection")
+    out = [_note(
+        f"A fixed probe batch of {probe.get('probe_size', '?')} training examples, two views "
+        f"each drawn once, paired in-batch as SimCLR pairs them ({last['num_negatives']} "
+        f"negatives per anchor), scored {'after every epoch' if len(records) > 2 else 'at the start and the end'} "
+        f"in inference mode on the {html.escape(space)}; every number below is in "
+        "<code>probe.json</code> beside this page. The weights are the loss's own "
+        f"(<code>{html.escape(loss_name)}.negative_weights</code>): negative j enters anchor "
+        "a's negative term as <code>R_a = &sum;_j w_aj e^(s_aj)</code>. "
+        + html.escape(_WEIGHT_WORDS.get(loss_name, "")))]
+    out += [f'<p class="note warn">{n}</p>' for n in notes]
+    effective_flat = _constant([r["effective_negatives"] for r in records])
+    per_epoch = _per_epoch(records, labelled, effective_flat)
+    out.append('<div class="row">' + _img(_histograms(first, last), "similarity histograms")
+               + (_img(per_epoch, "effective negatives per epoch") if per_epoch else "")
+               + "</div>")
+    lo, hi = last.get("cosine_range") or (-1.0, 1.0)
+    defs = [f"<b>Similarity histogram</b>: the cosines of every (anchor, negative) pair of the "
+            f"probe, as a density ({len(last['cosine_histogram'])} bins over the data's range, "
+            f"[{lo:g}, {hi:g}] at epoch {last['epoch']})."]
+    n = last["num_negatives"]
+    eff_def = ("<b>Effective number of negatives</b> of anchor a: "
+               "<code>1 / &sum;_j wn_aj&sup2;</code> with <code>wn_aj = w_aj / &sum;_j "
+               f"w_aj</code>, its weights normalised to sum 1: N = {n} when all its negatives "
+               "weigh the same, 1 when one negative takes all the weight; the curve is its mean "
+               "over the probe's anchors, the band their quartiles.")
+    if effective_flat:
+        eff_def += (f" It is {last['effective_negatives']:.4g} at every epoch here: constant by "
+                    f"construction ({html.escape(loss_name)} gives every anchor the same "
+                    "weights pattern), so no curve is drawn.")
+    defs.append(eff_def)
+    scatter_flat = first.get("scatter") and last.get("scatter") and _constant(
+        list(first["scatter"].get("weight", [])) + list(last["scatter"].get("weight", [])))
+    if first.get("scatter") and last.get("scatter") and not scatter_flat:
+        out.append(_img(_scatter(first, last, labelled), "weight against similarity"))
+        defs.append(f"<b>Weight against similarity</b>: a fixed sample of "
+                    f"{len(last['scatter']['cosine'])} (anchor, negative) pairs, the weight "
+                    "the loss gave the negative against its cosine to the anchor, at the "
+                    "first and the last epoch.")
+    elif scatter_flat:
+        defs.append("<b>Weight against similarity</b> is not drawn: every negative weighs "
+                    f"{first['scatter']['weight'][0]:g} (constant by construction).")
+    if first.get("anchor_effective") and last.get("anchor_effective") and not effective_flat:
+        out.append('<div class="row">' + _img(_anchor_distribution(first, last),
+                                              "per-anchor effective negatives") + "</div>")
+        defs.append("<b>Effective negatives of each anchor</b>: the distribution over the "
+                    f"{len(last['anchor_effective'])} anchors at the first and the last "
+                    "epoch (its quartiles per epoch are the band above).")
+    _collapse_panel(records, out, defs)
+    if min(r["positive_cosine"] for r in records) > 0.9999:
+        out.append(_note("Positive cosine 1: the two views differ only where training draws "
+                         "at random inside the model (SimCSE's dropout), which inference "
+                         "mode turns off; the negatives' similarities and weights do not "
+                         "depend on it."))
+    out.append(_probe_table(records, labelled))
     if labelled:
-        out.append(_note(
-            "Same class: the share of negatives with the anchor's label (false negatives, the "
-            "question the seeds ask: do hard negatives pick them up?), among all, among each "
-            "anchor's most-weighted (ties by similarity), and as the share of the loss's "
-            "weight <code>&sum;_same w / &sum; w</code>."))
+        defs.append(
+            "<b>Same class</b>: the share of negatives with the anchor's label (false negatives: "
+            "does the loss lean on them?), among all, among "
+            "each anchor's most-weighted (ties by similarity), and as the share of the loss's "
+            "weight <code>&sum;_same w / &sum; w</code>.")
+    out.append("<dl class=\"defs\">" + "".join(f"<dd>{d}</dd>" for d in defs) + "</dl>")
     return "\n".join(out)
+
+
+# ------------------------------------------------------------- hardest negatives
+def _layout(num_nodes: int, edges: np.ndarray, seed: int = 0, steps: int = 60) -> np.ndarray:
+    """``[n, 2]`` positions of a small graph: a force-directed layout (Fruchterman &
+    Reingold 1991) from a circle, in NumPy."""
+    n = int(num_nodes)
+    angle = 2 * np.pi * np.arange(n) / max(n, 1)
+    pos = np.stack([np.cos(angle), np.sin(angle)], 1)
+    pos += 0.01 * np.random.default_rng(seed).normal(size=pos.shape)
+    if n < 3:
+        return pos
+    e = np.asarray(edges, np.int64).reshape(-1, 2)
+    e = e[(e[:, 0] != e[:, 1]) & (e.max(axis=1) < n)] if len(e) else e
+    k = np.sqrt(4.0 / n)
+    step = 0.1
+    for _ in range(steps):
+        delta = pos[:, None, :] - pos[None, :, :]
+        dist = np.maximum(np.linalg.norm(delta, axis=-1), 1e-3)
+        force = (delta / dist[..., None] * (k * k / dist)[..., None]).sum(axis=1)
+        if len(e):
+            d = pos[e[:, 0]] - pos[e[:, 1]]
+            dl = np.maximum(np.linalg.norm(d, axis=1, keepdims=True), 1e-3)
+            pull = d / dl * (dl * dl / k)
+            np.add.at(force, e[:, 0], -pull)
+            np.add.at(force, e[:, 1], pull)
+        length = np.maximum(np.linalg.norm(force, axis=1, keepdims=True), 1e-9)
+        pos += force / length * np.minimum(length, step)
+        step *= 0.95
+    return pos
+
+
+def draw_graph(ax: Any, num_nodes: int, edges: Any, seed: int = 0) -> None:
+    """Draws a graph of ``num_nodes`` nodes and ``edges`` ``[e, 2]`` (node pairs; both
+    directions may be listed) on the matplotlib axes ``ax`` as a node-link drawing (a
+    force-directed layout computed in NumPy; no graph library needed).
+
+    >>> fig, ax = _pyplot().subplots()
+    >>> draw_graph(ax, 4, np.array([[0, 1], [1, 2], [2, 3], [3, 0]]))
+    >>> len(ax.lines)
+    4
+    >>> _pyplot().close(fig)
+    """
+    pos = _layout(num_nodes, edges, seed)
+    e = np.asarray(edges, np.int64).reshape(-1, 2)
+    for a, b in e:
+        if a < b or (b, a) not in {tuple(x) for x in e}:
+            ax.plot(pos[[a, b], 0], pos[[a, b], 1], color="#888", lw=0.8, zorder=1)
+    ax.scatter(pos[:, 0], pos[:, 1], s=9, color="#245", zorder=2)
+    ax.set_aspect("equal")
+    ax.margins(0.15)
+
+
+GALLERY_KINDS = ("image", "graph", "text")
+
+
+def _cell_title(weight: float, cos: float, same: Any) -> str:
+    flag = "" if same is None else ("same class " if same else "other class ")
+    return f"w {weight:.2f}  cos {cos:.2f}\n{flag}"
+
+
+def hardest_negatives_section(probe: dict[str, Any] | None,
+                              examples: tuple[str, dict] | None) -> str | None:
+    """The hardest negatives of a few probe anchors at the last epoch (the record's
+    ``"hardest"``: :func:`keras_hardneg.run.report.probe.hardest_negatives`): each anchor, then the
+    negatives the loss weighted most, with weight, cosine and whether they share its class.
+    ``examples``: ``(kind, {training index: item})`` from the modality
+    (``probe_examples``): ``"image"`` items ``[H, W, C]`` in [0, 1], ``"graph"`` items
+    ``(num_nodes, edges [e, 2])``, ``"text"`` items strings; None: a table of indices. None
+    when the probe kept no gallery.
+
+    >>> probe = {"indices": [10, 11], "records": [{"epoch": 1, "hardest": [
+    ...     {"anchor": 0, "positive_cosine": 0.9, "negatives": [[3, 1.3, 0.4, 0]]}]}]}
+    >>> "#11 v2" in hardest_negatives_section(probe, ("text", {10: "a cat", 11: "a dog"}))
+    True
+    """
+    records = (probe or {}).get("records") or []
+    last = records[-1] if records else {}
+    hardest = last.get("hardest")
+    indices = (probe or {}).get("indices")
+    if not hardest or indices is None:
+        return None
+    indices = np.asarray(indices).reshape(-1)
+    p = len(indices)
+    kind, items = examples if examples else (None, {})
+
+    def example(row):
+        return int(indices[row % p]), row // p + 1
+
+    intro = _note(
+        f"At epoch {last['epoch']}, for {len(hardest)} anchors of the probe batch (seeded), the "
+        f"{len(hardest[0]['negatives'])} negatives the loss weighted most (ties by the larger "
+        "cosine; <code>\"hardest\"</code> in <code>probe.json</code>): w is the weight of the "
+        "negative in the anchor's term (mean 1 over its negatives), cos its cosine to the "
+        "anchor, same / other whether it shares the anchor's class (a false negative, red). "
+        "Each cell shows the training example, not its augmented view; #i is its index in the "
+        "training set and v1 / v2 the view.")
+    if kind in ("image", "graph"):
+        plt = _pyplot()
+        k = len(hardest[0]["negatives"])
+        fig, axes = plt.subplots(len(hardest), k + 1, figsize=(1.75 * (k + 1),
+                                                                2.0 * len(hardest)),
+                                 squeeze=False)
+        for row, h in enumerate(hardest):
+            cells = [(h["anchor"], None, f"anchor\npositive cos {h['positive_cosine']:.2f}\n")]
+            cells += [(j, same, _cell_title(w, c, same)) for j, w, c, same in h["negatives"]]
+            for col, (r, same, title) in enumerate(cells):
+                ax = axes[row][col]
+                index, view = example(r)
+                item = items.get(index)
+                if item is not None and kind == "image":
+                    ax.imshow(np.clip(np.asarray(item, np.float32), 0.0, 1.0),
+                              interpolation="nearest")
+                elif item is not None:
+                    draw_graph(ax, item[0], item[1], seed=index)
+                ax.set_xticks([])
+                ax.set_yticks([])
+                color = "black" if same is None else (_OTHER if same else _SAME)
+                for spine in ax.spines.values():
+                    spine.set_edgecolor(color)
+                    spine.set_linewidth(1.0 if col == 0 or same is None else 2.5)
+                ax.set_title(f"{title}#{index} v{view}", fontsize=8,
+                             color="black" if col == 0 else color, pad=2)
+        fig.subplots_adjust(wspace=0.15, hspace=0.75)
+        return intro + _img(figure_uri(fig), "hardest negatives")
+    rows = []
+    for h in hardest:
+        index, view = example(h["anchor"])
+        head = (f"<b>{html.escape(report.short(str(items[index])))}</b><br>" if index in items
+                else "") + f"#{index} v{view}, pos cos {h['positive_cosine']:.3f}"
+        lis = []
+        for j, w, c, same in h["negatives"]:
+            ni, nv = example(j)
+            flag = "" if same is None else (' <b class="same">same class</b>' if same
+                                            else " other class")
+            text = html.escape(report.short(str(items[ni]))) + " " if ni in items else ""
+            lis.append(f'<li><span class="cos">w {w:.3f} cos {c:.3f}</span>{text}'
+                       f"<small>#{ni} v{nv}{flag}</small></li>")
+        rows.append((head, "<ol>" + "".join(lis) + "</ol>"))
+    return intro + _table(("anchor", "most-weighted negatives"), rows, "sentences")
 
 
 def sampler_section(records: Sequence[dict[str, Any]]) -> str | None:
@@ -390,6 +775,89 @@ def sampler_section(records: Sequence[dict[str, Any]]) -> str | None:
                     "sampler's graph is built from (Yang et al. 2023, Sec. 5.3)."))
 
 
+# ------------------------------------------------------------------ environment
+def _git_commit(path: str) -> str | None:
+    """The commit of the git checkout holding ``path`` (None when it is not in one, or git
+    is missing)."""
+    import subprocess
+
+    folder = os.path.dirname(os.path.abspath(path))
+    probe = folder
+    while not os.path.exists(os.path.join(probe, ".git")):
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            return None
+        probe = parent
+    try:
+        out = subprocess.run(["git", "-C", folder, "rev-parse", "--short=12", "HEAD"],
+                             capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def environment() -> dict[str, Any]:
+    """What made the page: package versions, the Keras backend, the hardware and the git
+    commit of the package's checkout (None when installed from a wheel).
+
+    >>> sorted(environment())
+    ['backend', 'commit', 'devices', 'machine', 'python', 'versions']
+    """
+    import platform
+
+    import keras
+
+    import keras_hardneg
+
+    backend = keras.backend.backend()
+    versions = {"keras-hardneg": keras_hardneg.__version__, "keras": keras.__version__,
+                "numpy": np.__version__}
+    devices: list[str] = []
+    try:
+        if backend == "tensorflow":
+            import tensorflow as tf
+
+            versions["tensorflow"] = tf.__version__
+            devices = [d.device_type + ":" + d.name.rsplit(":", 1)[-1]
+                       for d in tf.config.list_physical_devices()]
+        elif backend == "jax":
+            import jax
+
+            versions["jax"] = jax.__version__
+            devices = [f"{d.platform}:{d.id}" for d in jax.devices()]
+        elif backend == "torch":
+            import torch
+
+            versions["torch"] = torch.__version__
+    except Exception:  # noqa: BLE001 -- the footer never fails the page
+        devices = []
+    try:
+        import matplotlib
+
+        versions["matplotlib"] = matplotlib.__version__
+    except ImportError:
+        pass
+    return {"versions": versions, "backend": backend,
+            "python": platform.python_version(),
+            "machine": f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs",
+            "devices": devices, "commit": _git_commit(keras_hardneg.__file__)}
+
+
+def environment_line(env: dict[str, Any] | None = None) -> str:
+    """:func:`environment` as one HTML sentence for the page's footer.
+
+    >>> "backend" in environment_line()
+    True
+    """
+    env = environment() if env is None else env
+    versions = ", ".join(f"{k} {v}" for k, v in env["versions"].items())
+    devices = ", ".join(env["devices"]) or "not listed"
+    commit = (f"git commit <code>{html.escape(env['commit'])}</code>" if env["commit"]
+              else "no git checkout (installed package)")
+    return html.escape(f"Versions: {versions}; Python {env['python']}; backend "
+                       f"{env['backend']}; {env['machine']}; devices {devices}; ") + commit + "."
+
+
 # ------------------------------------------------------------------------ page
 _CSS = """
 body{font-family:-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;margin:0;color:#222;
@@ -408,6 +876,9 @@ code{font-size:.92em;background:#f4f4f4;padding:0 2px}
 img{max-width:100%;margin:6px 8px 6px 0}
 .row{display:flex;flex-wrap:wrap;align-items:flex-start}
 .cos{color:#777;font-family:monospace;margin-right:6px}
+.warn{color:#7a4b00;background:#fff7e6;padding:4px 8px;border-left:3px solid #e0a030}
+.same{color:#d73027}
+dl.defs dd{margin:0 0 4px 0;color:#555;font-size:.86em;max-width:1050px}
 ol{margin:0;padding-left:20px}
 footer{color:#666;font-size:.82em;margin-top:2em;border-top:1px solid #ddd;padding-top:8px}
 """

@@ -10,22 +10,33 @@ negatives each, whatever the framework), and the run's own loss object weighs ea
 (:meth:`~keras_hardneg.losses.ContrastiveLoss.negative_weights`, the ``w_aj`` of its negative
 term ``R_a = sum_j w_aj e^{s_aj}``). Each epoch's record (:func:`score_pairs`) holds:
 
-* the histogram of anchor-negative cosines (:data:`COSINE_BINS` bins over ``[-1, 1]``);
-* the effective number of negatives ``1 / sum_j wn_aj^2`` (mean over anchors;
-  :func:`~keras_hardneg.losses.effective_negatives`) beside ``N``;
+* the histogram of anchor-negative cosines (:data:`COSINE_BINS` bins over the data's range,
+  ``"cosine_range"``: :func:`cosine_range`);
+* the effective number of negatives ``1 / sum_j wn_aj^2``, ``wn_aj = w_aj / sum_j w_aj``
+  the anchor's weights normalised to sum 1 (:func:`~keras_hardneg.losses.effective_negatives`):
+  ``N`` when every negative weighs the same, 1 when one takes all the weight; its mean over the
+  ``2P`` anchors and its quartiles beside ``N``;
+* the collapse check (:func:`collapse_statistics`): the standard deviation of the
+  L2-normalised embeddings per dimension (mean over dimensions; ``1 / sqrt(d)`` when spread
+  over the sphere, 0 when collapsed to a point) and their effective rank;
+* the optimizer's learning rate at the end of the epoch (``"learning_rate"``);
 * with labels, the share of same-class (false) negatives among all negatives, among each
   anchor's most-weighted :data:`TOP_FRACTION` (ties broken by similarity) and in the loss's
   weight (``sum_same w / sum w``);
 * a fixed sample of :data:`SCATTER_POINTS` (cosine, weight, same class) pairs, kept for the
-  first and the last epoch only (the weight-against-similarity plot);
+  first and the last epoch only (the weight-against-similarity plot), and for those two
+  epochs the effective number of every anchor (``"anchor_effective"``) and the hardest
+  negatives of :data:`GALLERY_ANCHORS` anchors (``"hardest"``: :func:`hardest_negatives`);
 * with a graph sampler (BatchSampler), the mean in-batch cosine ("hardness") and
   false-negative rate of :data:`SAMPLER_BATCHES` batches drawn from a copy of the sampler
   against as many uniform batches, on the embedding bank the sampler's graph is built from
   (:func:`keras_hardneg.sampling.metrics.batch_statistics`).
 
 The records go to ``RUN/probe.json`` (:data:`PROBE_FILE`) after every epoch; a resumed run
-continues them. Cost: one inference forward pass of ``2P`` examples and ``[2P, 2P]`` arithmetic
-an epoch (measured in ``docs/notes/run_report.md``).
+continues them. At the end of training the last epoch's probe projections and the probe
+examples' labels are written for TensorBoard's projector (:func:`write_projector`,
+``RUN/projector/``). Cost: one inference forward pass of ``2P`` examples and ``[2P, 2P]`` arithmetic
+an epoch (1.8-2.7 % of an epoch's time on the digits job and on a CIFAR-10 folder).
 
 Example:
 >>> import numpy as np
@@ -52,7 +63,9 @@ __all__ = ["PROBE_FILE", "PROBE_SIZE", "PROBE_FRACTION", "PROBE_MIN", "probe_siz
            "COSINE_BINS", "TOP_FRACTION", "SCATTER_POINTS",
            "SAMPLER_BATCHES", "ProbeBatch", "make_probe_batch", "score_pairs",
            "sampler_statistics", "NegativesProbe", "read_probe", "store", "scatter_sample",
-           "pair_arrays", "compiled_probe"]
+           "pair_arrays", "compiled_probe", "cosine_range", "collapse_statistics",
+           "hardest_negatives", "GALLERY_ANCHORS", "GALLERY_NEGATIVES", "PROJECTOR_DIR",
+           "write_projector"]
 
 #: File of the per-epoch records in a run directory.
 PROBE_FILE = "probe.json"
@@ -71,6 +84,11 @@ TOP_FRACTION = 0.05
 SCATTER_POINTS = 3000
 #: Batches drawn from the sampler (and uniformly) for the batch statistics.
 SAMPLER_BATCHES = 8
+#: Anchors of the hardest-negatives gallery, and negatives shown for each.
+GALLERY_ANCHORS = 4
+GALLERY_NEGATIVES = 6
+#: Folder of the TensorBoard projector files in a run directory.
+PROJECTOR_DIR = "projector"
 #: Added to the recipe's seed for the probe's examples and views.
 PROBE_SEED_OFFSET = 104729
 
@@ -137,7 +155,98 @@ def pair_arrays(z1: Any, z2: Any, loss: Any) -> dict[str, Any]:
     weights = loss.negative_weights(pairs)
     return {"weights": weights, "effective": effective_negatives(weights),
             "negative_cos": pairs.negative_cos, "positive_cos": pairs.positive_cos,
-            "mask": pairs.negative_mask}
+            "mask": pairs.negative_mask,
+            "embeddings": keras.ops.concatenate([_embeddings(z1), _embeddings(z2)], axis=0)}
+
+
+def cosine_range(cosines: np.ndarray) -> tuple[float, float]:
+    """The histogram's range: the cosines' minimum and maximum rounded out to 0.05, at
+    least 0.2 wide, inside ``[-1, 1]`` (40 bins over ``[-1, 1]`` put a run whose
+    negatives all lie within 0.1 of each other in one or two bins).
+
+    >>> cosine_range(np.array([0.82, 0.97]))
+    (0.8, 1.0)
+    """
+    lo = float(np.floor(np.min(cosines) * 20.0) / 20.0)
+    hi = float(np.ceil(np.max(cosines) * 20.0) / 20.0)
+    if hi - lo < 0.2:
+        mid = 0.5 * (hi + lo)
+        lo, hi = mid - 0.1, mid + 0.1
+        lo, hi = (lo - (hi - 1.0), 1.0) if hi > 1.0 else (lo, hi)
+        lo, hi = (-1.0, hi + (-1.0 - lo)) if lo < -1.0 else (lo, hi)
+    return round(max(-1.0, lo), 4), round(min(1.0, hi), 4)
+
+
+def collapse_statistics(embeddings: np.ndarray) -> dict[str, float]:
+    """The collapse check of ``embeddings`` ``[n, d]``: each row L2-normalised, ``"std"`` the
+    standard deviation over rows of each dimension, averaged over dimensions (``1/sqrt(d)``
+    for directions spread evenly over the sphere, 0 for a collapse to one point);
+    ``"effective_rank"`` ``exp(H(p))``, ``p`` the normalised singular values of the
+    normalised rows (Roy & Vetterli 2007; RankMe, Garrido et al. 2023): ``d`` at most, 1 for a
+    collapse to one direction; ``"dim"`` ``d``.
+
+    >>> stats = collapse_statistics(np.eye(4))
+    >>> round(stats["effective_rank"], 4), stats["dim"]
+    (4.0, 4)
+    """
+    z = np.asarray(embeddings, np.float64)
+    z = z / np.maximum(np.linalg.norm(z, axis=1, keepdims=True), 1e-12)
+    s = np.linalg.svd(z, compute_uv=False)
+    p = s / max(s.sum(), 1e-30)
+    p = p[p > 0]
+    return {"std": float(z.std(axis=0).mean()), "effective_rank": float(np.exp(-(p * np.log(
+        p)).sum())), "dim": int(z.shape[1])}
+
+
+def hardest_negatives(weights: np.ndarray, cosines: np.ndarray, mask: np.ndarray,
+                      positive_cos: np.ndarray, labels: Any, seed: int,
+                      anchors: int = GALLERY_ANCHORS,
+                      negatives: int = GALLERY_NEGATIVES) -> list[dict[str, Any]]:
+    """The gallery of the hardest negatives: ``anchors`` view-1 anchors (seeded choice),
+    each with its ``negatives`` most-weighted negatives (ties by the larger cosine, as
+    :data:`TOP_FRACTION`'s share; an example whose two views score the same cosine, as
+    SimCSE's identical views do in inference mode, is listed once). Rows number the ``2P``
+    projections: ``r < P`` is view 1 of probe example ``r``, ``r >= P`` view 2 of example
+    ``r - P``. Each anchor:
+    ``{"anchor": row, "positive_cosine": c, "negatives": [[row, weight, cosine, same]]}``
+    (``same`` 1 / 0 for a shared label, None without labels).
+
+    >>> from keras_hardneg.losses import HardNegativeContrastiveLoss
+    >>> z1, z2 = np.random.default_rng(0).normal(size=(2, 8, 4)).astype("float32")
+    >>> a = {k: np.asarray(v) for k, v in
+    ...      pair_arrays(z1, z2, HardNegativeContrastiveLoss(beta=1.0)).items()}
+    >>> gallery = hardest_negatives(a["weights"], a["negative_cos"], a["mask"].astype(bool),
+    ...                             a["positive_cos"], np.arange(8) % 2, seed=0, anchors=2,
+    ...                             negatives=3)
+    >>> len(gallery), len(gallery[0]["negatives"])
+    (2, 3)
+    """
+    a2 = mask.shape[0]
+    p = a2 // 2
+    chosen = np.sort(np.random.default_rng(seed).permutation(p)[:min(anchors, p)])
+    k = min(negatives, int(mask[0].sum()))
+    same = _same_class(labels, mask)[1] if labels is not None else None
+    known = _same_class(labels, mask)[0] if labels is not None else None
+    out = []
+    for a in chosen:
+        key = np.where(mask[a], weights[a] + 1e-9 * cosines[a], -np.inf)
+        order, seen = [], {}
+        for j in np.argsort(-key, kind="stable"):
+            if not mask[a, j]:
+                break
+            twin = seen.get(int(j) % p)  # the example's other view, already listed
+            if twin is not None and abs(cosines[a, j] - cosines[a, twin]) < 1e-6:
+                continue  # identical views (SimCSE in inference mode): listed once
+            seen[int(j) % p] = int(j)
+            order.append(int(j))
+            if len(order) == k:
+                break
+        out.append({"anchor": int(a), "positive_cosine": round(float(positive_cos[a]), 4),
+                    "negatives": [[int(j), round(float(weights[a, j]), 5),
+                                   round(float(cosines[a, j]), 4),
+                                   None if same is None or not known[a, j]
+                                   else int(same[a, j])] for j in order]})
+    return out
 
 
 def score_pairs(z1: Any, z2: Any, loss: Any, labels: Any = None,
@@ -154,16 +263,20 @@ def score_pairs(z1: Any, z2: Any, loss: Any, labels: Any = None,
     mask = arrays["mask"].astype(bool)
     cosines = arrays["negative_cos"].astype(np.float64)
     n = int(mask[0].sum())
-    hist, _ = np.histogram(cosines[mask], bins=COSINE_BINS, range=(-1.0, 1.0))
+    lo, hi = cosine_range(cosines[mask])
+    hist, _ = np.histogram(cosines[mask], bins=COSINE_BINS, range=(lo, hi))
     record: dict[str, Any] = {
         "num_negatives": n,
         "positive_cosine": float(np.mean(arrays["positive_cos"])),
         "negative_cosine": float(cosines[mask].mean()),
         "cosine_histogram": hist.astype(int).tolist(),
+        "cosine_range": [lo, hi],
         "effective_negatives": float(effective.mean()),
         "effective_negatives_quartiles": [float(q) for q in
                                           np.percentile(effective, [25, 50, 75])],
     }
+    if "embeddings" in arrays:
+        record["collapse"] = collapse_statistics(arrays["embeddings"])
     if labels is not None:
         known, same = _same_class(labels, mask)
         top = _top_rows(weights, cosines, mask, max(1, int(round(TOP_FRACTION * n)))) & known
@@ -174,8 +287,22 @@ def score_pairs(z1: Any, z2: Any, loss: Any, labels: Any = None,
             "top_fraction": TOP_FRACTION,
         }
     if scatter:
-        record["scatter"] = scatter_sample(arrays, labels, scatter_seed)
+        record.update(_epoch_samples(arrays, labels, scatter_seed))
     return record
+
+
+def _epoch_samples(arrays: dict[str, Any], labels: Any, seed: int) -> dict[str, Any]:
+    """What the first and the last record keep beside their numbers: the (cosine, weight)
+    sample, every anchor's effective number, the hardest negatives of a few anchors."""
+    arrays = {k: _numpy(v) for k, v in arrays.items()}
+    mask = arrays["mask"].astype(bool)
+    return {"scatter": scatter_sample(arrays, labels, seed),
+            "anchor_effective": np.round(arrays["effective"].astype(np.float64),
+                                         4).tolist(),
+            "hardest": hardest_negatives(arrays["weights"].astype(np.float64),
+                                         arrays["negative_cos"].astype(np.float64), mask,
+                                         arrays["positive_cos"].astype(np.float64), labels,
+                                         seed)}
 
 
 def _same_class(labels: Any, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -278,6 +405,42 @@ def read_probe(path: str) -> dict[str, Any] | None:
         return None
 
 
+def write_projector(folder: str, embeddings: np.ndarray, indices: np.ndarray, labels: Any,
+                    epoch: int) -> str:
+    """Writes ``embeddings`` ``[2P, d]`` (the probe's two views' projections, view 1's rows
+    first) for TensorBoard's projector: ``tensors.tsv`` (one row each), ``metadata.tsv``
+    (a header, then per row: the training example's index, the view 1 or 2, its
+    label or empty) and ``projector_config.pbtxt`` naming both; plain files, TensorFlow not
+    needed (``tensorboard --logdir FOLDER``, tab "Projector"). Returns ``folder``.
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     _ = write_projector(folder, np.eye(4), np.array([5, 9]), None, epoch=3)
+    ...     open(os.path.join(folder, "metadata.tsv")).read().splitlines()[:2]
+    ['example\\tview\\tlabel', '5\\t1\\t']
+    """
+    z = np.asarray(embeddings, np.float64)
+    indices = np.asarray(indices).reshape(-1)
+    p = len(indices)
+    if len(z) != 2 * p:
+        raise ValueError(f"write_projector: `embeddings` must have 2 x {p} rows (two views "
+                         f"of the probe examples), got {len(z)}")
+    os.makedirs(folder, exist_ok=True)
+    y = None if labels is None else np.asarray(labels).reshape(-1)
+    with open(os.path.join(folder, "tensors.tsv"), "w") as f:
+        f.write("".join("\t".join(f"{v:.6g}" for v in row) + "\n" for row in z))
+    with open(os.path.join(folder, "metadata.tsv"), "w") as f:
+        f.write("example\tview\tlabel\n")
+        for r in range(2 * p):
+            label = "" if y is None else str(y[r % p])
+            f.write(f"{int(indices[r % p])}\t{r // p + 1}\t{label}\n")
+    with open(os.path.join(folder, "projector_config.pbtxt"), "w") as f:
+        f.write("embeddings {\n"
+                f'  tensor_name: "probe projections, epoch {int(epoch)}"\n'
+                '  tensor_path: "tensors.tsv"\n  metadata_path: "metadata.tsv"\n}\n')
+    return folder
+
+
 def _base_probe_projections():
     from keras_hardneg.models.base import ContrastiveModel
 
@@ -344,8 +507,13 @@ class NegativesProbe(keras.callbacks.Callback):
             if np.mean(~bank.any(axis=1)) < 0.01:
                 record["batches"] = sampler_statistics(
                     self.sampler, bank, self.sampler_labels, self.seed + int(epoch))
+        try:
+            record["learning_rate"] = float(_numpy(self.model.optimizer.learning_rate))
+        except (AttributeError, TypeError, ValueError):  # no optimizer (yet)
+            pass
         if self.records and self.records[-1] is not self.records[0]:
-            self.records[-1].pop("scatter", None)
+            for key in ("scatter", "anchor_effective", "hardest"):
+                self.records[-1].pop(key, None)
         kept = [r for r in self.records if r["epoch"] < epoch]
         self._encoded = self._encoded[:len(kept)]
         self.records = kept + [record]
@@ -378,8 +546,12 @@ class NegativesProbe(keras.callbacks.Callback):
             return
         arrays, record = self._last
         if "scatter" not in record and record is self.records[-1]:
-            record["scatter"] = scatter_sample(arrays, self.probe.labels, self.seed)
+            record.update(_epoch_samples(arrays, self.probe.labels, self.seed))
             self._write()
+        if self.path is not None and "embeddings" in arrays:
+            write_projector(os.path.join(os.path.dirname(self.path), PROJECTOR_DIR),
+                            arrays["embeddings"], self.probe.indices, self.probe.labels,
+                            record["epoch"])
         self._last = None
 
     def on_train_begin(self, logs=None):

@@ -22,8 +22,8 @@ __all__ = ["ShortProgress", "resolve_verbose", "plot_history", "clamp_warning",
 #: Metrics left out of progress lines (they are in history.json): the per-batch diagnostics
 #: and the epoch's own time (the line shows it).
 HIDDEN_METRICS = ("positive_cosine", "negative_cosine", "false_negative_rate", "epoch_seconds")
-#: Shown only when not 0 (a clamp that acts, an update skipped).
-SHOWN_WHEN_NONZERO = ("clamp_fraction", "nonfinite_steps")
+#: Shown only when not 0 (a clamp that acts, an update skipped, a batch without negatives).
+SHOWN_WHEN_NONZERO = ("clamp_fraction", "nonfinite_steps", "dropped_batches")
 #: File name of the plot beside ``history.json``.
 HISTORY_PLOT = "history.png"
 #: A debiasing clamp holding at least this share of the anchors in the last epoch is

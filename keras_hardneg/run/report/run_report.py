@@ -1,5 +1,5 @@
 """The run report: what a run measured (or what a zoo entry holds), gathered into
-``report.html`` (:mod:`keras_hardneg.run.report_page` draws it).
+``report.html`` (:mod:`keras_hardneg.run.report.page` draws it).
 
 * :func:`write_run_report` -- from what a run holds in memory: :func:`~keras_hardneg.run.train`
   calls it after writing ``results.json`` (``train(..., report=False)`` skips it);
@@ -31,7 +31,7 @@ import keras
 import numpy as np
 
 from keras_hardneg.export.preset import PRESET_DIR
-from keras_hardneg.registry import SAMPLERS
+from keras_hardneg.registry import SAMPLERS, SCHEDULES
 from keras_hardneg.run.report import probe as probe_lib
 from keras_hardneg.run.report import page
 from keras_hardneg.run.artifacts import RunDirectoryError, is_run_directory, restore_run
@@ -69,7 +69,7 @@ def _probe_view_maker(recipe: dict[str, Any], modality: Any, x: Any) -> Any:
 def make_probe_callback(recipe: dict[str, Any], modality: Any, x_train: Any, y_train: Any,
                         feed: Any, output_dir: str | None,
                         start_epoch: int = 0) -> probe_lib.NegativesProbe:
-    """The :class:`~keras_hardneg.run.probe.NegativesProbe` of a run (its probe batch drawn
+    """The :class:`~keras_hardneg.run.report.probe.NegativesProbe` of a run (its probe batch drawn
     now; with a graph sampler, its batch statistics too)."""
     batch = probe_lib.make_probe_batch(recipe, modality, x_train, y_train,
                                        _probe_view_maker(recipe, modality, x_train))
@@ -124,16 +124,110 @@ def _encoder_probe(recipe: dict[str, Any], modality: Any, x: Any, y: Any, encode
         record = probe_lib.score_pairs(z1, z2, loss, batch.labels, scatter_seed=recipe["seed"])
         record["epoch"] = int(epoch)
         records.append(record)
-    return {"probe_size": len(batch.indices), "records": records,
+    return {"probe_size": len(batch.indices), "indices": batch.indices.tolist(),
+            "records": records,
             "space": "encoder's features (no per-epoch probe was kept for this encoder: "
                      "scored at the start and the end only)"}
 
 
+# ----------------------------------------------------------- what the page adds
+def learning_rate_curve(recipe: dict[str, Any], steps_per_epoch: int | None,
+                        points: int = 200) -> dict[str, Any] | None:
+    """The recipe's learning-rate schedule at up to ``points`` steps of the run:
+    ``{"schedule": name, "epochs": [step / steps_per_epoch], "values": [rate]}`` (None
+    without ``steps_per_epoch``).
+
+    >>> from keras_hardneg.run.recipe import load_recipe
+    >>> recipe = load_recipe({"epochs": 2})
+    >>> curve = learning_rate_curve(recipe, steps_per_epoch=10)
+    >>> rate = recipe["optimizer"]["learning_rate"]
+    >>> curve["schedule"], round(curve["values"][0] / rate, 6), curve["epochs"][-1]
+    ('warmup_cosine', 1.0, 1.9)
+    """
+    if not steps_per_epoch:
+        return None
+    spec = dict(recipe["schedule"])
+    name = spec.pop("name")
+    rate = recipe["optimizer"]["learning_rate"]
+    schedule = SCHEDULES.make(name, spec, rate, int(steps_per_epoch), int(recipe["epochs"]))
+    total = int(steps_per_epoch) * int(recipe["epochs"])
+    steps = np.unique(np.linspace(0, max(total - 1, 0), min(points, max(total, 1))).round()
+                      .astype(int))
+    if callable(schedule):
+        values = [float(keras.ops.convert_to_numpy(schedule(int(t)))) for t in steps]
+    else:
+        values = [float(schedule)] * len(steps)
+    return {"schedule": name, "epochs": (steps / float(steps_per_epoch)).tolist(),
+            "values": values}
+
+
+def _has_batch_norm(encoder: Any) -> bool:
+    return any(v.name in ("moving_mean", "moving_variance")
+               for v in getattr(encoder, "non_trainable_variables", []))
+
+
+def probe_view_notes(recipe: dict[str, Any], encoder: Any, history: dict[str, list],
+                     records: list, space: str = "projection") -> list[str]:
+    """Where the probe's view of the negatives differs from training's (HTML sentences):
+    inference-mode batch norm, GraphCL's cross-view pairing, a queue or a memory bank; with
+    the training batches' and the probe's cosines side by side.
+
+    >>> recipe = {"framework": {"name": "moco_v2", "queue_size": 4096}, "batch_size": 256}
+    >>> probe_view_notes(recipe, None, {}, [])[0][:6]
+    'Queue:'
+    """
+    notes = []
+    framework = recipe["framework"]
+    name = str(framework["name"])
+    b = int(recipe["batch_size"])
+    if name == "graphcl" and framework.get("pairing", "cross_view") == "cross_view":
+        notes.append(f"Pairing: training pairs GraphCL's way (cross-view: each graph's view 1 "
+                     f"against the view 2 of the other B &minus; 1 = {b - 1} graphs), the "
+                     "probe SimCLR's way (in-batch: 2P &minus; 2 negatives per anchor, both "
+                     "views); the probe's negatives include same-view pairs that training "
+                     "never contrasts.")
+    queue = framework.get("queue_size") or 0
+    if queue:
+        notes.append(f"Queue: training's negatives are a queue of {int(queue)} keys from the "
+                     "momentum encoder; the probe contrasts the query projections in-batch "
+                     "(no queue), so its negatives are other than training's.")
+    bank = framework.get("memory_bank_size") or 0
+    if bank:
+        notes.append(f"Memory bank: training adds {int(bank)} stored embeddings as negatives; "
+                     "the probe does not.")
+    if _has_batch_norm(encoder):
+        notes.append("Batch norm: the probe runs the encoder in inference mode, normalising "
+                     "with the moving statistics where training normalises each batch by its "
+                     "own; the probe's cosines can differ from the training batches'.")
+    pos, neg = history.get("positive_cosine") or [], history.get("negative_cosine") or []
+    if notes and pos and neg and records:
+        last = records[-1]
+        notes.append(f"Cosines at the last epoch: training batches {neg[-1]:.2f} (negative) / "
+                     f"{pos[-1]:.2f} (positive); the probe {last['negative_cosine']:.2f} / "
+                     f"{last['positive_cosine']:.2f} on the {html.escape(space)}.")
+    return notes
+
+
+def _gallery_examples(modality: Any, probe: dict[str, Any], x: Any, y: Any):
+    """``(kind, {training index: item})`` of the examples the gallery shows, from the
+    modality's ``probe_examples(x, y, indices)`` hook (None when it has none)."""
+    records = probe.get("records") or []
+    hardest = records[-1].get("hardest") if records else None
+    hook = getattr(modality, "probe_examples", None)
+    if not hardest or hook is None or probe.get("indices") is None:
+        return None
+    indices = np.asarray(probe["indices"]).reshape(-1)
+    p = len(indices)
+    rows = {h["anchor"] for h in hardest} | {n[0] for h in hardest for n in h["negatives"]}
+    needed = np.array(sorted({int(indices[r % p]) for r in rows}))
+    got = hook(x, y, needed)
+    if got is None:
+        return None
+    kind, items = got
+    return kind, {int(i): item for i, item in zip(needed, items)}
+
+
 # ------------------------------------------------------------------------ page
-def _loss_name(recipe: dict[str, Any]) -> str:
-    return type(build_loss(recipe)).__name__
-
-
 def _data_name(data: dict[str, Any]) -> str:
     """The data's short name: a registered dataset's, else its folder's or file's."""
     for key in ("folder", "path", "directory", "train"):
@@ -194,23 +288,52 @@ def write_run_report(path: str, *, recipe: dict[str, Any], encoder: Any, train: 
         probe = _encoder_probe(recipe, modality, x, y if labelled else None,
                                [start_encoder(), encoder],
                                [0, len(history.get("loss") or []) or recipe["epochs"]])
-    loss_name = _loss_name(recipe)
+    if probe.get("indices") is None and probe_path:  # train's in-memory records
+        stored = probe_lib.read_probe(probe_path) or {}
+        if stored.get("indices") is not None:
+            probe = {**probe, "indices": stored["indices"]}
+    loss = build_loss(recipe)
+    loss_name = type(loss).__name__
     records = probe.get("records") or []
     not_rerun = [f.label for f in modality.figures
                  if f.key in results and f.key not in start_figures]
     probe_note = f"; not rerun for it: {', '.join(not_rerun)}" if not_rerun else ""
+    space = probe.get("space", "projection")
+    view_notes = probe_view_notes(recipe, encoder, history, records, space)
+    labels = None
+    if labelled:
+        labels = modality.labels_of(x, y, np.arange(modality.num_examples(x)))
+    curve_notes = (page._note("The training batches' cosines above and the probe's below are "
+                              "not measured alike (see Negatives). " + view_notes[-1])
+                   if view_notes and view_notes[-1].startswith("Cosines") else "")
     sections = [
         ("Figures", page.figures_section(
             figures, start_figures, modality.describe_evaluation(recipe),
             "Starting encoder: the recipe's encoder built with its seed, before any step "
-            f"(measured by the same protocol{probe_note})." + notes)),
-        ("Curves per epoch", page.curves_section(history, start_figures, records)),
-        ("Negatives", page.negatives_section(probe, loss_name)),
+            f"(measured by the same protocol{probe_note})." + notes, results=results)),
+        ("Curves per epoch", page.curves_section(
+            history, start_figures, records,
+            uniform_fn=page.uniform_false_negative_rate(labels),
+            has_clamp=bool(getattr(loss, "has_clamp", False)),
+            learning_rate=learning_rate_curve(recipe, results.get("steps_per_epoch")),
+            notes=curve_notes)),
+        ("Negatives", page.negatives_section(probe, loss_name, view_notes)),
     ]
+    gallery = page.hardest_negatives_section(probe, _gallery_examples(modality, probe, x, y))
+    if gallery is not None:
+        sections.append(("Hardest negatives", gallery))
     batches = page.sampler_section(records)
     if batches is not None:
         sections.append(("Sampler batches against uniform", batches))
     sections += modality.report_sections(encoder, recipe, train, test)
+    projector = os.path.join(os.path.dirname(os.path.abspath(path)), probe_lib.PROJECTOR_DIR)
+    if what == "run" and os.path.isfile(os.path.join(projector, "projector_config.pbtxt")):
+        sections.append(("Embeddings for TensorBoard", page._note(
+            f"<code>{html.escape(projector)}</code> holds the probe's projections at the last "
+            "epoch (both views, <code>tensors.tsv</code>), their training index, view and label "
+            "(<code>metadata.tsv</code>) and <code>projector_config.pbtxt</code>: "
+            f"<code>tensorboard --logdir {html.escape(projector)}</code>, tab Projector, "
+            "shows them in 3-D (PCA, t-SNE, UMAP) by label.")))
     sections.append(("Recipe", page.recipe_table(recipe)))
     title = (f"{recipe['framework']['name']} + {recipe['loss']['name']} on "
              f"{_data_name(recipe['data'])}: what the negatives did")
@@ -230,11 +353,13 @@ def write_run_report(path: str, *, recipe: dict[str, Any], encoder: Any, train: 
     else:
         cost = "the probe was scored now (no per-epoch record)"
 
+    env = page.environment_line()
+
     def footer(seconds: float, size: str) -> str:
         return (f"Written by keras-hardneg {__version__} on "
                 f"{datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}. Cost: {cost}; this "
                 f"page {seconds:.1f} s to make (figures, neighbours, t-SNE); {size}. One "
-                "self-contained file: no script, nothing fetched.")
+                "self-contained file: no script, nothing fetched. " + env)
 
     html_page = page.render_page(title, sections, lead, footer(0.0, "SIZE"))
     seconds = time.perf_counter() - start
