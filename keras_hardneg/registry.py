@@ -339,7 +339,7 @@ EVALUATIONS = Registry("evaluation")
 #: of data (``keras_hardneg/modalities/``).
 MODALITIES = Registry("modality")
 #: Ways a run spreads over devices and processes (one process, TensorFlow multi-worker, JAX
-#: multi-process): ``keras_hardneg/run/distribution.py``.
+#: multi-process): ``keras_hardneg/run/distribution/base.py``.
 DISTRIBUTIONS = Registry("distribution")
 
 #: The modality of an artifact that names none (an ``export_encoder`` call without

@@ -118,6 +118,39 @@ def test_imports_flow_down_the_layers(module):
     assert upward == [], f"{module} (layer {_layer(module)}) imports a higher layer"
 
 
+# Inside ``run``, lowest first: spreading a run over processes knows nothing else of ``run``;
+# the recipe path and the report's drawing parts use it at most; gathering a run's report
+# reads runs (recipe, build, artifacts); ``train()`` composes them all.
+RUN_LAYERS = [
+    ("keras_hardneg.run.distribution",),
+    ("keras_hardneg.run.recipe", "keras_hardneg.run.build", "keras_hardneg.run.resume",
+     "keras_hardneg.run.artifacts", "keras_hardneg.run.report.progress",
+     "keras_hardneg.run.report.probe", "keras_hardneg.run.report.page"),
+    ("keras_hardneg.run.report.run_report",),
+    ("keras_hardneg.run.training",),
+]
+
+
+def _run_layer(module):
+    for i, prefixes in enumerate(RUN_LAYERS):
+        if any(module == p or module.startswith(p + ".") for p in prefixes):
+            return i
+    return None
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if _run_layer(m) is not None))
+def test_run_imports_flow_down_its_concerns(module):
+    upward = sorted(t for t in EDGES[module]
+                    if _run_layer(t) is not None and _run_layer(t) > _run_layer(module))
+    assert upward == [], f"{module} (run layer {_run_layer(module)}) imports a higher one"
+
+
+def test_every_run_module_has_a_run_layer():
+    loose = sorted(m for m in MODULES if m.startswith("keras_hardneg.run.")
+                   and m not in ("keras_hardneg.run.report",) and _run_layer(m) is None)
+    assert loose == []
+
+
 def test_the_cli_imports_no_private_name():
     private = []
     for node in (n for module in CLI_MODULES for n in ast.walk(_tree(module))):

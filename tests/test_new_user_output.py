@@ -11,7 +11,7 @@ import pytest
 
 import cli_user
 from keras_hardneg import cli
-from keras_hardneg.run import report
+from keras_hardneg.run.report import progress as report
 
 def test_train_into_a_log_file_shows_short_plain_lines_a_baseline_and_a_plot(tmp_path, capsys):
     out = tmp_path / "run"

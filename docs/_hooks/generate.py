@@ -324,7 +324,7 @@ def public_names(module: str, root: str = ROOT) -> list[str]:
 #: Modules documented on a page of their own besides ``API_MODULES``: reached through their
 #: full path (``keras_hardneg.zoo_store``), not as ``khn.NAME``. ``{page name: module}``.
 EXTRA_API_MODULES = {"zoo_store": "zoo_store", "zoo_figures": "zoo_figures",
-                     "run_probe": "run.probe", "run_report_page": "run.report_page"}
+                     "run_probe": "run.report.probe", "run_report_page": "run.report.page"}
 
 #: Per module, the names a user reaches for first, in this order; the module's other names
 #: follow in its ``__all__``'s order. A name no longer exported is skipped.
@@ -355,8 +355,8 @@ LEAD = {
             "evaluate_encoder", "DEFAULT_RECIPE"),
     "tuning": ("run_search", "ContrastiveHyperModel", "default_search_space",
                "collect_records", "format_table", "plot_objective"),
-    "run.report_page": ("render_page", "write_page", "is_our_page"),
-    "run.probe": ("NegativesProbe", "read_probe", "make_probe_batch", "score_pairs"),
+    "run.report.page": ("render_page", "write_page", "is_our_page"),
+    "run.report.probe": ("NegativesProbe", "read_probe", "make_probe_batch", "score_pairs"),
     "zoo_store": ("read_index", "build_index", "write_index", "fetch_entry", "cached_entry",
                   "cache_state", "verify_files"),
     "zoo_figures": ("entry_metrics", "summarize", "compare_records", "link_twins",

@@ -44,7 +44,7 @@ def add_parser(sub: Any) -> None:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from keras_hardneg import run
-    from keras_hardneg.run.run_report import report_target
+    from keras_hardneg.run.report.run_report import report_target
 
     if args.recipe and not os.path.isfile(args.recipe):
         raise CliError(f"--recipe {args.recipe!r}: file not found.")

@@ -94,7 +94,7 @@ def _summary_rows(result: dict[str, Any], recipe: dict[str, Any], output: str) -
         rows.append(("evaluation", result["evaluation"]))
     elif missing:
         rows.append(("evaluation", missing))
-    from keras_hardneg.run.report import clamp_warning
+    from keras_hardneg.run.report.progress import clamp_warning
 
     warning = clamp_warning(result.get("history") or {})
     if warning:

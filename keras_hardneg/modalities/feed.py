@@ -150,7 +150,7 @@ class DataFeed:
         examples ``indices`` as the page shows them (``("image", [n, H, W, C] in [0, 1])``,
         ``("graph", [(num_nodes, edges [e, 2])])``, ``("text", [str])``), or None (the
         gallery then lists indices); see
-        :func:`keras_hardneg.run.report_page.hardest_negatives_section`."""
+        :func:`keras_hardneg.run.report.page.hardest_negatives_section`."""
         return None
 
     # ---------------------------------------------------------------- run files

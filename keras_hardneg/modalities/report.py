@@ -5,7 +5,7 @@ returns ``[(title, html)]``; this module draws them (matplotlib, Agg, every figu
 data URI: the page stays one self-contained file) and holds the section every modality
 with class labels can show, a 2-D map of the embeddings (:func:`embedding_map_section`:
 t-SNE, scikit-learn, PCA start, of at most :data:`MAP_POINTS` embeddings). The run report's
-page itself (:mod:`keras_hardneg.run.report_page`) draws the other sections with it.
+page itself (:mod:`keras_hardneg.run.report.page`) draws the other sections with it.
 
 Example:
 >>> table(("a", "b"), [(1, 2)])

@@ -204,12 +204,38 @@ def evaluate_directory(path: str, *, recipe: Any = None, overrides: dict[str, An
     path = os.path.abspath(path)
     if not os.path.exists(path):
         raise RunDirectoryError(f"{path!r}: no such run or exported encoder directory.")
-    run_dir = path if is_run_directory(path) else None
-    export_dir = None
-    if run_dir is None and not os.path.isfile(os.path.join(path, "saved_model.pb")) and \
-            _preset_folder(path) is not None:
+    if not is_run_directory(path) and not os.path.isfile(os.path.join(path, "saved_model.pb")) \
+            and _preset_folder(path) is not None:
         return _evaluate_preset(_preset_folder(path), recipe, overrides, benchmark_dir,
                                 senteval, max_tokens)
+    run_dir, export_dir, recipe = _locate(path, recipe)
+    card = None
+    if export_dir is not None:
+        from keras_hardneg import export
+
+        card = export.load_model_card(export_dir)
+    card_modality = get_modality(card.modality) if card is not None else None
+    if recipe is None and not overrides:
+        if card_modality is None or not card_modality.benchmark_sets:
+            raise RunDirectoryError(
+                "no recipe.json next to the encoder: give the data (--dataset or --recipe).")
+        _benchmark_dir(card_modality, benchmark_dir, None)
+        # an encoder scored on benchmark sets needs only its assets and those sets
+    loaded = load_recipe(recipe, overrides) if (recipe is not None or overrides) else None
+    modality = modality_of(loaded) if loaded is not None else card_modality
+    info = {"encoder": export_dir or run_dir, "modality": modality.name, "recipe": loaded}
+    if modality.benchmark_sets:
+        return _benchmark_figures(modality, loaded, run_dir, export_dir, card, info,
+                                  benchmark_dir, senteval, max_tokens), info
+    return _data_figures(modality, loaded, run_dir, export_dir, card, info), info
+
+
+def _locate(path: str, recipe: Any) -> tuple[str | None, str | None, Any]:
+    """``(run directory, exported encoder directory, recipe)`` of ``path`` (either may be
+    None); the recipe, when not given, is the run's ``recipe.json`` or, for a zoo entry
+    (``recipe.json`` beside ``encoder/``), the entry's."""
+    run_dir = path if is_run_directory(path) else None
+    export_dir = None
     if run_dir is not None and os.path.isfile(os.path.join(path, "encoder", "saved_model.pb")):
         export_dir = os.path.join(path, "encoder")
     elif run_dir is None:
@@ -226,48 +252,46 @@ def evaluate_directory(path: str, *, recipe: Any = None, overrides: dict[str, An
             recipe = os.path.join(parent, "recipe.json")  # a zoo entry: recipe + encoder/
     if recipe is None and run_dir is not None:
         recipe = os.path.join(run_dir, "recipe.json")
-    card = None
+    return run_dir, export_dir, recipe
+
+
+def _benchmark_figures(modality, loaded, run_dir, export_dir, card, info, benchmark_dir,
+                       senteval, max_tokens) -> dict[str, Any]:
+    """The figures of an encoder scored on its modality's benchmark sets (sentences: STS,
+    SentEval): the SavedModel's, or the run's rebuilt from its last checkpoint."""
+    bench = _benchmark_dir(modality, benchmark_dir, loaded)
     if export_dir is not None:
         from keras_hardneg import export
 
-        card = export.load_model_card(export_dir)
-    card_modality = get_modality(card.modality) if card is not None else None
-    if recipe is None and not overrides:
-        if card_modality is None or not card_modality.benchmark_sets:
-            raise RunDirectoryError(
-                "no recipe.json next to the encoder: give the data (--dataset or --recipe).")
-        _benchmark_dir(card_modality, benchmark_dir, None)
-        # an encoder scored on benchmark sets needs only its assets and those sets
-    loaded = load_recipe(recipe, overrides) if (recipe is not None or overrides) else None
-    modality = modality_of(loaded) if loaded is not None else card_modality
-    info = {"encoder": export_dir or run_dir, "modality": modality.name, "recipe": loaded}
+        if max_tokens is not None:
+            raise RunDirectoryError(f"max_tokens: the SavedModel {export_dir!r} reads a "
+                                    "fixed length; evaluate the run or its preset/.")
+        embed = modality.benchmark_embedder(export.load_encoder(export_dir))
+        info["data"] = card.data
+    else:
+        model, loaded, _, description, train = restore_run(run_dir, with_data=True)
+        embed = modality.benchmark_embedder(model.encoder, x_train=train[0],
+                                            max_tokens=max_tokens)
+        info["data"] = description
+    seed = loaded["seed"] if loaded is not None else 0
+    return modality.evaluate_benchmark(embed, bench, senteval=senteval, seed=seed)
 
-    if modality.benchmark_sets:
-        bench = _benchmark_dir(modality, benchmark_dir, loaded)
-        if export_dir is not None:
-            if max_tokens is not None:
-                raise RunDirectoryError(f"max_tokens: the SavedModel {export_dir!r} reads a "
-                                        "fixed length; evaluate the run or its preset/.")
-            embed = modality.benchmark_embedder(export.load_encoder(export_dir))
-            info["data"] = card.data
-        else:
-            model, loaded, _, description, train = restore_run(run_dir, with_data=True)
-            embed = modality.benchmark_embedder(model.encoder, x_train=train[0],
-                                                max_tokens=max_tokens)
-            info["data"] = description
-        seed = loaded["seed"] if loaded is not None else 0
-        return modality.evaluate_benchmark(embed, bench, senteval=senteval, seed=seed), info
 
+def _data_figures(modality, loaded, run_dir, export_dir, card, info) -> dict[str, Any]:
+    """The modality's evaluation on the recipe's data (its input checked against the
+    encoder's first): the SavedModel's, or the run's rebuilt from its last checkpoint."""
     train, test, description = load_data(loaded)
     info["data"] = description
     if export_dir is not None:
+        from keras_hardneg import export
+
         encoder = export.load_encoder(export_dir)
         expected = tuple(card.input_shape or ()) if card is not None else ()
     else:
         encoder = restore_run(run_dir)[0].encoder
         expected = tuple(encoder.input_shape[1:])
     _check_input(modality, expected, train[0], info["encoder"])
-    return modality.evaluate(encoder, loaded, train, test), info
+    return modality.evaluate(encoder, loaded, train, test)
 
 
 def _benchmark_dir(modality: Any, benchmark_dir: str | None, recipe: Any) -> str:

@@ -21,7 +21,7 @@ from keras_hardneg.modalities import TrainFeed, modality_of
 from keras_hardneg.run.recipe import RecipeError, load_recipe
 
 if TYPE_CHECKING:
-    from keras_hardneg.run.distribution import WorkerPlace
+    from keras_hardneg.run.distribution.base import WorkerPlace
 
 __all__ = ["load_data", "build_loss", "build_encoder", "build_view_maker", "build_optimizer",
            "build_model", "make_train_feed", "TrainFeed"]
@@ -182,9 +182,6 @@ def make_train_feed(recipe: Any, x_train: Any, y_train: Any, *,
     global walk's). Graphs are then built exactly (``backend`` ``"brute"``; ``"scann"`` is
     refused: its graph differs between processes).
     """
-    from keras_hardneg import callbacks
-    from keras_hardneg.sampling import UniformSampler, WorkerShard
-
     recipe = _recipe(recipe)
     modality = modality_of(recipe)
     b, n = recipe["batch_size"], modality.num_examples(x_train)
@@ -197,16 +194,34 @@ def make_train_feed(recipe: Any, x_train: Any, y_train: Any, *,
     workers = 1 if place is None else int(place.num_workers)
     if workers > 1:
         place.local_rows(b)  # the global batch must split evenly (clear error otherwise)
-
     if not SAMPLERS.get(name).tags.get("graph"):
-        if workers == 1:
-            dataset, state = modality.feed(recipe, x_train, y_train, None, views)
-            return TrainFeed(dataset, _steps_per_epoch(modality, False, n, b), [], None, state)
-        sampler = WorkerShard(UniformSampler(n, b, seed=recipe["seed"],
-                                             drop_remainder=modality.uniform_drops_remainder),
-                              workers, place.index)
-        dataset, state = modality.feed(recipe, x_train, y_train, sampler, views)
-        return TrainFeed(dataset, sampler.steps_per_epoch, [], sampler, state)
+        return _uniform_feed(recipe, modality, x_train, y_train, views, place, workers)
+    return _graph_feed(recipe, modality, name, spec, x_train, y_train, views, place, workers)
+
+
+def _uniform_feed(recipe, modality, x_train, y_train, views, place, workers) -> TrainFeed:
+    """Shuffled batches: the modality's own feed on one worker; with several, the global
+    walk of a :class:`~keras_hardneg.sampling.UniformSampler`, sharded."""
+    from keras_hardneg.sampling import UniformSampler, WorkerShard
+
+    b, n = recipe["batch_size"], modality.num_examples(x_train)
+    if workers == 1:
+        dataset, state = modality.feed(recipe, x_train, y_train, None, views)
+        return TrainFeed(dataset, _steps_per_epoch(modality, False, n, b), [], None, state)
+    sampler = WorkerShard(UniformSampler(n, b, seed=recipe["seed"],
+                                         drop_remainder=modality.uniform_drops_remainder),
+                          workers, place.index)
+    dataset, state = modality.feed(recipe, x_train, y_train, sampler, views)
+    return TrainFeed(dataset, sampler.steps_per_epoch, [], sampler, state)
+
+
+def _graph_feed(recipe, modality, name, spec, x_train, y_train, views, place,
+                workers) -> TrainFeed:
+    """A graph sampler's batches (sharded by worker) and the callback that refreshes its
+    graph; the first graph from the inputs' projection or the encoder's features."""
+    from keras_hardneg import callbacks
+    from keras_hardneg.sampling import WorkerShard
+
     initial = modality.initial_embeddings(x_train, recipe["seed"])
     first_from_encoder = None
     if spec["initial_graph"] == "encoder":
@@ -229,7 +244,7 @@ def make_train_feed(recipe: Any, x_train: Any, y_train: Any, *,
     # Clocked on one process too: a graph update then reaches the walk at a fixed batch
     # (the refresh step + the shard's lookahead), not wherever the feed's prefetch happens to
     # be, so a run is reproducible and equals the same run across workers.
-    graph_sampler = SAMPLERS.make(name, spec, initial, b, seed=recipe["seed"])
+    graph_sampler = SAMPLERS.make(name, spec, initial, recipe["batch_size"], seed=recipe["seed"])
     sampler = WorkerShard(graph_sampler, workers, 0 if place is None else place.index)
     dataset, state = modality.feed(recipe, x_train, y_train, sampler, views)
     refresh = callbacks.GraphRefreshCallback(

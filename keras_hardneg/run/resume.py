@@ -33,9 +33,9 @@ __all__ = ["OutputDirError", "check_output_dir", "stored_run", "recipe_differenc
 #: package's (its other files may be replaced by a rerun).
 RUN_MARKER = ".keras-hardneg-run.json"
 #: What ``train`` writes into a run directory (besides :data:`RUN_MARKER`).
-RUN_FILES = ("recipe.json", "backup", "baseline.json", "history.json", "history.png",
-             "results.json", "encoder", "preset", "tokenizer.json", "probe.json",
-             "report.html")
+RUN_FILES = ("recipe.json", "backup", "baseline.json", "history.json", "history.csv",
+             "history.png", "tensorboard", "results.json", "encoder", "preset",
+             "tokenizer.json", "probe.json", "report.html")
 
 
 class OutputDirError(ConfigError):

@@ -23,7 +23,7 @@ import numpy as np  # noqa: E402
 import keras_hardneg as khn  # noqa: E402
 from keras_hardneg.registry import ConfigError  # noqa: E402
 from keras_hardneg.run.distribution import build_distribution  # noqa: E402
-import keras_hardneg.run.multi_process  # noqa: E402,F401  (registers the entry)
+import keras_hardneg.run.distribution.multi_process  # noqa: E402,F401  (registers the entry)
 
 GLOBAL_BATCH, STEPS = 8, 3
 # Every loss of the family shares the cross-process gather (losses/core.py): one suffices.

@@ -166,7 +166,7 @@ def main(argv):
     workers, index = argv[:2]
     opt = {k: argv[argv.index(k) + 1] for k in ("--equality", "--train", "--die-at-epoch")
            if k in argv}
-    from keras_hardneg.run import multi_worker  # noqa: F401  (registers the entry)
+    from keras_hardneg.run.distribution import multi_worker  # noqa: F401  (registers the entry)
     from keras_hardneg.run.distribution import build_distribution
 
     # Before anything else runs a TensorFlow operation.

@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from keras_hardneg.registry import ConfigError
-from keras_hardneg.run import multi_worker  # noqa: F401  (registers the entry)
+from keras_hardneg.run.distribution import multi_worker  # noqa: F401  (registers the entry)
 from keras_hardneg.run.distribution import build_distribution
 
 HERE = os.path.dirname(os.path.abspath(__file__))

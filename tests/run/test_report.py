@@ -1,6 +1,6 @@
-"""run.report: the end-of-training clamp warning (the debiasing clamp at its floor)."""
+"""run.report.progress: the end-of-training clamp warning (the debiasing clamp at its floor)."""
 
-from keras_hardneg.run.report import CLAMP_WARNING_FRACTION, clamp_warning
+from keras_hardneg.run.report.progress import CLAMP_WARNING_FRACTION, clamp_warning
 
 
 def test_clamp_warning_only_when_the_clamp_holds_most_anchors_in_the_last_epoch():

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from keras_hardneg.losses import NTXentLoss
-from keras_hardneg.run import probe as probe_lib
-from keras_hardneg.run import report_page
+from keras_hardneg.run.report import probe as probe_lib
+from keras_hardneg.run.report import page as report_page
 
 
 def test_uniform_false_negative_rate_is_the_chance_of_a_shared_label():

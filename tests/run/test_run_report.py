@@ -15,11 +15,11 @@ import pytest
 
 from keras_hardneg import cli, run
 from keras_hardneg.data import dataset_spec
-from keras_hardneg.run import probe as probe_lib
+from keras_hardneg.run.report import probe as probe_lib
 from keras_hardneg.modalities import report as modality_report
-from keras_hardneg.run import report_page
+from keras_hardneg.run.report import page as report_page
 from keras_hardneg.modalities import modality_of
-from keras_hardneg.run.run_report import _probe_view_maker, learning_rate_curve
+from keras_hardneg.run.report.run_report import _probe_view_maker, learning_rate_curve
 from tests.losses import numpy_reference as ref
 
 IMAGE_SECTIONS = ("figures", "curves-per-epoch", "negatives", "hardest-negatives",

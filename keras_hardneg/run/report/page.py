@@ -2,7 +2,7 @@
 
 Everything is inline: CSS in the head, every figure a PNG data URI (matplotlib, Agg), no
 script and no URL to fetch, so the file opens by double-click, offline, and can be mailed.
-This module only draws and writes; :mod:`keras_hardneg.run.run_report` gathers what a run
+This module only draws and writes; :mod:`keras_hardneg.run.report.run_report` gathers what a run
 (or a zoo entry) measured and calls it. The sections, in order:
 
 * the run: data, framework, loss, epochs, time; the recipe as a table;
@@ -13,7 +13,7 @@ This module only draws and writes; :mod:`keras_hardneg.run.run_report` gathers w
   sentence when it never engaged), the learning-rate schedule (a sentence when constant); a
   one-epoch run gets a table;
 * the negatives (:func:`negatives_section`, from the probe's records in ``probe.json``:
-  :mod:`keras_hardneg.run.probe`): cosine histograms at the start and the end (over the
+  :mod:`keras_hardneg.run.report.probe`): cosine histograms at the start and the end (over the
   data's range), the effective number of negatives per epoch (mean and quartiles) and per
   anchor, the weight each negative received against its similarity, the collapse check and,
   with labels, the share of same-class negatives among all, among the most-weighted and in
@@ -207,7 +207,7 @@ def curves_section(history: dict[str, list], baseline: dict[str, Any] | None,
     (``learning_rate``: ``{"epochs": [...], "values": [...], "schedule": name}``, the
     schedule per step in epochs). ``records`` is unused (the probe's curves are in the
     negatives section). ``notes``: more HTML under the figure."""
-    from keras_hardneg.run.report import plot_knn_curve
+    from keras_hardneg.run.report.progress import plot_knn_curve
 
     loss = history.get("loss") or []
     if not loss:
@@ -666,7 +666,7 @@ def _cell_title(weight: float, cos: float, same: Any) -> str:
 def hardest_negatives_section(probe: dict[str, Any] | None,
                               examples: tuple[str, dict] | None) -> str | None:
     """The hardest negatives of a few probe anchors at the last epoch (the record's
-    ``"hardest"``: :func:`keras_hardneg.run.probe.hardest_negatives`): each anchor, then the
+    ``"hardest"``: :func:`keras_hardneg.run.report.probe.hardest_negatives`): each anchor, then the
     negatives the loss weighted most, with weight, cosine and whether they share its class.
     ``examples``: ``(kind, {training index: item})`` from the modality
     (``probe_examples``): ``"image"`` items ``[H, W, C]`` in [0, 1], ``"graph"`` items

@@ -1,5 +1,5 @@
 """The run report: what a run measured (or what a zoo entry holds), gathered into
-``report.html`` (:mod:`keras_hardneg.run.report_page` draws it).
+``report.html`` (:mod:`keras_hardneg.run.report.page` draws it).
 
 * :func:`write_run_report` -- from what a run holds in memory: :func:`~keras_hardneg.run.train`
   calls it after writing ``results.json`` (``train(..., report=False)`` skips it);
@@ -32,8 +32,8 @@ import numpy as np
 
 from keras_hardneg.export.preset import PRESET_DIR
 from keras_hardneg.registry import SAMPLERS, SCHEDULES
-from keras_hardneg.run import probe as probe_lib
-from keras_hardneg.run import report_page as page
+from keras_hardneg.run.report import probe as probe_lib
+from keras_hardneg.run.report import page
 from keras_hardneg.run.artifacts import RunDirectoryError, is_run_directory, restore_run
 from keras_hardneg.run.build import build_loss, build_model, build_view_maker, load_data
 from keras_hardneg.modalities import modality_of
@@ -69,7 +69,7 @@ def _probe_view_maker(recipe: dict[str, Any], modality: Any, x: Any) -> Any:
 def make_probe_callback(recipe: dict[str, Any], modality: Any, x_train: Any, y_train: Any,
                         feed: Any, output_dir: str | None,
                         start_epoch: int = 0) -> probe_lib.NegativesProbe:
-    """The :class:`~keras_hardneg.run.probe.NegativesProbe` of a run (its probe batch drawn
+    """The :class:`~keras_hardneg.run.report.probe.NegativesProbe` of a run (its probe batch drawn
     now; with a graph sampler, its batch statistics too)."""
     batch = probe_lib.make_probe_batch(recipe, modality, x_train, y_train,
                                        _probe_view_maker(recipe, modality, x_train))

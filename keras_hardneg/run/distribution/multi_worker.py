@@ -47,7 +47,7 @@ from typing import Any, ContextManager
 import keras
 
 from keras_hardneg.registry import DISTRIBUTIONS, ConfigError, Param
-from keras_hardneg.run.distribution import Distribution, WorkerPlace
+from keras_hardneg.run.distribution.base import Distribution, WorkerPlace
 
 __all__ = ["TFMultiWorker", "cluster_from_tf_config"]
 
