@@ -2,6 +2,7 @@
 durable writes (fsync), atomic replacement of a file or a directory, a file's SHA-256, and a
 pickle-free ``.npz`` encoding of plain state dicts."""
 
+import contextlib
 import ctypes
 import ctypes.util
 import hashlib
@@ -52,11 +53,16 @@ def atomic_write_json(path, obj, **dump_kwargs):
     the old or the new file whole: temporary file, fsync, rename, fsync of the directory."""
     path = os.fspath(path)
     tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w") as f:
-        json.dump(obj, f, **dump_kwargs)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w") as f:
+            json.dump(obj, f, **dump_kwargs)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:  # a failed write (disk full, a bad value) leaves no temporary
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        raise
     fsync_dir(os.path.dirname(os.path.abspath(path)))
 
 

@@ -276,33 +276,20 @@ def write_run_report(path: str, *, recipe: dict[str, Any], encoder: Any, train: 
         return built["encoder"]
 
     figures = modality.report_figures(results, recipe)
-    has_figures = bool(figures)
-    start_figures = {}
-    if has_figures:
-        stored = (probe or {}).get("starting_figures")
-        start_figures = {**stored, **(baseline or {})} if stored else starting_figures(
-            recipe, modality, start_encoder, train, test, baseline)
-        if probe_path and not stored and set(start_figures) - set(baseline or {}):
-            probe_lib.store(probe_path, starting_figures=start_figures)
+    start_figures = _start_figures(recipe, modality, start_encoder, train, test, baseline,
+                                   probe, probe_path) if figures else {}
     if probe is None or not probe.get("records"):
         probe = _encoder_probe(recipe, modality, x, y if labelled else None,
                                [start_encoder(), encoder],
                                [0, len(history.get("loss") or []) or recipe["epochs"]])
-    if probe.get("indices") is None and probe_path:  # train's in-memory records
-        stored = probe_lib.read_probe(probe_path) or {}
-        if stored.get("indices") is not None:
-            probe = {**probe, "indices": stored["indices"]}
+    probe = _with_probe_indices(probe, probe_path)
     loss = build_loss(recipe)
     loss_name = type(loss).__name__
     records = probe.get("records") or []
-    not_rerun = [f.label for f in modality.figures
-                 if f.key in results and f.key not in start_figures]
-    probe_note = f"; not rerun for it: {', '.join(not_rerun)}" if not_rerun else ""
+    probe_note = _not_rerun_note(modality, results, start_figures)
     space = probe.get("space", "projection")
     view_notes = probe_view_notes(recipe, encoder, history, records, space)
-    labels = None
-    if labelled:
-        labels = modality.labels_of(x, y, np.arange(modality.num_examples(x)))
+    labels = modality.labels_of(x, y, np.arange(modality.num_examples(x))) if labelled else None
     curve_notes = (page._note("The training batches' cosines above and the probe's below are "
                               "not measured alike (see Negatives). " + view_notes[-1])
                    if view_notes and view_notes[-1].startswith("Cosines") else "")
@@ -326,23 +313,71 @@ def write_run_report(path: str, *, recipe: dict[str, Any], encoder: Any, train: 
     if batches is not None:
         sections.append(("Sampler batches against uniform", batches))
     sections += modality.report_sections(encoder, recipe, train, test)
-    projector = os.path.join(os.path.dirname(os.path.abspath(path)), probe_lib.PROJECTOR_DIR)
-    if what == "run" and os.path.isfile(os.path.join(projector, "projector_config.pbtxt")):
-        sections.append(("Embeddings for TensorBoard", page._note(
-            f"<code>{html.escape(projector)}</code> holds the probe's projections at the last "
-            "epoch (both views, <code>tensors.tsv</code>), their training index, view and label "
-            "(<code>metadata.tsv</code>) and <code>projector_config.pbtxt</code>: "
-            f"<code>tensorboard --logdir {html.escape(projector)}</code>, tab Projector, "
-            "shows them in 3-D (PCA, t-SNE, UMAP) by label.")))
+    sections += _projector_section(path, what)
     sections.append(("Recipe", page.recipe_table(recipe)))
     title = (f"{recipe['framework']['name']} + {recipe['loss']['name']} on "
              f"{_data_name(recipe['data'])}: what the negatives did")
+    lead = _lead_line(recipe, results, history, modality, what, where)
+    return _write_page(path, title, sections, lead, records, start)
+
+
+def _not_rerun_note(modality: Any, results: dict[str, Any], start: dict[str, Any]) -> str:
+    """Which of the trained encoder's figures the starting encoder was not measured by."""
+    not_rerun = [f.label for f in modality.figures if f.key in results and f.key not in start]
+    return f"; not rerun for it: {', '.join(not_rerun)}" if not_rerun else ""
+
+
+def _start_figures(recipe: dict[str, Any], modality: Any, start_encoder: Any, train: tuple,
+                   test: Any, baseline: dict[str, Any] | None, probe: dict[str, Any] | None,
+                   probe_path: str | None) -> dict[str, Any]:
+    """The starting encoder's figures: those ``probe.json`` kept, else measured now (and
+    kept there for the next page)."""
+    stored = (probe or {}).get("starting_figures")
+    if stored:
+        return {**stored, **(baseline or {})}
+    found = starting_figures(recipe, modality, start_encoder, train, test, baseline)
+    if probe_path and set(found) - set(baseline or {}):
+        probe_lib.store(probe_path, starting_figures=found)
+    return found
+
+
+def _with_probe_indices(probe: dict[str, Any], probe_path: str | None) -> dict[str, Any]:
+    """``probe`` with its examples' indices (train's in-memory records lack them: read from
+    ``probe.json``)."""
+    if probe.get("indices") is None and probe_path:
+        stored = probe_lib.read_probe(probe_path) or {}
+        if stored.get("indices") is not None:
+            return {**probe, "indices": stored["indices"]}
+    return probe
+
+
+def _projector_section(path: str, what: str) -> list:
+    """The section naming the TensorBoard projector files a run wrote beside its page."""
+    projector = os.path.join(os.path.dirname(os.path.abspath(path)), probe_lib.PROJECTOR_DIR)
+    if what != "run" or not os.path.isfile(os.path.join(projector, "projector_config.pbtxt")):
+        return []
+    return [("Embeddings for TensorBoard", page._note(
+        f"<code>{html.escape(projector)}</code> holds the probe's projections at the last "
+        "epoch (both views, <code>tensors.tsv</code>), their training index, view and label "
+        "(<code>metadata.tsv</code>) and <code>projector_config.pbtxt</code>: "
+        f"<code>tensorboard --logdir {html.escape(projector)}</code>, tab Projector, "
+        "shows them in 3-D (PCA, t-SNE, UMAP) by label."))]
+
+
+def _lead_line(recipe: dict[str, Any], results: dict[str, Any], history: dict[str, list],
+               modality: Any, what: str, where: str) -> str:
+    """The line under the page's title: what, where, which data, how long."""
     epochs = len(history.get("loss") or [])
-    lead = (f"{what.capitalize()} <code>{html.escape(where)}</code> &middot; "
+    return (f"{what.capitalize()} <code>{html.escape(where)}</code> &middot; "
             f"{html.escape(str(results.get('data') or recipe['data']['name']))} &middot; "
             f"{modality.name} &middot; {epochs or recipe['epochs']} epochs"
             + (f" &middot; {results['seconds']:.0f} s of training"
                if isinstance(results.get("seconds"), (int, float)) else ""))
+
+
+def _write_page(path: str, title: str, sections: list, lead: str, records: list,
+                start: float) -> dict[str, Any]:
+    """Renders and writes the page, its footer giving what it cost and where it was made."""
     from keras_hardneg import __version__
 
     timed = [r["seconds"] for r in records if isinstance(r.get("seconds"), (int, float))]
@@ -352,7 +387,6 @@ def write_run_report(path: str, *, recipe: dict[str, Any], encoder: Any, train: 
                 f"{len(timed) - 1}) during training")
     else:
         cost = "the probe was scored now (no per-epoch record)"
-
     env = page.environment_line()
 
     def footer(seconds: float, size: str) -> str:
