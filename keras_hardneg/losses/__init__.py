@@ -12,12 +12,16 @@ import keras
 from keras_hardneg.losses.base import ContrastiveLoss, effective_negatives
 from keras_hardneg.losses.core import ContrastivePairs, in_batch_pairs, queue_pairs
 from keras_hardneg.losses.debiased import DebiasedContrastiveLoss
-from keras_hardneg.losses.hyperparameters import ANNEALING as ANNEALING_PARAMS
+from keras_hardneg.losses.hyperparameters import ANNEALING
 from keras_hardneg.losses.hard_negative import HardNegativeContrastiveLoss
 from keras_hardneg.losses.nt_xent import NTXentLoss
 from keras_hardneg.losses.ring import RingContrastiveLoss
 from keras_hardneg.losses.unremix import UnReMixContrastiveLoss
 from keras_hardneg.registry import LOSSES, ConfigError
+
+#: The ``annealing`` recipe keys and their :class:`~keras_hardneg.registry.Param` (a loss
+#: class's ``annealing`` maps the keys it has to the hyper-parameter each one changes).
+ANNEALING_PARAMS = ANNEALING
 
 __all__ = [
     "ContrastiveLoss",

@@ -145,11 +145,12 @@ class DataFeed:
         return (keras.tree.map_structure(to_numpy, view1),
                 keras.tree.map_structure(to_numpy, view2), self.labels_of(x, y, indices))
 
-    def probe_examples(self, x: Any, y: Any, indices: np.ndarray) -> tuple[str, list] | None:
-        """The run report's hardest-negatives gallery: ``(kind, items)`` of the training
-        examples ``indices`` as the page shows them (``("image", [n, H, W, C] in [0, 1])``,
-        ``("graph", [(num_nodes, edges [e, 2])])``, ``("text", [str])``), or None (the
-        gallery then lists indices); see
+    def probe_examples(self, x: Any, y: Any, indices: np.ndarray) -> tuple[Any, list] | None:
+        """The run report's hardest-negatives gallery: ``(draw, items)`` of the training
+        examples ``indices``: ``draw(ax, item, seed)`` draws one item on matplotlib axes
+        (:func:`keras_hardneg.modalities.report.draw_image` for ``[H, W, C]`` in [0, 1],
+        ``draw_graph`` for ``(num_nodes, edges [e, 2])``), or ``draw`` is None and the items
+        are strings shown as text; None: the gallery lists indices. See
         :func:`keras_hardneg.run.report.page.hardest_negatives_section`."""
         return None
 

@@ -90,7 +90,7 @@ class GraphModality(Modality):
                 pad_graphs(view2, budgets, b, x.feature_dim), self.labels_of(x, y, indices))
 
     def probe_examples(self, x, y, indices):
-        return "graph", [(len(f), e) for f, e in (x.graph(int(i)) for i in indices)]
+        return report.draw_graph, [(len(f), e) for f, e in (x.graph(int(i)) for i in indices)]
 
     def report_sections(self, encoder, recipe, train, test):
         from keras_hardneg.evaluation.svm import embed_graphs

@@ -110,7 +110,7 @@ class ImageModality(Modality):
         return super().labels_of(x, y, indices)
 
     def probe_examples(self, x, y, indices):
-        return "image", _image_arrays(x, y, indices)[0]
+        return report.draw_image, _image_arrays(x, y, indices)[0]
 
     def report_sections(self, encoder, recipe, train, test):
         return image_sections(encoder, train, test, recipe["seed"], _image_arrays)

@@ -24,7 +24,7 @@ from typing import Any, Sequence
 import numpy as np
 
 __all__ = ["MAP_POINTS", "NEIGHBOUR_POOL", "DPI", "pyplot", "figure_uri", "img", "note",
-           "table", "short", "tsne", "subset", "unit", "map_figure", "embedding_map_section"]
+           "table", "short", "draw_graph", "draw_image", "tsne", "subset", "unit", "map_figure", "embedding_map_section"]
 
 #: Embeddings in a 2-D map (t-SNE), at most.
 MAP_POINTS = 500
@@ -69,6 +69,63 @@ def table(header: Sequence[str], rows: Sequence[Sequence[Any]], css: str = "") -
     body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
     cls = f' class="{css}"' if css else ""
     return f"<table{cls}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _layout(num_nodes: int, edges: np.ndarray, seed: int = 0, steps: int = 60) -> np.ndarray:
+    """``[n, 2]`` positions of a small graph: a force-directed layout (Fruchterman &
+    Reingold 1991) from a circle, in NumPy."""
+    n = int(num_nodes)
+    angle = 2 * np.pi * np.arange(n) / max(n, 1)
+    pos = np.stack([np.cos(angle), np.sin(angle)], 1)
+    pos += 0.01 * np.random.default_rng(seed).normal(size=pos.shape)
+    if n < 3:
+        return pos
+    e = np.asarray(edges, np.int64).reshape(-1, 2)
+    e = e[(e[:, 0] != e[:, 1]) & (e.max(axis=1) < n)] if len(e) else e
+    k = np.sqrt(4.0 / n)
+    step = 0.1
+    for _ in range(steps):
+        delta = pos[:, None, :] - pos[None, :, :]
+        dist = np.maximum(np.linalg.norm(delta, axis=-1), 1e-3)
+        force = (delta / dist[..., None] * (k * k / dist)[..., None]).sum(axis=1)
+        if len(e):
+            d = pos[e[:, 0]] - pos[e[:, 1]]
+            dl = np.maximum(np.linalg.norm(d, axis=1, keepdims=True), 1e-3)
+            pull = d / dl * (dl * dl / k)
+            np.add.at(force, e[:, 0], -pull)
+            np.add.at(force, e[:, 1], pull)
+        length = np.maximum(np.linalg.norm(force, axis=1, keepdims=True), 1e-9)
+        pos += force / length * np.minimum(length, step)
+        step *= 0.95
+    return pos
+
+
+def draw_graph(ax: Any, graph: tuple, seed: int = 0) -> None:
+    """Draws ``graph`` = ``(num_nodes, edges [e, 2])`` (node pairs; both directions may be
+    listed) on the matplotlib axes ``ax`` as a node-link drawing (a force-directed layout
+    computed in NumPy; no graph library needed): a graph modality's gallery drawer.
+
+    >>> fig, ax = pyplot().subplots()
+    >>> draw_graph(ax, (4, np.array([[0, 1], [1, 2], [2, 3], [3, 0]])))
+    >>> len(ax.lines)
+    4
+    >>> pyplot().close(fig)
+    """
+    num_nodes, edges = graph
+    pos = _layout(num_nodes, edges, seed)
+    e = np.asarray(edges, np.int64).reshape(-1, 2)
+    for a, b in e:
+        if a < b or (b, a) not in {tuple(x) for x in e}:
+            ax.plot(pos[[a, b], 0], pos[[a, b], 1], color="#888", lw=0.8, zorder=1)
+    ax.scatter(pos[:, 0], pos[:, 1], s=9, color="#245", zorder=2)
+    ax.set_aspect("equal")
+    ax.margins(0.15)
+
+
+def draw_image(ax: Any, image: Any, seed: int = 0) -> None:
+    """Shows ``image`` ``[H, W, C]`` in ``[0, 1]`` on the matplotlib axes ``ax``: an image
+    modality's gallery drawer (``seed`` unused)."""
+    ax.imshow(np.clip(np.asarray(image, np.float32), 0.0, 1.0), interpolation="nearest")
 
 
 def short(text: str, limit: int = 160) -> str:

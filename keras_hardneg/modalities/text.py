@@ -108,7 +108,7 @@ class TextModality(Modality):
 
     def probe_examples(self, x, y, indices):
         sentences = getattr(x, "sentences", None)
-        return None if sentences is None else ("text", [sentences[int(i)] for i in indices])
+        return None if sentences is None else (None, [sentences[int(i)] for i in indices])
 
     def report_sections(self, encoder, recipe, train, test):
         x = train[0]

@@ -35,7 +35,7 @@ RUN_MARKER = ".keras-hardneg-run.json"
 #: What ``train`` writes into a run directory (besides :data:`RUN_MARKER`).
 RUN_FILES = ("recipe.json", "backup", "baseline.json", "history.json", "history.csv",
              "history.png", "tensorboard", "results.json", "encoder", "preset",
-             "tokenizer.json", "probe.json", "report.html")
+             "tokenizer.json", "probe.json", "projector", "report.html")
 
 
 class OutputDirError(ConfigError):

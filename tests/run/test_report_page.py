@@ -9,6 +9,7 @@ import pytest
 
 from keras_hardneg.losses import NTXentLoss
 from keras_hardneg.run.report import probe as probe_lib
+from keras_hardneg.modalities import report as modality_report
 from keras_hardneg.run.report import page as report_page
 
 
@@ -140,13 +141,13 @@ def test_figures_give_the_spread_beside_the_change():
 def test_a_graph_is_drawn_and_the_gallery_lists_sentences():
     plt = report_page._pyplot()
     fig, ax = plt.subplots()
-    report_page.draw_graph(ax, 5, np.array([[0, 1], [1, 0], [1, 2], [2, 3], [3, 4]]))
+    modality_report.draw_graph(ax, (5, np.array([[0, 1], [1, 0], [1, 2], [2, 3], [3, 4]])))
     assert len(ax.lines) == 4  # an edge listed both ways is drawn once
     plt.close(fig)
     record, _, _ = _record()
     probe = {"indices": list(range(100, 112)), "records": [dict(record, epoch=3)]}
     items = {100 + i: f"sentence {i}" for i in range(12)}
-    html = report_page.hardest_negatives_section(probe, ("text", items))
+    html = report_page.hardest_negatives_section(probe, (None, items))
     assert html.count("<li>") == probe_lib.GALLERY_ANCHORS * probe_lib.GALLERY_NEGATIVES
     assert "sentence" in html and "weighted most" in html
     assert report_page.hardest_negatives_section({"records": [{}]}, None) is None

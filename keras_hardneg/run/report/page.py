@@ -49,7 +49,7 @@ from keras_hardneg.modalities import report
 __all__ = ["REPORT_FILE", "GENERATOR", "render_page", "write_page", "is_our_page",
            "recipe_table", "figures_section", "curves_section", "negatives_section",
            "sampler_section", "uniform_false_negative_rate", "hardest_negatives_section",
-           "draw_graph", "environment", "environment_line"]
+           "environment", "environment_line"]
 
 #: The page's file name in a run directory.
 REPORT_FILE = "report.html"
@@ -605,57 +605,6 @@ def negatives_section(probe: dict[str, Any] | None, loss_name: str,
 
 
 # ------------------------------------------------------------- hardest negatives
-def _layout(num_nodes: int, edges: np.ndarray, seed: int = 0, steps: int = 60) -> np.ndarray:
-    """``[n, 2]`` positions of a small graph: a force-directed layout (Fruchterman &
-    Reingold 1991) from a circle, in NumPy."""
-    n = int(num_nodes)
-    angle = 2 * np.pi * np.arange(n) / max(n, 1)
-    pos = np.stack([np.cos(angle), np.sin(angle)], 1)
-    pos += 0.01 * np.random.default_rng(seed).normal(size=pos.shape)
-    if n < 3:
-        return pos
-    e = np.asarray(edges, np.int64).reshape(-1, 2)
-    e = e[(e[:, 0] != e[:, 1]) & (e.max(axis=1) < n)] if len(e) else e
-    k = np.sqrt(4.0 / n)
-    step = 0.1
-    for _ in range(steps):
-        delta = pos[:, None, :] - pos[None, :, :]
-        dist = np.maximum(np.linalg.norm(delta, axis=-1), 1e-3)
-        force = (delta / dist[..., None] * (k * k / dist)[..., None]).sum(axis=1)
-        if len(e):
-            d = pos[e[:, 0]] - pos[e[:, 1]]
-            dl = np.maximum(np.linalg.norm(d, axis=1, keepdims=True), 1e-3)
-            pull = d / dl * (dl * dl / k)
-            np.add.at(force, e[:, 0], -pull)
-            np.add.at(force, e[:, 1], pull)
-        length = np.maximum(np.linalg.norm(force, axis=1, keepdims=True), 1e-9)
-        pos += force / length * np.minimum(length, step)
-        step *= 0.95
-    return pos
-
-
-def draw_graph(ax: Any, num_nodes: int, edges: Any, seed: int = 0) -> None:
-    """Draws a graph of ``num_nodes`` nodes and ``edges`` ``[e, 2]`` (node pairs; both
-    directions may be listed) on the matplotlib axes ``ax`` as a node-link drawing (a
-    force-directed layout computed in NumPy; no graph library needed).
-
-    >>> fig, ax = _pyplot().subplots()
-    >>> draw_graph(ax, 4, np.array([[0, 1], [1, 2], [2, 3], [3, 0]]))
-    >>> len(ax.lines)
-    4
-    >>> _pyplot().close(fig)
-    """
-    pos = _layout(num_nodes, edges, seed)
-    e = np.asarray(edges, np.int64).reshape(-1, 2)
-    for a, b in e:
-        if a < b or (b, a) not in {tuple(x) for x in e}:
-            ax.plot(pos[[a, b], 0], pos[[a, b], 1], color="#888", lw=0.8, zorder=1)
-    ax.scatter(pos[:, 0], pos[:, 1], s=9, color="#245", zorder=2)
-    ax.set_aspect("equal")
-    ax.margins(0.15)
-
-
-GALLERY_KINDS = ("image", "graph", "text")
 
 
 def _cell_title(weight: float, cos: float, same: Any) -> str:
@@ -668,14 +617,15 @@ def hardest_negatives_section(probe: dict[str, Any] | None,
     """The hardest negatives of a few probe anchors at the last epoch (the record's
     ``"hardest"``: :func:`keras_hardneg.run.report.probe.hardest_negatives`): each anchor, then the
     negatives the loss weighted most, with weight, cosine and whether they share its class.
-    ``examples``: ``(kind, {training index: item})`` from the modality
-    (``probe_examples``): ``"image"`` items ``[H, W, C]`` in [0, 1], ``"graph"`` items
-    ``(num_nodes, edges [e, 2])``, ``"text"`` items strings; None: a table of indices. None
-    when the probe kept no gallery.
+    ``examples``: ``(draw, {training index: item})`` from the modality
+    (``probe_examples``): ``draw(ax, item, seed)`` draws an item on matplotlib axes
+    (:func:`keras_hardneg.modalities.report.draw_image`, ``draw_graph``), or ``draw`` is None
+    and the items are shown as text (sentences); None: a table of indices. None when the
+    probe kept no gallery.
 
     >>> probe = {"indices": [10, 11], "records": [{"epoch": 1, "hardest": [
     ...     {"anchor": 0, "positive_cosine": 0.9, "negatives": [[3, 1.3, 0.4, 0]]}]}]}
-    >>> "#11 v2" in hardest_negatives_section(probe, ("text", {10: "a cat", 11: "a dog"}))
+    >>> "#11 v2" in hardest_negatives_section(probe, (None, {10: "a cat", 11: "a dog"}))
     True
     """
     records = (probe or {}).get("records") or []
@@ -686,7 +636,7 @@ def hardest_negatives_section(probe: dict[str, Any] | None,
         return None
     indices = np.asarray(indices).reshape(-1)
     p = len(indices)
-    kind, items = examples if examples else (None, {})
+    draw, items = examples if examples else (None, {})
 
     def example(row):
         return int(indices[row % p]), row // p + 1
@@ -699,7 +649,7 @@ def hardest_negatives_section(probe: dict[str, Any] | None,
         "anchor, same / other whether it shares the anchor's class (a false negative, red). "
         "Each cell shows the training example, not its augmented view; #i is its index in the "
         "training set and v1 / v2 the view.")
-    if kind in ("image", "graph"):
+    if draw is not None:
         plt = _pyplot()
         k = len(hardest[0]["negatives"])
         fig, axes = plt.subplots(len(hardest), k + 1, figsize=(1.75 * (k + 1),
@@ -712,11 +662,8 @@ def hardest_negatives_section(probe: dict[str, Any] | None,
                 ax = axes[row][col]
                 index, view = example(r)
                 item = items.get(index)
-                if item is not None and kind == "image":
-                    ax.imshow(np.clip(np.asarray(item, np.float32), 0.0, 1.0),
-                              interpolation="nearest")
-                elif item is not None:
-                    draw_graph(ax, item[0], item[1], seed=index)
+                if item is not None:
+                    draw(ax, item, index)
                 ax.set_xticks([])
                 ax.set_yticks([])
                 color = "black" if same is None else (_OTHER if same else _SAME)
