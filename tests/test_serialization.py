@@ -223,6 +223,8 @@ def _import_every_module():
     from keras_hardneg.data._tf import TensorFlowBackendRequiredError
 
     for info in pkgutil.walk_packages(khn.__path__, "keras_hardneg."):
+        if info.name.endswith(".__main__"):  # a command's entry: importing it runs it
+            continue
         try:
             importlib.import_module(info.name)
         except (ImportError, TensorFlowBackendRequiredError):
