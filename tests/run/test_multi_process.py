@@ -19,7 +19,7 @@ import pytest
 
 from keras_hardneg.registry import ConfigError
 from keras_hardneg.run.distribution import build_distribution
-from keras_hardneg.run import multi_process  # noqa: F401  (registers the entry)
+from keras_hardneg.run.distribution import multi_process  # noqa: F401  (registers the entry)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CHILD = os.path.join(HERE, "multi_process_child.py")
