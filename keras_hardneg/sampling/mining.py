@@ -56,7 +56,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from keras_hardneg.sampling.search import INDEXES, top_k_cosine, unit_rows
+from keras_hardneg.sampling.search import top_k_cosine, unit_pair
 
 __all__ = ["MinedNegatives", "MiningSummary", "SAMPLING_STRATEGIES", "mine_hard_negatives"]
 
@@ -270,15 +270,7 @@ def _check_embeddings(query_emb, corpus_emb, sampling_strategy: str,
         raise ValueError(f"`sampling_strategy` must be one of "
                          f"{', '.join(map(repr, SAMPLING_STRATEGIES))}; got "
                          f"{sampling_strategy!r}.")
-    if index not in INDEXES:
-        raise ValueError(f"`index` must be one of {', '.join(map(repr, INDEXES))}; got "
-                         f"{index!r}.")
-    q = unit_rows(query_emb, "query_emb")
-    c = unit_rows(corpus_emb, "corpus_emb")
-    if q.shape[1] != c.shape[1]:
-        raise ValueError(f"`query_emb` and `corpus_emb` must have the same width d; got "
-                         f"{q.shape[1]} and {c.shape[1]}.")
-    return q, c
+    return unit_pair(query_emb, corpus_emb, index)
 
 
 def _check_window(num_negatives, range_min, range_max, n: int, **given: Any

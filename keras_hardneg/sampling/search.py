@@ -26,11 +26,11 @@ array([[1. , 0.6],
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
-__all__ = ["INDEXES", "top_k_cosine", "unit_rows"]
+__all__ = ["INDEXES", "top_k_cosine", "unit_rows", "unit_pair"]
 
 #: Values of ``index``.
 INDEXES = ("brute", "scann")
@@ -80,6 +80,20 @@ def _check_k(k) -> int:
     return int(k)
 
 
+def unit_pair(query_emb: Any, corpus_emb: Any, index: str) -> tuple[np.ndarray, np.ndarray]:
+    """Unit rows of ``query_emb [Q, d]`` and ``corpus_emb [N, d]`` (same ``d``), after
+    ``index`` is checked to be one of :data:`INDEXES`; one-line errors otherwise."""
+    if index not in INDEXES:
+        raise ValueError(f"`index` must be one of {', '.join(map(repr, INDEXES))}; got "
+                         f"{index!r}.")
+    q = unit_rows(query_emb, "query_emb")
+    c = unit_rows(corpus_emb, "corpus_emb")
+    if q.shape[1] != c.shape[1]:
+        raise ValueError(f"`query_emb` and `corpus_emb` must have the same width d; got "
+                         f"{q.shape[1]} and {c.shape[1]}.")
+    return q, c
+
+
 def top_k_cosine(query_emb, corpus_emb, k: int, *,
                  exclude: Sequence[Sequence[int]] | None = None, index: str = "brute",
                  max_block_bytes: int = _DEFAULT_BLOCK_BYTES,
@@ -99,14 +113,7 @@ def top_k_cosine(query_emb, corpus_emb, k: int, *,
     Returns:
         ``(indices int64 [Q, k], scores float32 [Q, k])``, sorted by decreasing score.
     """
-    if index not in INDEXES:
-        raise ValueError(f"`index` must be one of {', '.join(map(repr, INDEXES))}; got "
-                         f"{index!r}.")
-    q = unit_rows(query_emb, "query_emb")
-    c = unit_rows(corpus_emb, "corpus_emb")
-    if q.shape[1] != c.shape[1]:
-        raise ValueError(f"`query_emb` and `corpus_emb` must have the same width d; got "
-                         f"{q.shape[1]} and {c.shape[1]}.")
+    q, c = unit_pair(query_emb, corpus_emb, index)
     k = _check_k(k)
     if isinstance(max_block_bytes, bool) or not isinstance(max_block_bytes, (int, np.integer)) \
             or max_block_bytes < 1:
