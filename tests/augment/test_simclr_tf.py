@@ -46,6 +46,9 @@ def test_in_tf_function_and_model_fit():
     assert np.isfinite(hist.history["loss"][0])
 
 
+# Heavy tier (~50 s: two tf.data traces of the whole v3 pipeline); the pipeline's draws are
+# checked eagerly and under XLA in the default suite.
+@pytest.mark.heavy
 def test_in_tf_data_batched_and_unbatched():
     aug = simclr_augmentation(16, version="v3", seed=0)
     ds = tf.data.Dataset.from_tensor_slices(_same_image_batch(8))

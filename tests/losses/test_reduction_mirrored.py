@@ -14,6 +14,9 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+# Heavy tier (a process of its own under a two-replica MirroredStrategy, ~70 s): the
+# single-device reductions are checked in the default suite (test_reduction.py).
+@pytest.mark.heavy
 @pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="tf.distribute")
 def test_every_loss_reduces_per_replica_as_keras_and_steps_as_one_device():
     proc = subprocess.run([sys.executable, os.path.join(HERE, "mirrored_check.py")],
