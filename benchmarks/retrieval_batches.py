@@ -13,7 +13,8 @@ carried, extra packings, packing time, and the in-batch negatives' hardness: for
 the cosine of the most similar document of the *other* tuples of its batch (mean over
 queries, and the share of queries for which it beats the query's own mined negative).
 The walk is BatchSampler's default (``K = 100`` neighbours, ``restart_prob=0.2``) and, for
-``--num-neighbors``, sparser graphs. Writes ``benchmarks/results/retrieval/batches_scifact_train.json``.
+``--num-neighbors``, sparser graphs. Writes
+``benchmarks/results/retrieval/batches_scifact_train.json``.
 """
 
 from __future__ import annotations

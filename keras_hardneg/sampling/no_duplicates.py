@@ -164,8 +164,16 @@ def pack_without_duplicates(query: Sequence[int], positive: Sequence[int], negat
     valid = np.array([np.unique(row).size == row.size for row in docs], dtype=bool)
     conflicting = [int(i) for i in order if not valid[i]]
     stream = [int(i) for i in order if valid[i]]
-    q_list, doc_lists = q.tolist(), docs.tolist()
+    batches, dropped, left, carried = _greedy(stream, q.tolist(), docs.tolist(), b,
+                                              drop_remainder)
+    return Packing(batches, np.array(dropped, np.int64),
+                   np.array(conflicting + left, np.int64), carried)
 
+
+def _greedy(stream: list, q_list: list, doc_lists: list, b: int, drop_remainder: bool
+            ) -> tuple[list, list, list, int]:
+    """``(batches, dropped, conflicting, carried)`` of packing ``stream`` (valid tuple
+    indices, in order) by rules 1 and 3 of the module docstring."""
     batches, carried, ever_carried = [], [], set()
     pos = 0
     while True:
@@ -203,12 +211,6 @@ def pack_without_duplicates(query: Sequence[int], positive: Sequence[int], negat
         # Order exhausted and the carried tuples cannot fill a batch: the last one.
         if members and not drop_remainder:
             batches.append(np.array(members, np.int64))
-            dropped = []
-        else:
-            dropped = members
-        conflicting.extend(carried)
-        break
-    placed_carried = len(ever_carried) - len(ever_carried.intersection(conflicting)) \
-        - len(ever_carried.intersection(dropped))
-    return Packing(batches, np.array(dropped, np.int64), np.array(conflicting, np.int64),
-                   int(placed_carried))
+            members = []
+        placed = len(ever_carried - set(carried) - set(members))
+        return batches, members, carried, placed
