@@ -266,6 +266,11 @@ class ContrastiveLoss(keras.losses.Loss):
     * ``loss(z1, z2, sample_weight=None)``: SimCLR, two views ``[B, d]``; ``2B`` anchors.
     * ``loss.call_with_negatives(anchors, positives, negatives, sample_weight=None)``:
       MoCo, with ``[B, d]``, ``[B, d]``, ``[K, d]``; ``B`` anchors.
+    * ``loss.call_with_mined_negatives(anchors, positives, negatives, sample_weight=None,
+      **options)``: retrieval, queries ``[B, d]``, positives ``[B, d]`` and their ``K``
+      mined negatives ``[B, K, d]`` (:func:`~keras_hardneg.losses.core.mined_pairs`); ``B``
+      anchors (``2B`` symmetric). :class:`~keras_hardneg.losses.MinedNegativesLoss` is its
+      ``model.compile`` form.
 
     and :meth:`compute_terms`, which frameworks use for the per-anchor losses and the
     diagnostics. Written in ``keras.ops`` (any backend).

@@ -49,6 +49,7 @@ __all__ = [
     "in_batch_pairs",
     "cross_view_pairs",
     "mined_pairs",
+    "check_mined_options",
     "negatives_column",
     "queue_pairs",
     "mask_logits",
@@ -492,6 +493,29 @@ def _mined_rows(anchors, positives, negatives, symmetric):
     return uq, up, cat(pool), q_norms, cat(norms), fq, cat(feats), k
 
 
+def check_mined_options(num_negatives, in_batch: bool, symmetric: bool) -> int:
+    """Validates the layout options of :func:`mined_pairs` (``num_negatives`` the ``K`` of
+    ``negatives [B, K, d]``); returns ``K``. Raises ``ValueError`` naming the parameter.
+
+    Example:
+    >>> check_mined_options(1, in_batch=True, symmetric=True)
+    1
+    """
+    if isinstance(num_negatives, bool) or not isinstance(num_negatives, int) or num_negatives < 0:
+        raise ValueError(f"`num_negatives` must be an int >= 0 (K mined negatives per query); "
+                         f"got {num_negatives!r}.")
+    for name, value in (("in_batch", in_batch), ("symmetric", symmetric)):
+        if not isinstance(value, bool):
+            raise ValueError(f"`{name}` must be True or False; got {value!r}.")
+    if symmetric and not in_batch:
+        raise ValueError("`symmetric=True` needs `in_batch=True` (the document->query "
+                         "direction's negatives are the batch's other queries).")
+    if not in_batch and num_negatives < 1:
+        raise ValueError("`negatives` must hold K >= 1 mined negatives per anchor with "
+                         f"`in_batch=False` (hard negatives only); got K = {num_negatives}.")
+    return num_negatives
+
+
 def mined_pairs(anchors, positives, negatives, *, in_batch: bool = True,
                 symmetric: bool = False, keep=None, hardness_strength: float = 0.0,
                 hardness_mode: Optional[str] = None) -> ContrastivePairs:
@@ -536,15 +560,10 @@ def mined_pairs(anchors, positives, negatives, *, in_batch: bool = True,
     >>> mined_pairs(q, p, n, in_batch=False).num_negatives
     1
     """
-    if symmetric and not in_batch:
-        raise ValueError("`symmetric=True` needs `in_batch=True` (the document->query "
-                         "direction's negatives are the batch's other queries).")
     strength = hardness.check_hardness(hardness_strength, hardness_mode)
     (u_anchors, u_positives, pool, anchor_norms, pool_norms, anchor_feats, pool_feats,
      k) = _mined_rows(anchors, positives, negatives, symmetric)
-    if not in_batch and k < 1:
-        raise ValueError("`negatives` must hold K >= 1 mined negatives per anchor with "
-                         f"`in_batch=False` (hard negatives only); got K = {k}.")
+    check_mined_options(k, in_batch, symmetric)
     b = _rows(u_positives) if not symmetric else _rows(u_positives) // 2
     mask, explicit, query_anchor, column_example, anchor_index, partner_index = (
         _mined_layout(b, k, in_batch, symmetric))
