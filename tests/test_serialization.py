@@ -302,6 +302,9 @@ _ROUND_TRIP = {
                                                                            beta=0.5)),
     "RingContrastiveLoss": ("object", lambda kw, _: khn.losses.RingContrastiveLoss()),
     "UnReMixContrastiveLoss": ("object", lambda kw, _: khn.losses.UnReMixContrastiveLoss()),
+    "MinedNegativesLoss": ("object", lambda kw, _: khn.losses.MinedNegativesLoss(
+        "hard", num_negatives=1, symmetric=True, hardness_strength=2.0,
+        hardness_mode="all_negatives", guard="self", guard_margin=0.1)),
     # optimizers/
     "WarmupCosineDecay": ("object", lambda kw, _: khn.optimizers.WarmupCosineDecay(
         0.1, total_steps=10, warmup_steps=2, end_learning_rate=0.01, hold_steps=2)),
