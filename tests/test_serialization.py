@@ -117,6 +117,8 @@ def _artifacts(folder):
     config(khn.augment.ImageViews(khn.augment.simclr_augmentation(image_size=8)), "image_views")
     config(infograph.local_projector, "infograph_projection")
     config(khn.losses.NTXentLoss(temperature=0.2), "nt_xent")
+    config(khn.losses.MinedNegativesLoss("hard", num_negatives=1, guard="self"),
+           "mined_negatives")
     if hasattr(khn.encoders, "pretrained_text"):  # the pretrained-text encoder's input layer
         from keras_hardneg.encoders.pretrained_text import BertInputs
 
