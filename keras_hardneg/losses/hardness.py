@@ -38,7 +38,8 @@ def check_hardness(strength, mode: Optional[str]) -> float:
     """Validates ``hardness_strength`` (a finite number ``>= 0``) and ``hardness_mode``
     (None or one of :data:`HARDNESS_MODES`); returns the strength as a float.
 
-    A positive strength without a mode raises (sentence-transformers ignores it silently).
+    A positive strength without a mode raises (sentence-transformers ignores it silently); a
+    mode with strength 0 changes nothing.
 
     Example:
     >>> check_hardness(5, "hard_negatives")
