@@ -442,7 +442,8 @@ class ContrastiveLoss(keras.losses.Loss):
                 ``"relative"``.
         """
         layout = dict(in_batch=in_batch, symmetric=symmetric, keep=keep)
-        pairs = core.mined_pairs(anchors, positives, negatives, hardness_strength=hardness_strength,
+        pairs = core.mined_pairs(anchors, positives, negatives,
+                                 hardness_strength=hardness_strength,
                                  hardness_mode=hardness_mode, **layout)
         if guide is not None:
             margin = guide_guard.check_guard(guard_margin, guard_strategy)
