@@ -10,10 +10,17 @@ reStructuredText habits, rendered as Markdown by mkdocstrings.
 - ``>>>`` doctest runs become fenced ``pycon`` blocks (under ``Example:`` too).
 - ``#:`` comments above a module or class attribute become its docstring (the
   Sphinx convention the package uses for constants).
+- A parameter line naming several parameters (``z1, z2: [B, d] embeddings``) becomes one
+  row per parameter, each with its own type and default from the signature (griffe reads
+  the line as one parameter named ``"z1, z2"``, which matches no parameter of the
+  signature, so its row would have neither). A class's parameter that its ``__init__``
+  takes through ``**kwargs`` and forwards to a base class (``SimCLR``'s
+  ``sync_batchnorm``) gets its type and default from the nearest base that names it.
 """
 
 from __future__ import annotations
 
+import functools
 import html
 import re
 
@@ -36,6 +43,64 @@ class RstToMarkdown(griffe.Extension):
                     obj.docstring = griffe.Docstring(text, lineno=obj.lineno, parent=obj)
             if obj.docstring is not None:
                 obj.docstring.value = convert(obj.docstring.value, obj, collection)
+                obj.docstring.__class__ = _SplitDocstring
+
+
+class _SplitDocstring(griffe.Docstring):
+    """A docstring whose parsed parameter rows are split and typed (see the module
+    docstring) when mkdocstrings first reads them: by then every extension has run (the
+    dataclasses extension, which gives a dataclass its ``__init__``, runs after this one)."""
+
+    @functools.cached_property
+    def parsed(self):  # noqa: D102
+        sections = self.parse()
+        _split_shared_parameters(self.parent, sections)
+        return sections
+
+
+def _split_shared_parameters(obj, sections) -> None:
+    """One row per name of a ``"a, b: text"`` parameter line, typed from the signature."""
+    if not (obj.is_function or obj.is_class):
+        return
+    try:
+        signature = obj.parameters
+    except Exception:  # noqa: BLE001 -- a class without a resolvable __init__
+        return
+    signatures = [signature]
+    if obj.is_class:
+        try:
+            signatures += [base.parameters for base in obj.mro()]
+        except Exception:  # noqa: BLE001 -- a base outside the package: its own only
+            pass
+    for section in sections:
+        if section.kind not in (griffe.DocstringSectionKind.parameters,
+                                griffe.DocstringSectionKind.other_parameters):
+            continue
+        rows = []
+        for row in section.value:
+            names = [n.strip() for n in row.name.split(",")]
+            if len(names) == 1 and row.annotation is not None:
+                rows.append(row)
+                continue
+            for name in names:
+                param = _find_parameter(name, signatures)
+                if param is None and len(names) == 1:
+                    rows.append(row)
+                    continue
+                rows.append(griffe.DocstringParameter(
+                    name=name, description=row.description,
+                    annotation=param.annotation if param is not None else None,
+                    value=param.default if param is not None else None))
+        section.value = rows
+
+
+def _find_parameter(name, signatures):
+    """The parameter ``name`` (``**kwargs`` or ``kwargs``) of the first signature naming it
+    with an annotation, else of the first naming it at all."""
+    bare = name.lstrip("*")
+    found = [sig[bare] for sig in signatures if bare in sig]
+    typed = [p for p in found if p.annotation is not None]
+    return (typed or found or [None])[0]
 
 
 def _alias_lazy_exports(module) -> None:

@@ -7,6 +7,7 @@ import datetime
 import os
 import shutil
 import uuid
+from typing import Any
 
 import keras
 
@@ -182,8 +183,11 @@ def check_replaceable(export_dir: str) -> None:
                               "folder, or empty or remove this one yourself.")
 
 
-def export_encoder(encoder, export_dir, *, input_shape=None, input_signature=None,
-                   assets=None, model_card=None, overwrite=False):
+def export_encoder(encoder: keras.Model, export_dir: str | os.PathLike, *,
+                   input_shape: tuple | None = None, input_signature: Any = None,
+                   assets: dict[str, str] | None = None,
+                   model_card: ModelCard | dict | None = None,
+                   overwrite: bool = False) -> ModelCard:
     """Writes ``encoder`` as a reusable TF2 SavedModel plus a model card, atomically.
 
     Args:

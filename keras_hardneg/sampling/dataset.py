@@ -101,9 +101,10 @@ def _finish(ds, with_labels, prefetch):
     return ds.prefetch(prefetch)
 
 
-def make_dataset(sampler, source, labels=None, *, image_size=None, image_key="image",
-                 label_key="label", repeat=True, prefetch=_AUTOTUNE,
-                 num_parallel_calls=_AUTOTUNE, num_workers=4, channels=3):
+def make_dataset(sampler: Any, source: Any, labels: Any = None, *,
+                 image_size: tuple[int, int] | None = None, image_key: str = "image",
+                 label_key: str = "label", repeat: bool = True, prefetch: int = _AUTOTUNE,
+                 num_parallel_calls: int = _AUTOTUNE, num_workers: int = 4, channels: int = 3):
     """Build a ``tf.data.Dataset`` of sampled mini-batches (needs TensorFlow; without it use
     :func:`make_py_dataset`).
 

@@ -156,8 +156,11 @@ class ProximityGraph:
 
     # ------------------------------------------------------------------ build
     @classmethod
-    def build(cls, embeddings, num_candidates, num_neighbors, backend="auto", seed=0, *,
-              block_size=256, sort_neighbors=False, num_threads=None, scann_options=None):
+    def build(cls, embeddings: np.ndarray, num_candidates: int, num_neighbors: int,
+              backend: str = "auto", seed: int | np.random.Generator = 0, *,
+              block_size: int = 256, sort_neighbors: bool = False,
+              num_threads: int | None = None, scann_options: dict | None = None
+              ) -> ProximityGraph:
         """Build the proximity graph (paper Alg. 2).
 
         Args:

@@ -23,10 +23,13 @@ Example:
 ['beta', 'epochs', 'error', 'finished_at', 'hyperparameters', 'knn_accuracy', ...]
 """
 
+from __future__ import annotations
+
 import datetime
 import json
 import os
 import time
+from typing import Any
 
 import keras
 import keras_tuner
@@ -130,10 +133,13 @@ def collect_records(tuner, hypermodel):
     return out
 
 
-def run_search(dataset="digits", trials=2, epochs=1, tuner="random", output="tune-out",
-               loss=None, framework=None, search_space=None, objective="knn", seed=0,
-               batch_size=None, resume=True, verbose=1, recipe=None, *,
-               validation_fraction=0.2, trial_seeds="config", **dataset_options):
+def run_search(dataset: str | os.PathLike = "digits", trials: int = 2, epochs: int = 1,
+               tuner: str = "random", output: str | os.PathLike = "tune-out",
+               loss: str | None = None, framework: str | None = None,
+               search_space: dict | list | None = None, objective: str = "knn", seed: int = 0,
+               batch_size: int | None = None, resume: bool = True, verbose: int = 1,
+               recipe: dict | str | None = None, *, validation_fraction: float = 0.2,
+               trial_seeds: str = "config", **dataset_options: Any) -> list[dict]:
     """Searches a contrastive loss's hyper-parameters; resumable; returns the trials.
 
     Args:
