@@ -35,8 +35,10 @@ class RstToMarkdown(griffe.Extension):
         if pkg.name != "keras_hardneg":
             return
         collection = loader.modules_collection if loader is not None else None
-        _alias_lazy_exports(pkg)
-        for obj in _walk(pkg):
+        shadowed = []
+        _alias_lazy_exports(pkg, shadowed)
+        seen = set()
+        for obj in [o for root in (pkg, *shadowed) for o in _walk(root, seen)]:
             if obj.is_attribute and obj.docstring is None:
                 text = _comment_doc(obj)
                 if text:
@@ -67,9 +69,20 @@ def _split_shared_parameters(obj, sections) -> None:
     except Exception:  # noqa: BLE001 -- a class without a resolvable __init__
         return
     signatures = [signature]
-    if obj.is_class:
+    classes = [obj] if obj.is_class else []
+    if obj.is_function and obj.returns is not None:
+        # A factory forwarding ``**kwargs`` to the class it returns (``MoCo``).
         try:
-            signatures += [base.parameters for base in obj.mro()]
+            returned = obj.modules_collection.get_member(
+                getattr(obj.returns, "canonical_path", str(obj.returns)))
+            if returned.is_class:
+                classes.append(returned)
+                signatures.append(returned.parameters)
+        except Exception:  # noqa: BLE001 -- not a class of the package
+            pass
+    for cls in classes:
+        try:
+            signatures += [base.parameters for base in cls.mro()]
         except Exception:  # noqa: BLE001 -- a base outside the package: its own only
             pass
     for section in sections:
@@ -103,13 +116,13 @@ def _find_parameter(name, signatures):
     return (typed or found or [None])[0]
 
 
-def _alias_lazy_exports(module) -> None:
+def _alias_lazy_exports(module, shadowed) -> None:
     """A name of a module's ``__all__`` that the module only provides through a lazy
     ``__getattr__`` (``keras_hardneg.sampling.make_dataset``, defined in its submodule
     ``dataset``) becomes an alias of the object of that name in one of its submodules, so
     the API page documents it under its public path."""
     for sub in list(module.modules.values()):
-        _alias_lazy_exports(sub)
+        _alias_lazy_exports(sub, shadowed)
     for name in module.exports or ():
         name = name if isinstance(name, str) else getattr(name, "name", str(name))
         member = module.members.get(name)
@@ -119,6 +132,7 @@ def _alias_lazy_exports(module) -> None:
             inner = member.members.get(name)
             if inner is not None and not inner.is_alias and not inner.is_module:
                 module.set_member(name, griffe.Alias(name, inner, parent=module))
+                shadowed.append(member)  # still walked: its docstrings are converted
             continue
         if name in module.members:
             continue

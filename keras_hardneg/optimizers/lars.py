@@ -101,6 +101,17 @@ class LARS(MomentumBuffers):
 
     Raises:
         ValueError: bad ``momentum``, ``eta`` or ``weight_decay`` (names the parameter).
+
+    Example:
+
+    >>> import keras, numpy as np, keras_hardneg as khn
+    >>> model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+    >>> opt = khn.optimizers.LARS(learning_rate=0.1, momentum=0.9, weight_decay=1e-6)
+    >>> model.compile(optimizer=opt, loss="mse")
+    >>> x = np.random.default_rng(0).normal(size=(16, 4)).astype("float32")
+    >>> history = model.fit(x, x[:, :2], epochs=2, verbose=0)
+    >>> [opt.uses_adaptation(v) for v in model.trainable_variables]   # kernel, bias (1-D)
+    [True, False]
     """
 
     def __init__(self, learning_rate: Any = 0.1, momentum: float = 0.9,

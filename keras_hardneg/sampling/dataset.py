@@ -128,6 +128,19 @@ def make_dataset(sampler: Any, source: Any, labels: Any = None, *,
 
     Raises:
         TensorFlowRequiredError: TensorFlow cannot be imported (an ``ImportError``).
+
+    Example:
+
+    >>> import numpy as np, keras_hardneg as khn
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.uniform(size=(200, 8, 8, 3)).astype("float32")        # [N, H, W, 3]
+    >>> y = rng.integers(0, 10, 200)
+    >>> sampler = khn.sampling.BatchSampler(x.reshape(200, -1), batch_size=32,
+    ...                                     num_candidates=50, num_neighbors=8, seed=0)
+    >>> ds = khn.sampling.make_dataset(sampler, x, labels=y, repeat=False)
+    >>> features, labels = next(iter(ds))
+    >>> tuple(features["images"].shape), tuple(features["index"].shape), tuple(labels.shape)
+    ((32, 8, 8, 3), (32,), (32,))
     """
     require_tensorflow("make_dataset (a tf.data pipeline; without TensorFlow use "
                        "make_py_dataset)")

@@ -134,6 +134,17 @@ class ProximityGraph:
         num_candidates: effective ``M`` (clipped to ``N - 1``).
         backend: backend actually used (``"brute"`` or ``"scann"``).
         seed: seed of the candidate draw.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras_hardneg.sampling import ProximityGraph
+    >>> emb = np.random.default_rng(0).normal(size=(300, 16))        # [N, d]
+    >>> g = ProximityGraph.build(emb, num_candidates=50, num_neighbors=10, seed=0)
+    >>> g.neighbors.shape, g.num_candidates, g.backend, g.is_knn
+    ((300, 10), 50, 'brute', False)
+    >>> bool((g.neighbors != np.arange(300)[:, None]).all())          # no self loops
+    True
     """
 
     neighbors: np.ndarray
