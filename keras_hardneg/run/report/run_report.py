@@ -229,7 +229,11 @@ def _gallery_examples(modality: Any, probe: dict[str, Any], x: Any, y: Any):
 
 # ------------------------------------------------------------------------ page
 def _data_name(data: dict[str, Any]) -> str:
-    """The data's short name: a registered dataset's, else its folder's or file's."""
+    """The data's short name: a registered dataset's or corpus's, else its folder's or
+    file's."""
+    for key in ("dataset", "corpus"):
+        if isinstance(data.get(key), str) and data[key]:
+            return data[key]
     for key in ("folder", "path", "directory", "train"):
         if isinstance(data.get(key), str) and data[key]:
             path = os.path.normpath(data[key])
@@ -315,7 +319,7 @@ def write_run_report(path: str, *, recipe: dict[str, Any], encoder: Any, train: 
     sections += modality.report_sections(encoder, recipe, train, test)
     sections += _projector_section(path, what)
     sections.append(("Recipe", page.recipe_table(recipe)))
-    title = (f"{recipe['framework']['name']} + {recipe['loss']['name']} on "
+    title = (f"{modality.method_name(recipe)} + {recipe['loss']['name']} on "
              f"{_data_name(recipe['data'])}: what the negatives did")
     lead = _lead_line(recipe, results, history, modality, what, where)
     return _write_page(path, title, sections, lead, records, start)
