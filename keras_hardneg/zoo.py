@@ -287,6 +287,23 @@ def load(name: str, trainable: bool = True, zoo: str | None = None) -> keras.Mod
     Raises:
         ZooError: unknown entry, or an entry without weights (says how to train it).
         PresetError: a damaged preset.
+
+    Example:
+
+    An entry of the published zoo, by name (weights from a clone's ``models/``, the cache,
+    or fetched once from ``KERAS_HARDNEG_ZOO``; not run here, it needs them):
+
+    >>> encoder = khn.zoo.load("simclr-hard-cifar10-r18w8-cpu")   # doctest: +SKIP
+
+    Any folder of entries is a zoo, each entry a folder holding a ``preset/``:
+
+    >>> import os, tempfile, numpy as np, keras_hardneg as khn
+    >>> my_zoo = tempfile.mkdtemp()
+    >>> enc = khn.encoders.small_convnet(input_shape=(8, 8, 3), width=4)
+    >>> _ = khn.export.save_preset(enc, os.path.join(my_zoo, "tiny", "preset"))
+    >>> model = khn.zoo.load("tiny", trainable=False, zoo=my_zoo)
+    >>> tuple(model(np.zeros((2, 8, 8, 3), "float32")).shape)
+    (2, 16)
     """
     return load_preset(os.path.join(_entry(name, zoo), PRESET_DIR), trainable=trainable)
 

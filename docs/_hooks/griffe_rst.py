@@ -10,10 +10,17 @@ reStructuredText habits, rendered as Markdown by mkdocstrings.
 - ``>>>`` doctest runs become fenced ``pycon`` blocks (under ``Example:`` too).
 - ``#:`` comments above a module or class attribute become its docstring (the
   Sphinx convention the package uses for constants).
+- A parameter line naming several parameters (``z1, z2: [B, d] embeddings``) becomes one
+  row per parameter, each with its own type and default from the signature (griffe reads
+  the line as one parameter named ``"z1, z2"``, which matches no parameter of the
+  signature, so its row would have neither). A class's parameter that its ``__init__``
+  takes through ``**kwargs`` and forwards to a base class (``SimCLR``'s
+  ``sync_batchnorm``) gets its type and default from the nearest base that names it.
 """
 
 from __future__ import annotations
 
+import functools
 import html
 import re
 
@@ -28,23 +35,94 @@ class RstToMarkdown(griffe.Extension):
         if pkg.name != "keras_hardneg":
             return
         collection = loader.modules_collection if loader is not None else None
-        _alias_lazy_exports(pkg)
-        for obj in _walk(pkg):
+        shadowed = []
+        _alias_lazy_exports(pkg, shadowed)
+        seen = set()
+        for obj in [o for root in (pkg, *shadowed) for o in _walk(root, seen)]:
             if obj.is_attribute and obj.docstring is None:
                 text = _comment_doc(obj)
                 if text:
                     obj.docstring = griffe.Docstring(text, lineno=obj.lineno, parent=obj)
             if obj.docstring is not None:
                 obj.docstring.value = convert(obj.docstring.value, obj, collection)
+                obj.docstring.__class__ = _SplitDocstring
 
 
-def _alias_lazy_exports(module) -> None:
+class _SplitDocstring(griffe.Docstring):
+    """A docstring whose parsed parameter rows are split and typed (see the module
+    docstring) when mkdocstrings first reads them: by then every extension has run (the
+    dataclasses extension, which gives a dataclass its ``__init__``, runs after this one)."""
+
+    @functools.cached_property
+    def parsed(self):  # noqa: D102
+        sections = self.parse()
+        _split_shared_parameters(self.parent, sections)
+        return sections
+
+
+def _split_shared_parameters(obj, sections) -> None:
+    """One row per name of a ``"a, b: text"`` parameter line, typed from the signature."""
+    if not (obj.is_function or obj.is_class):
+        return
+    try:
+        signature = obj.parameters
+    except Exception:  # noqa: BLE001 -- a class without a resolvable __init__
+        return
+    signatures = [signature]
+    classes = [obj] if obj.is_class else []
+    if obj.is_function and obj.returns is not None:
+        # A factory forwarding ``**kwargs`` to the class it returns (``MoCo``).
+        try:
+            returned = obj.modules_collection.get_member(
+                getattr(obj.returns, "canonical_path", str(obj.returns)))
+            if returned.is_class:
+                classes.append(returned)
+                signatures.append(returned.parameters)
+        except Exception:  # noqa: BLE001 -- not a class of the package
+            pass
+    for cls in classes:
+        try:
+            signatures += [base.parameters for base in cls.mro()]
+        except Exception:  # noqa: BLE001 -- a base outside the package: its own only
+            pass
+    for section in sections:
+        if section.kind not in (griffe.DocstringSectionKind.parameters,
+                                griffe.DocstringSectionKind.other_parameters):
+            continue
+        rows = []
+        for row in section.value:
+            names = [n.strip() for n in row.name.split(",")]
+            if len(names) == 1 and row.annotation is not None:
+                rows.append(row)
+                continue
+            for name in names:
+                param = _find_parameter(name, signatures)
+                if param is None and len(names) == 1:
+                    rows.append(row)
+                    continue
+                rows.append(griffe.DocstringParameter(
+                    name=name, description=row.description,
+                    annotation=param.annotation if param is not None else None,
+                    value=param.default if param is not None else None))
+        section.value = rows
+
+
+def _find_parameter(name, signatures):
+    """The parameter ``name`` (``**kwargs`` or ``kwargs``) of the first signature naming it
+    with an annotation, else of the first naming it at all."""
+    bare = name.lstrip("*")
+    found = [sig[bare] for sig in signatures if bare in sig]
+    typed = [p for p in found if p.annotation is not None]
+    return (typed or found or [None])[0]
+
+
+def _alias_lazy_exports(module, shadowed) -> None:
     """A name of a module's ``__all__`` that the module only provides through a lazy
     ``__getattr__`` (``keras_hardneg.sampling.make_dataset``, defined in its submodule
     ``dataset``) becomes an alias of the object of that name in one of its submodules, so
     the API page documents it under its public path."""
     for sub in list(module.modules.values()):
-        _alias_lazy_exports(sub)
+        _alias_lazy_exports(sub, shadowed)
     for name in module.exports or ():
         name = name if isinstance(name, str) else getattr(name, "name", str(name))
         member = module.members.get(name)
@@ -54,6 +132,7 @@ def _alias_lazy_exports(module) -> None:
             inner = member.members.get(name)
             if inner is not None and not inner.is_alias and not inner.is_module:
                 module.set_member(name, griffe.Alias(name, inner, parent=module))
+                shadowed.append(member)  # still walked: its docstrings are converted
             continue
         if name in module.members:
             continue

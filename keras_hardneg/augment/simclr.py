@@ -61,7 +61,10 @@ Example:
 ((4, 32, 32, 3), (4, 32, 32, 3))
 """
 
+from __future__ import annotations
+
 import math
+from typing import Any
 
 import keras
 import numpy as np
@@ -161,10 +164,13 @@ class SimCLRAugmentation(keras.layers.Layer):
     (2, 16, 16, 3)
     """
 
-    def __init__(self, image_size=32, version="v1", strength=1.0, crop_scale=(0.08, 1.0),
-                 crop_ratio=(3.0 / 4.0, 4.0 / 3.0), flip=True, jitter_prob=0.8,
-                 grayscale_prob=0.2, blur_prob=None, solarize_prob=None, exact_color_jitter=False,
-                 contrast_mean="channel", crop_boxes="continuous", seed=None, **kwargs):
+    def __init__(self, image_size: int = 32, version: str = "v1", strength: float = 1.0,
+                 crop_scale: tuple[float, float] = (0.08, 1.0),
+                 crop_ratio: tuple[float, float] = (3.0 / 4.0, 4.0 / 3.0), flip: bool = True,
+                 jitter_prob: float = 0.8, grayscale_prob: float = 0.2,
+                 blur_prob: float | None = None, solarize_prob: float | None = None,
+                 exact_color_jitter: bool = False, contrast_mean: str = "channel",
+                 crop_boxes: str = "continuous", seed: int | None = None, **kwargs: Any):
         kwargs.setdefault("dtype", "float32")
         super().__init__(**kwargs)
         if (isinstance(image_size, bool) or not isinstance(image_size, int) or image_size < 8):
@@ -510,7 +516,8 @@ class RandomApply(keras.layers.Layer):
     (8, 4, 4, 3)
     """
 
-    def __init__(self, layer, probability=0.5, seed=None, **kwargs):
+    def __init__(self, layer: keras.layers.Layer, probability: float = 0.5,
+                 seed: int | None = None, **kwargs: Any):
         super().__init__(**kwargs)
         self.layer = layer
         self.probability = _check_probability(probability, "probability")
@@ -546,7 +553,8 @@ class RandomApply(keras.layers.Layer):
         return cls(**config)
 
 
-def simclr_augmentation(image_size=32, version="v1", strength=1.0, seed=None, **kwargs):
+def simclr_augmentation(image_size: int = 32, version: str = "v1", strength: float = 1.0,
+                        seed: int | None = None, **kwargs: Any) -> SimCLRAugmentation:
     """The SimCLR augmentation pipeline (Chen et al. 2020) as a :class:`SimCLRAugmentation`.
 
     Args:

@@ -104,6 +104,23 @@ class GraphRefreshCallback(keras.callbacks.Callback):
 
     Attributes:
         refreshes: list of dicts ``{"step", "seconds"}``, one per rebuild.
+
+    Example:
+
+    >>> import numpy as np, keras_hardneg as khn
+    >>> x = np.random.default_rng(0).uniform(size=(128, 8, 8, 3)).astype("float32")  # [N, 8, 8, 3]
+    >>> sampler = khn.sampling.BatchSampler(x.reshape(128, -1), batch_size=32,
+    ...                                     num_candidates=64, num_neighbors=8, seed=0)
+    >>> model = khn.models.SimCLR(
+    ...     khn.encoders.small_convnet(input_shape=(8, 8, 3), width=4), projection_dims=(16, 8),
+    ...     memory_bank_size=128,       # the bank [N, d] the graph is rebuilt from
+    ...     augmentation=khn.augment.simclr_augmentation(image_size=8, strength=0.5))
+    >>> model.compile(optimizer="sgd", loss=khn.losses.HardNegativeContrastiveLoss())
+    >>> refresh = khn.callbacks.GraphRefreshCallback(sampler, every_n_steps=2)
+    >>> history = model.fit(khn.sampling.make_dataset(sampler, x), epochs=1,
+    ...                     steps_per_epoch=sampler.steps_per_epoch, callbacks=[refresh], verbose=0)
+    >>> [r["step"] for r in refresh.refreshes], round(sampler.restart_prob, 2)  # annealed to 0.05
+    ([2, 4], 0.05)
     """
 
     def __init__(self, sampler=None, every_n_steps=100, restart_prob_schedule="sampler",

@@ -4,6 +4,8 @@ It ships inside scikit-learn (1,797 images, 10 classes), so it needs no download
 suits smoke tests, tutorials and the ``tune --dataset digits`` command.
 """
 
+from __future__ import annotations
+
 import numpy as np
 
 from keras_hardneg.data._checks import check_image_size
@@ -12,7 +14,8 @@ from keras_hardneg.data.decode import resize_float_images
 __all__ = ["load_digits"]
 
 
-def load_digits(test_fraction=0.2, seed=0, image_size=None):
+def load_digits(test_fraction: float = 0.2, seed: int = 0, image_size: int | None = None
+                ) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
     """Loads scikit-learn's digits as RGB images in ``[0, 1]``, split into train and test.
 
     The 16-level grey images are scaled to ``[0, 1]`` (``pixel / 16``) and replicated to

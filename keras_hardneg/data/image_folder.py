@@ -34,6 +34,8 @@ for CIFAR-10 train) and converted to float32 in ``[0, 1]`` per batch
 (:func:`keras_hardneg.data.decode.to_unit_float`).
 """
 
+from __future__ import annotations
+
 import dataclasses
 import logging
 import os
@@ -138,7 +140,8 @@ def _walk_files(folder):
     return out
 
 
-def list_image_files(directory, labels=True):
+def list_image_files(directory: str | os.PathLike, labels: bool = True
+                     ) -> tuple[list[str], list[tuple[str, list[str]]], list[str]]:
     """Lists a class-folder tree without reading any image.
 
     Args:
@@ -371,17 +374,17 @@ def scan_image_folder(
 
 
 def image_folder(
-    directory,
-    image_size=(32, 32),
-    batch_size=256,
-    shuffle=True,
-    seed=0,
-    labels=True,
-    on_error="skip",
-    limit_per_class=None,
-    drop_remainder=False,
-    cache=False,
-    validate="decode",
+    directory: str | os.PathLike,
+    image_size: int | tuple[int, int] = (32, 32),
+    batch_size: int = 256,
+    shuffle: bool = True,
+    seed: int = 0,
+    labels: bool = True,
+    on_error: str = "skip",
+    limit_per_class: int | None = None,
+    drop_remainder: bool = False,
+    cache: bool | str = False,
+    validate: str = "decode",
 ):
     """A batched ``tf.data.Dataset`` of the images in ``directory/<class>/...``.
 

@@ -47,7 +47,7 @@ from keras_hardneg.data.fetch import (MIRROR_ENV, FetchError, data_home, downloa
                                       fetch_folder, read_stamp, source_url)
 
 __all__ = ["CIFAR", "TU_HOST", "TU_STATISTICS", "CORPORA", "load_cifar", "cifar_folder",
-           "tu_folder", "sentence_corpus", "offline_hint"]
+           "cifar_class_names", "tu_folder", "sentence_corpus", "offline_hint"]
 
 # ------------------------------------------------------------------------------ CIFAR
 #: name -> the archive, Keras's cache names and the SHA-256 keras.datasets publishes.
@@ -57,13 +57,14 @@ CIFAR = {
         "sha256": "6d958be074577803d12ecdefd02955f39262c83c16fe9348329d7fe0b5c001ce",
         "keras_dir": "cifar-10-batches-py-target", "inner": "cifar-10-batches-py",
         "train": [f"data_batch_{i}" for i in range(1, 6)], "test": ["test_batch"],
-        "label_key": "labels", "classes": 10, "title": "CIFAR-10"},
+        "label_key": "labels", "classes": 10, "title": "CIFAR-10",
+        "meta": "batches.meta", "names_key": "label_names"},
     "cifar100": {
         "url": "https://www.cs.toronto.edu/~kriz/cifar-100-python.tar.gz",
         "sha256": "85cd44d02ba6437773c5bbd22e183051d648de2e7d6b014e1ef29b855ba677a7",
         "keras_dir": "cifar-100-python-target", "inner": "cifar-100-python",
         "train": ["train"], "test": ["test"], "label_key": "fine_labels", "classes": 100,
-        "title": "CIFAR-100"},
+        "title": "CIFAR-100", "meta": "meta", "names_key": "fine_label_names"},
 }
 
 
@@ -244,6 +245,27 @@ def load_cifar(name: str = "cifar10", data_dir: str | None = None, *,
     test_limit = limit_per_class if test_limit_per_class is None else test_limit_per_class
     return split(spec["train"], limit_per_class), split(spec["test"], test_limit)
 
+
+
+def cifar_class_names(name: str = "cifar10", data_dir: str | None = None) -> list[str] | None:
+    """The class names of ``name`` (label ``i`` is ``names[i]``: ``"airplane"``, ...), read
+    from the archive's meta file in the cache; ``None`` when the cache does not hold the
+    extracted batches (nothing is fetched)."""
+    if name not in CIFAR:
+        raise ValueError(f"`name` must be one of {', '.join(CIFAR)}; got {name!r}.")
+    spec = CIFAR[name]
+    folder = _cifar_batches_dir(name, data_home(data_dir))
+    path = os.path.join(folder, spec["meta"]) if folder else None
+    if not path or not os.path.isfile(path):
+        return None
+    try:
+        with open(path, "rb") as f:
+            meta = _ArraysOnly(f, encoding="bytes").load()
+        meta = {k.decode() if isinstance(k, bytes) else k: v for k, v in meta.items()}
+        names = [n.decode() if isinstance(n, bytes) else str(n) for n in meta[spec["names_key"]]]
+    except (OSError, KeyError, AttributeError, pickle.UnpicklingError, EOFError):
+        return None
+    return names if len(names) == spec["classes"] else None
 
 # ------------------------------------------------------------------------------ TU
 #: The public host of the TU sets (``NAME.zip`` holding ``NAME/NAME_A.txt``, ...).

@@ -30,7 +30,7 @@ import numpy as np
 
 from keras_hardneg.registry import DATASETS, ConfigError, Param
 
-__all__ = ["dataset_spec", "load_dataset", "digits", "cifar10", "cifar100", "image_folder", "tfds", "synthetic",
+__all__ = ["dataset_spec", "load_dataset", "class_names", "digits", "cifar10", "cifar100", "image_folder", "tfds", "synthetic",
            "ARRAY_BUDGET_BYTES"]
 
 Splits = tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray], str]
@@ -388,6 +388,42 @@ def dataset_spec(text: str, **overrides: Any) -> dict[str, Any]:
     DATASETS.check(spec["name"], spec, where="recipe key", prefix="data.")
     return spec
 
+
+
+def class_names(data: dict[str, Any]) -> list[str] | None:
+    """The names of a recipe ``data`` section's classes, label ``i`` being ``names[i]``,
+    where the data names them: CIFAR's (from the archive in the cache), an image folder's
+    class subfolders, a TFDS ``ClassLabel``'s. ``None`` where the labels are the names
+    (the digits) or nothing names them; nothing is fetched or decoded.
+
+    Example:
+    >>> import os, tempfile
+    >>> root = tempfile.mkdtemp()
+    >>> for name in ("dog", "cat", ".hidden"):
+    ...     os.makedirs(os.path.join(root, name))
+    >>> class_names({"name": "image_folder", "train": root}), class_names({"name": "digits"})
+    (['cat', 'dog'], None)
+    """
+    name = data.get("name")
+    if name in ("cifar10", "cifar100"):
+        from keras_hardneg.data.public import cifar_class_names
+
+        return cifar_class_names(name, data.get("data_dir"))
+    if name == "image_folder" and data.get("train") and os.path.isdir(data["train"]) \
+            and not _flat_folder(data["train"]):
+        folder = data["train"]
+        return sorted(e for e in os.listdir(folder)
+                      if not e.startswith(".") and os.path.isdir(os.path.join(folder, e)))
+    if name == "tfds" and data.get("dataset"):
+        try:
+            import tensorflow_datasets as tfds
+
+            builder = tfds.builder(data["dataset"], data_dir=data.get("data_dir"))
+            feature = builder.info.features[data.get("label_key") or "label"]
+            return list(feature.names)
+        except Exception:  # noqa: BLE001 -- not prepared, no ClassLabel: no names
+            return None
+    return None
 
 def load_dataset(dataset: str = "digits", seed: int = 0, **keys: Any) -> Splits:
     """The splits of a ``--dataset`` string (:func:`dataset_spec`) with recipe keys

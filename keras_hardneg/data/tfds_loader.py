@@ -8,6 +8,8 @@ The dataset must already be prepared in ``data_dir`` (``download=False`` by defa
 training machines are often offline); the error says how to prepare it otherwise.
 """
 
+from __future__ import annotations
+
 import os
 
 from keras_hardneg.data._checks import check_batch_size, check_image_size
@@ -151,18 +153,18 @@ def _remove_temporaries(root, before):
 
 
 def tfds_dataset(
-    name,
-    split="train",
-    data_dir=None,
-    image_size=None,
-    batch_size=256,
-    shuffle=True,
-    seed=0,
-    with_labels=True,
-    image_key="image",
-    label_key="label",
-    download=False,
-    drop_remainder=False,
+    name: str,
+    split: str = "train",
+    data_dir: str | os.PathLike | None = None,
+    image_size: int | tuple[int, int] | None = None,
+    batch_size: int = 256,
+    shuffle: bool = True,
+    seed: int = 0,
+    with_labels: bool = True,
+    image_key: str = "image",
+    label_key: str = "label",
+    download: bool = False,
+    drop_remainder: bool = False,
 ):
     """A batched ``tf.data.Dataset`` from a prepared TFDS dataset.
 

@@ -34,6 +34,10 @@ Example:
 ((4, 8), (4, 32))
 """
 
+from __future__ import annotations
+
+from typing import Any, Sequence
+
 import functools
 
 import keras
@@ -105,8 +109,9 @@ class ProjectionHead(keras.Model):
     ``[B, hidden_dims[-1]]`` float32 (the input of the last Dense layer).
     """
 
-    def __init__(self, input_dim, hidden_dims, output_dim, version="simclr_v1",
-                 sync_batchnorm=False, dense_init="glorot_uniform", **kwargs):
+    def __init__(self, input_dim: int, hidden_dims: Sequence[int], output_dim: int,
+                 version: str = "simclr_v1", sync_batchnorm: bool = False,
+                 dense_init: str = "glorot_uniform", **kwargs: Any):
         super().__init__(**kwargs)
         if version not in _VERSIONS:
             raise ValueError(f"version must be one of {sorted(_VERSIONS)}, got {version!r}")
@@ -200,8 +205,10 @@ class ProjectionHead(keras.Model):
         }
 
 
-def projection_head(input_dim, hidden_dims, output_dim, version="simclr_v1", name=None,
-                    sync_batchnorm=False, dense_init="glorot_uniform"):
+def projection_head(input_dim: int, hidden_dims: Sequence[int], output_dim: int,
+                    version: str = "simclr_v1", name: str | None = None,
+                    sync_batchnorm: bool = False, dense_init: str = "glorot_uniform"
+                    ) -> ProjectionHead:
     """Build a :class:`ProjectionHead` (SimCLR v1/v2, MoCo v2/v3 projection MLP).
 
     Args:
@@ -236,7 +243,8 @@ for _version in HEAD_VERSIONS:
                    help=_HEAD_HELP[_version])
 
 
-def prediction_head(input_dim, hidden_dim, output_dim, name=None, sync_batchnorm=False):
+def prediction_head(input_dim: int, hidden_dim: int, output_dim: int, name: str | None = None,
+                    sync_batchnorm: bool = False) -> ProjectionHead:
     """MoCo v3 predictor (Chen, Xie, He 2021): Dense - BN - ReLU - Dense.
 
     Args:

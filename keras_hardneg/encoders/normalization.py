@@ -28,6 +28,10 @@ Example:
 True
 """
 
+from __future__ import annotations
+
+from typing import Any, Sequence
+
 import keras
 from keras import ops
 
@@ -120,7 +124,8 @@ class ImageNormalization(keras.layers.Layer):
     Example: ``ImageNormalization(input_range="pixels")(uint8_images)``.
     """
 
-    def __init__(self, mean=IMAGENET_MEAN, std=IMAGENET_STD, input_range="auto", **kwargs):
+    def __init__(self, mean: Sequence[float] = IMAGENET_MEAN, std: Sequence[float] = IMAGENET_STD,
+                 input_range: str = "auto", **kwargs: Any):
         super().__init__(**kwargs)
         self.mean, self.std = resolve_normalization((mean, std))
         self.input_range = _check_input_range(input_range)

@@ -28,6 +28,8 @@ Example:
 TensorShape([2, 32])
 """
 
+from __future__ import annotations
+
 import keras
 
 from keras_hardneg.encoders.batch_norm import FusedBatchNormalization
@@ -159,9 +161,10 @@ def _head(x):
 
 
 @ENCODERS.register("resnet18_cifar", params=_ENCODER_PARAMS, modality="image")
-def resnet18_cifar(width=64, input_shape=(32, 32, 3), name="resnet18_cifar",
-                   normalization="imagenet", sync_batchnorm=False,
-                   conv_init="he_normal_fan_in", padding="same"):
+def resnet18_cifar(width: int = 64, input_shape: tuple = (32, 32, 3),
+                   name: str = "resnet18_cifar", normalization: str | tuple = "imagenet",
+                   sync_batchnorm: bool = False, conv_init: str = "he_normal_fan_in",
+                   padding: str = "same") -> keras.Model:
     """ResNet-18, CIFAR variant (SimCLR, Chen et al. 2020, appendix B.9).
 
     Args:
@@ -208,8 +211,9 @@ def resnet18_cifar(width=64, input_shape=(32, 32, 3), name="resnet18_cifar",
 
 
 @ENCODERS.register("resnet50", params={"width": WIDTH}, modality="image")
-def resnet50(input_shape=(224, 224, 3), width=64, name="resnet50",
-             normalization="imagenet", sync_batchnorm=False):
+def resnet50(input_shape: tuple = (224, 224, 3), width: int = 64, name: str = "resnet50",
+             normalization: str | tuple = "imagenet", sync_batchnorm: bool = False
+             ) -> keras.Model:
     """ResNet-50 with the ImageNet stem (He et al. 2016), as used by SimCLR and MoCo.
 
     7x7/2 stem convolution, 3x3/2 max-pool, bottleneck blocks 3-4-6-3 with inner widths

@@ -15,6 +15,8 @@ Example:
 TensorShape([2, 32])
 """
 
+from __future__ import annotations
+
 import keras
 
 from keras_hardneg.encoders.normalization import ImageNormalization, resolve_normalization
@@ -26,8 +28,9 @@ __all__ = ["small_convnet"]
 
 
 @ENCODERS.register("small_convnet", params={"width": WIDTH}, modality="image")
-def small_convnet(input_shape=(32, 32, 3), width=32, name="small_convnet",
-                  normalization="imagenet", sync_batchnorm=False):
+def small_convnet(input_shape: tuple = (32, 32, 3), width: int = 32,
+                  name: str = "small_convnet", normalization: str | tuple = "imagenet",
+                  sync_batchnorm: bool = False) -> keras.Model:
     """Small encoder: 3 conv-BN-ReLU blocks (strides 1, 2, 2) + global average pooling.
 
     Args:

@@ -6,7 +6,10 @@ Arrays go through the encoder in NumPy batches under every backend: compiled wit
 on JAX, so TensorFlow is imported only on its own backend or for a ``tf.data`` input.
 """
 
+from __future__ import annotations
+
 import weakref
+from typing import Any, Callable
 
 import keras
 import numpy as np
@@ -159,7 +162,8 @@ def _as_dataset(data, batch_size):
     return _array_batches(images, None, batch_size), False
 
 
-def extract_features(encoder, images_or_dataset, batch_size=256):
+def extract_features(encoder: keras.Model | Callable, images_or_dataset: Any,
+                     batch_size: int = 256) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """Encodes every image with ``encoder`` in inference mode (``training=False``).
 
     Args:

@@ -14,9 +14,12 @@ Implementation: NumPy (float32 BLAS matmul), test points in chunks so that the
 backend, no TensorFlow.
 """
 
+from __future__ import annotations
+
 import numbers
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from keras_hardneg.registry import EVALUATIONS, Param
 
@@ -105,12 +108,15 @@ def _predict_chunk(train_norm, train_labels, test_chunk, k, temperature, num_cla
     return np.argmax(scores, axis=1).astype(np.int64), scores
 
 
-def weighted_knn_predict(train_features, train_labels, test_features, k=200, temperature=0.1,
-                         num_classes=None, return_scores=False):
+def weighted_knn_predict(train_features: ArrayLike, train_labels: ArrayLike,
+                         test_features: ArrayLike, k: int = 200, temperature: float = 0.1,
+                         num_classes: int | None = None, return_scores: bool = False
+                         ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """Weighted-kNN predictions for ``test_features``; see the module docstring.
 
     Args:
-        train_features: ``[n_train, F]``; train_labels: int ``[n_train]`` in ``0..C-1``.
+        train_features: ``[n_train, F]``.
+        train_labels: int ``[n_train]`` in ``0..C-1``.
         test_features: ``[n_test, F]``.
         k: neighbours, ``>= 1`` (clipped to ``n_train``).
         temperature: ``> 0``.
@@ -147,8 +153,9 @@ def weighted_knn_predict(train_features, train_labels, test_features, k=200, tem
     params={"k": Param(int, low=1, help="neighbours of the weighted kNN classifier"),
             "temperature": Param(float, low=0.0, low_inclusive=False,
                                  help="temperature of the kNN vote weights exp(cos / t)")})
-def weighted_knn_accuracy(train_features, train_labels, test_features, test_labels, k=200,
-                          temperature=0.1, num_classes=None):
+def weighted_knn_accuracy(train_features: ArrayLike, train_labels: ArrayLike,
+                          test_features: ArrayLike, test_labels: ArrayLike, k: int = 200,
+                          temperature: float = 0.1, num_classes: int | None = None) -> float:
     """Top-1 accuracy of the weighted kNN classifier of Wu et al. (2018).
 
     Args:

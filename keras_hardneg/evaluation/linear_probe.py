@@ -8,9 +8,13 @@ give a few points more on big datasets; that belongs to a training script, not t
 Features are standardised with statistics of the train set only.
 """
 
+from __future__ import annotations
+
 import numbers
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from keras_hardneg.registry import EVALUATIONS, Param
 
@@ -21,13 +25,17 @@ __all__ = ["linear_probe_accuracy"]
     "linear_probe", result="linear_probe_accuracy",
     params={"C": Param(float, low=0.0, low_inclusive=False,
                        help="inverse L2 strength of the logistic regression")})
-def linear_probe_accuracy(train_features, train_labels, test_features, test_labels, C=1.0,
-                          max_iter=1000, seed=0, standardize=True, return_model=False):
+def linear_probe_accuracy(train_features: ArrayLike, train_labels: ArrayLike,
+                          test_features: ArrayLike, test_labels: ArrayLike, C: float = 1.0,
+                          max_iter: int = 1000, seed: int = 0, standardize: bool = True,
+                          return_model: bool = False) -> float | tuple[float, Any]:
     """Top-1 test accuracy of a logistic regression trained on frozen features.
 
     Args:
-        train_features: float ``[n_train, F]``; train_labels: int ``[n_train]``.
-        test_features: float ``[n_test, F]``; test_labels: int ``[n_test]``.
+        train_features: float ``[n_train, F]``.
+        train_labels: int ``[n_train]``.
+        test_features: float ``[n_test, F]``.
+        test_labels: int ``[n_test]``.
         C: inverse L2 regularisation strength, ``> 0`` (scikit-learn's convention).
         max_iter: L-BFGS iterations, ``>= 1``.
         seed: ``random_state`` (L-BFGS is deterministic; kept for solver changes).

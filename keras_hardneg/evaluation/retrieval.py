@@ -41,6 +41,7 @@ import re
 from typing import Mapping, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from keras_hardneg.sampling.search import top_k_cosine
 
@@ -148,7 +149,7 @@ def _ids(ids, n: int, name: str, what: str) -> list[str]:
     return ids
 
 
-def rank_corpus(query_emb, corpus_emb, query_ids: Sequence[str], corpus_ids: Sequence[str],
+def rank_corpus(query_emb: ArrayLike, corpus_emb: ArrayLike, query_ids: Sequence[str], corpus_ids: Sequence[str],
                 k: int, *, ignore_identical_ids: bool = True,
                 max_block_bytes: int = 64 * 2 ** 20) -> dict[str, list[str]]:
     """``{query_id: [doc_id, ...]}``: the ``k`` documents of largest cosine, best first.
@@ -172,7 +173,7 @@ def rank_corpus(query_emb, corpus_emb, query_ids: Sequence[str], corpus_ids: Seq
     return {q: [corpus_ids[j] for j in row if j >= 0] for q, row in zip(query_ids, idx)}
 
 
-def retrieval_scores(query_emb, corpus_emb, query_ids: Sequence[str],
+def retrieval_scores(query_emb: ArrayLike, corpus_emb: ArrayLike, query_ids: Sequence[str],
                      corpus_ids: Sequence[str], qrels: Qrels, *,
                      metrics: Sequence[str] = DEFAULT_METRICS,
                      ignore_identical_ids: bool = True, per_query: bool = False,

@@ -231,7 +231,8 @@ class SavedModelEncoder(keras.layers.Layer):
         return cls(**config)
 
 
-def load_encoder(export_dir, *, trainable=True, name=None) -> SavedModelEncoder:
+def load_encoder(export_dir: str | os.PathLike, *, trainable: bool = True,
+                 name: str | None = None) -> SavedModelEncoder:
     """Loads an export (image, graph or text) as a Keras 3 layer (see
     :class:`SavedModelEncoder`).
 
@@ -239,10 +240,17 @@ def load_encoder(export_dir, *, trainable=True, name=None) -> SavedModelEncoder:
     ``ValueError`` (corrupt file, not written by :func:`export_encoder`, missing
     ``__call__(inputs, training)``), each naming the directory.
 
-    Example::
+    Example:
 
-        encoder = load_encoder("/tmp/enc")
-        encoder(np.zeros((2, 16, 16, 3), "float32")).shape   # (2, F)
-        load_encoder("/tmp/text").embed_sentences(["a sentence"]).shape   # (1, F)
+    >>> import os, tempfile, numpy as np, keras_hardneg as khn
+    >>> export_dir = os.path.join(tempfile.mkdtemp(), "enc")
+    >>> _ = khn.export.export_encoder(khn.encoders.small_convnet(input_shape=(8, 8, 3), width=4),
+    ...                               export_dir)
+    >>> encoder = khn.export.load_encoder(export_dir, trainable=False)   # a keras.layers.Layer
+    >>> tuple(encoder(np.zeros((2, 8, 8, 3), "float32")).shape)          # [B, F]
+    (2, 16)
+
+    A text export embeds sentences with its own tokenizer:
+    ``load_encoder("text_export").embed_sentences(["a sentence"])`` is ``[1, F]``.
     """
     return SavedModelEncoder(export_dir, trainable=trainable, name=name)

@@ -178,6 +178,15 @@ def save_preset(encoder: keras.Model, preset_dir: str, *, modality: str = DEFAUL
     Raises:
         ValueError: a bad ``modality`` or ``weights_dtype``; ``FileExistsError`` if
             ``preset_dir`` exists (not ``overwrite``, or not a preset).
+
+    Example:
+
+    >>> import os, tempfile, keras_hardneg as khn
+    >>> enc = khn.encoders.small_convnet(input_shape=(8, 8, 3), width=4)
+    >>> preset = khn.export.save_preset(enc, os.path.join(tempfile.mkdtemp(), "tiny"),
+    ...                                 weights_dtype="float16")
+    >>> sorted(os.listdir(preset))
+    ['config.json', 'metadata.json', 'model.weights.h5']
     """
     if modality not in MODALITIES.names():
         raise ValueError(f"`modality` must be one of {tuple(MODALITIES.names())}; "
@@ -330,6 +339,15 @@ def load_preset(path: str, *, trainable: bool = True, verify: bool = True) -> ke
     Raises:
         PresetError: not a preset, a file missing or damaged, or weights that do not fit the
             config.
+
+    Example:
+
+    >>> import os, tempfile, numpy as np, keras_hardneg as khn
+    >>> enc = khn.encoders.small_convnet(input_shape=(8, 8, 3), width=4)
+    >>> preset = khn.export.save_preset(enc, os.path.join(tempfile.mkdtemp(), "tiny"))
+    >>> model = khn.export.load_preset(preset, trainable=False)     # any backend
+    >>> model.preset_metadata["modality"], tuple(model(np.zeros((2, 8, 8, 3))).shape)
+    ('image', (2, 16))
     """
     import keras_hardneg  # noqa: F401  (registers every serializable class)
 

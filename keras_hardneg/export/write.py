@@ -7,6 +7,7 @@ import datetime
 import os
 import shutil
 import uuid
+from typing import Any
 
 import keras
 
@@ -182,8 +183,11 @@ def check_replaceable(export_dir: str) -> None:
                               "folder, or empty or remove this one yourself.")
 
 
-def export_encoder(encoder, export_dir, *, input_shape=None, input_signature=None,
-                   assets=None, model_card=None, overwrite=False):
+def export_encoder(encoder: keras.Model, export_dir: str | os.PathLike, *,
+                   input_shape: tuple | None = None, input_signature: Any = None,
+                   assets: dict[str, str] | None = None,
+                   model_card: ModelCard | dict | None = None,
+                   overwrite: bool = False) -> ModelCard:
     """Writes ``encoder`` as a reusable TF2 SavedModel plus a model card, atomically.
 
     Args:
@@ -232,15 +236,26 @@ def export_encoder(encoder, export_dir, *, input_shape=None, input_signature=Non
     damages a previous one (after a hard kill, a stale temp dir may remain; it is safe
     to delete).
 
-    Example::
+    Example:
 
-        card = export_encoder(enc, "/tmp/enc", model_card=ModelCard(name="r18"))
-        card.output_dim        # F
-        export_encoder(gin, "/tmp/gin", input_signature=graph_input_signature(7),
-                       model_card=ModelCard(name="gin", modality="graph",
-                                            metrics={"svm_accuracy": 0.89}))
-        export_encoder(bert, "/tmp/txt", input_signature=text_input_signature(32),
-                       assets={"tokenizer.json": "/tmp/tok.json"},
+    >>> import os, tempfile, keras_hardneg as khn
+    >>> enc = khn.encoders.small_convnet(input_shape=(8, 8, 3), width=4)   # [B, 8, 8, 3] -> [B, 16]
+    >>> export_dir = os.path.join(tempfile.mkdtemp(), "enc")
+    >>> card = khn.export.export_encoder(enc, export_dir,
+    ...                                  model_card=khn.export.ModelCard(name="tiny"))
+    >>> card.output_dim, card.modality
+    (16, 'image')
+    >>> sorted(os.listdir(export_dir))
+    ['assets', 'fingerprint.pb', 'model_card.json', 'model_card.md', 'saved_model.pb', 'variables']
+
+    Graph and text encoders take an input signature instead of an image shape:
+
+    .. code-block:: python
+
+        export_encoder(gin, "gin_export", input_signature=graph_input_signature(7),
+                       model_card=ModelCard(name="gin", modality="graph"))
+        export_encoder(text_encoder, "text_export", input_signature=text_input_signature(32),
+                       assets={"tokenizer.json": "tokenizer.json"},
                        model_card=ModelCard(name="simcse", modality="text"))
     """
     export_dir, parent, base = _check_target(encoder, export_dir, overwrite)

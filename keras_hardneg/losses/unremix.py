@@ -152,13 +152,16 @@ class UnReMixContrastiveLoss(DebiasedContrastiveLoss):
     **This is our reconstruction; the authors' code is not public.** Each
     negative ``j`` of anchor ``a`` gets an importance weight mixing three
     components, each made non-negative and normalised to mean 1 over the
-    anchor's negatives::
+    anchor's negatives (``s_aj = cos(a, j)/t`` is the negative's logit throughout)::
 
         u_aj = max(g_a . g_j, 0)        uncertainty (pseudo-label CE gradient
                                         of the head's last layer, closed form)
-        s_aj = e^{beta * cos(a, j)/t}   anchor similarity (HCL's importance)
-        r_aj = mean_{j'} (1 - cos(j, j'))  representativeness (Eq. 4)
-        w_aj = l_u u~_aj + l_s s~_aj + l_r r~_aj,   l = weights / sum(weights)
+        v_aj = e^{beta * s_aj}          similarity to the anchor (the paper's
+                                        "anchor vicinity"; HCL's importance imp_aj)
+        r_aj = mean_{j' != j} (1 - cos(j, j'))
+                                        representativeness (Eq. 4), over the
+                                        anchor's other N - 1 negatives
+        w_aj = l_u u~_aj + l_v v~_aj + l_r r~_aj,   l = weights / sum(weights)
 
     ``w`` replaces HCL's ``imp / mean(imp)``: ``R_a = sum_j w_aj e^{s_aj}``,
     then the debiasing with ``tau_plus`` and the clamp ``N e^{-1/t}`` exactly as
@@ -180,7 +183,8 @@ class UnReMixContrastiveLoss(DebiasedContrastiveLoss):
         temperature: ``t > 0``.
         tau_plus: class prior in ``[0, 1)`` (default 0, as in the paper).
         beta: concentration of the similarity component, ``>= 0``.
-        weights: ``(l_u, l_s, l_r)``, non-negative, not all zero.
+        weights: ``(l_u, l_v, l_r)`` (uncertainty, similarity, representativeness),
+            non-negative, not all zero.
 
     Example:
     >>> import numpy as np
@@ -226,7 +230,7 @@ class UnReMixContrastiveLoss(DebiasedContrastiveLoss):
         return ops.logsumexp(ops.stack(parts, axis=0), axis=0)
 
     def weights_of_negatives(self, pairs, neg_logits):
-        """``l_u u~ + l_s s~ + l_r r~`` (mean 1 over each anchor's negatives): the weights
+        """``l_u u~ + l_v v~ + l_r r~`` (mean 1 over each anchor's negatives): the weights
         :meth:`negative_log_sum` puts on ``e^{s_aj}``."""
         mask = pairs.negative_mask
         l_u, l_s, l_r = self.weights

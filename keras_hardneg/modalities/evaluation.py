@@ -222,6 +222,13 @@ class Evaluation:
         """The evaluation protocol in one sentence (the report and the model card)."""
         return ""
 
+    def method_name(self, recipe: dict[str, Any]) -> str:
+        """What trained the encoder, as the report's title and the model card name it: the
+        framework's registered name (``"simclr"``, ``"moco_v2"``, ``"graphcl"``); a
+        modality whose methods are told apart by their views overrides it (sentences:
+        ``"SimCSE"``)."""
+        return recipe["framework"]["name"]
+
     def benchmark_embedder(self, encoder: Any, *, x_train: Any = None, preset: Any = None,
                            max_tokens: int | None = None) -> Any:
         """The function :meth:`evaluate_benchmark` scores, for ``encoder``: a loaded export

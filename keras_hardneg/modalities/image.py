@@ -113,7 +113,10 @@ class ImageModality(Modality):
         return report.draw_image, _image_arrays(x, y, indices)[0]
 
     def report_sections(self, encoder, recipe, train, test):
-        return image_sections(encoder, train, test, recipe["seed"], _image_arrays)
+        from keras_hardneg.data.sources import class_names
+
+        return image_sections(encoder, train, test, recipe["seed"], _image_arrays,
+                              class_names(recipe["data"]))
 
     def feed(self, recipe, x, y, sampler, views):
         from keras_hardneg import sampling
@@ -453,10 +456,18 @@ def _extract_images(encoder: Any, images: np.ndarray) -> np.ndarray:
     return np.asarray(extract_features(encoder, images), np.float32)
 
 
+def _short_label(label: Any, class_names: list[str] | None) -> str:
+    """A grid cell's title: the class name (cut to 12 characters) or the label."""
+    text = report.class_label(label, class_names)
+    return text if len(text) <= 12 else text[:11] + "\u2026"
+
+
 def image_sections(encoder: Any, train: tuple, test: tuple | None, seed: int,
-                   arrays: Callable[[Any, Any, np.ndarray], tuple]) -> list:
+                   arrays: Callable[[Any, Any, np.ndarray], tuple],
+                   class_names: list[str] | None = None) -> list:
     """The nearest-neighbour grid and the 2-D map of an image run. ``arrays(x, y, indices)``
-    gives ``(images float32 in [0, 1], labels or None)`` of a split."""
+    gives ``(images float32 in [0, 1], labels or None)`` of a split; ``class_names`` (label
+    ``i`` is ``class_names[i]``) names the classes in both, where the data names them."""
     x_train, y_train = train
     queries_split = test if test is not None and test[0] is not None else None
     pool_idx = report.subset(len(x_train), report.NEIGHBOUR_POOL, seed)
@@ -498,13 +509,13 @@ def image_sections(encoder: Any, train: tuple, test: tuple | None, seed: int,
     if q_labels is not None and pool_labels is not None:
         agreement = float(np.mean(pool_labels[nearest] == q_labels[:, None]))
     for row, qi in enumerate(chosen):
-        cells = [(q_images[qi], None, "query" + ("" if q_labels is None
-                                                  else f" ({q_labels[qi]})"))]
+        cells = [(q_images[qi], None, "query" + ("" if q_labels is None else
+                                                  f" ({_short_label(q_labels[qi], class_names)})"))]
         for j in nearest[qi]:
             same = None if q_labels is None or pool_labels is None else \
                 bool(pool_labels[j] == q_labels[qi])
             cells.append((pool_images[j], same, "" if pool_labels is None
-                          else str(pool_labels[j])))
+                          else _short_label(pool_labels[j], class_names)))
         for col, (image, same, title) in enumerate(cells):
             ax = axes[row][col]
             ax.imshow(np.clip(np.asarray(image, np.float32), 0.0, 1.0),
@@ -522,10 +533,12 @@ def image_sections(encoder: Any, train: tuple, test: tuple | None, seed: int,
         f"Left: {len(chosen)} {source} images (one per class first); right: their "
         f"{k} nearest training images by cosine of the trained encoder's features, among "
         f"{len(pool_idx)} training images{' (a seeded subset)' if len(pool_idx) < len(x_train) else ''}; "
-        "green frame: same class, red: another class (titles: class ids)."
+        "green frame: same class, red: another class (titles: "
+        + ("class names)." if class_names else "class ids).")
         + ("" if agreement is None else
            f" Over all {len(q_idx)} {source} queries shown in the map, "
            f"<b>{agreement:.1%}</b> of the top-{k} neighbours share the query's class."))
     sections = [("Nearest neighbours", grid)]
-    sections.append(report.embedding_map_section(q_features, q_labels, seed, what=f"{source} images"))
+    sections.append(report.embedding_map_section(q_features, q_labels, seed, what=f"{source} images",
+                                                 class_names=class_names))
     return sections

@@ -24,7 +24,7 @@ from typing import Any, Sequence
 import numpy as np
 
 __all__ = ["MAP_POINTS", "NEIGHBOUR_POOL", "DPI", "pyplot", "figure_uri", "img", "note",
-           "table", "short", "draw_graph", "draw_image", "tsne", "subset", "unit", "map_figure", "embedding_map_section"]
+           "table", "short", "class_label", "draw_graph", "draw_image", "tsne", "subset", "unit", "map_figure", "embedding_map_section"]
 
 #: Embeddings in a 2-D map (t-SNE), at most.
 MAP_POINTS = 500
@@ -159,8 +159,28 @@ def unit(x: np.ndarray) -> np.ndarray:
     return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
 
 
-def map_figure(points: np.ndarray, labels: Any, title: str) -> str:
-    """A 2-D scatter of ``points`` coloured by ``labels``, as a data URI."""
+def class_label(label: Any, class_names: Sequence[str] | None = None) -> str:
+    """How a figure names class ``label``: ``class_names[label]`` where the data names its
+    classes (and the label is an index into them), else the label itself.
+
+    Example:
+    >>> class_label(3, ["airplane", "automobile", "bird", "cat"]), class_label(3)
+    ('cat', '3')
+    """
+    if class_names is not None:
+        try:
+            index = int(label)
+        except (TypeError, ValueError):
+            return str(label)
+        if 0 <= index < len(class_names) and index == label:
+            return str(class_names[index])
+    return str(label)
+
+
+def map_figure(points: np.ndarray, labels: Any, title: str,
+               class_names: Sequence[str] | None = None) -> str:
+    """A 2-D scatter of ``points`` ``[n, 2]`` coloured by ``labels`` ``[n]`` (the legend
+    naming them by ``class_names`` when given), as a data URI."""
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(5.6, 4.6))
     if labels is None:
@@ -172,7 +192,8 @@ def map_figure(points: np.ndarray, labels: Any, title: str) -> str:
         for i, c in enumerate(classes):
             sel = labels == c
             ax.scatter(points[sel, 0], points[sel, 1], s=8, alpha=0.75,
-                       color=cmap(i % cmap.N), label=str(c), rasterized=True)
+                       color=cmap(i % cmap.N), label=class_label(c, class_names),
+                       rasterized=True)
         if len(classes) <= 20:
             ax.legend(fontsize=7, markerscale=2, title="class", title_fontsize=8,
                       bbox_to_anchor=(1.01, 1.0), loc="upper left")
@@ -183,13 +204,15 @@ def map_figure(points: np.ndarray, labels: Any, title: str) -> str:
 
 
 def embedding_map_section(features: np.ndarray, labels: Any, seed: int,
-                          what: str = "examples") -> tuple[str, str]:
-    """``("2-D map", html)``: t-SNE of at most :data:`MAP_POINTS` embeddings, by class."""
+                          what: str = "examples",
+                          class_names: Sequence[str] | None = None) -> tuple[str, str]:
+    """``("2-D map", html)``: t-SNE of at most :data:`MAP_POINTS` embeddings ``[n, F]``, by
+    class (``labels`` ``[n]``, named by ``class_names`` when given)."""
     idx = subset(len(features), MAP_POINTS, seed)
     points = tsne(np.asarray(features)[idx], seed)
     y = None if labels is None else np.asarray(labels).reshape(-1)[idx]
-    body = img(map_figure(points, y, f"t-SNE of {len(idx)} {what}' embeddings"),
-                "2-D map") + note(
+    body = img(map_figure(points, y, f"t-SNE of {len(idx)} {what}' embeddings",
+                          class_names), "2-D map") + note(
         f"t-SNE (scikit-learn, PCA start, perplexity {min(30.0, (len(idx) - 1) / 3):.0f}) of "
         f"the trained encoder's features of {len(idx)} {what}"
         f"{' (a seeded subset)' if len(idx) < len(features) else ''}, coloured by class. "

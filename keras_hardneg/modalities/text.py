@@ -56,6 +56,11 @@ TEXT_RECIPE: dict[str, Any] = {
     "projection_dims": [256, 128],
 }
 
+#: The method a text run's view maker names (the framework is SimCLR's step for both):
+#: unsupervised SimCSE (Gao et al. 2021: dropout views) or quick-thought (Logeswaran & Lee
+#: 2018: adjacent sentences).
+METHOD_NAMES = {"simcse": "SimCSE", "quick_thought": "quick-thought"}
+
 #: File name of a text run's tokenizer inside its run directory (and export assets).
 TOKENIZER_FILE = "tokenizer.json"
 #: Queries and neighbours of the report's nearest-sentence table.
@@ -157,6 +162,10 @@ class TextModality(Modality):
         return ("none: give evaluation.benchmark_dir (the command line: --benchmark-dir DIR), "
                 "the STS/SICK sets in SentEval's layout (e.g. SimCSE's senteval.tar), to "
                 "score STS")
+
+    def method_name(self, recipe):
+        views = (recipe.get("augmentation") or {}).get("name")
+        return METHOD_NAMES.get(views, super().method_name(recipe))
 
     def describe_evaluation(self, recipe):
         return ("STS12-16, STS-B test and SICK-R: Spearman x 100 of cosine similarity "

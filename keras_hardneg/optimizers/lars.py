@@ -35,6 +35,10 @@ Example:
 (3, 2)
 """
 
+from __future__ import annotations
+
+from typing import Any, Sequence
+
 import re
 
 import keras
@@ -97,11 +101,24 @@ class LARS(MomentumBuffers):
 
     Raises:
         ValueError: bad ``momentum``, ``eta`` or ``weight_decay`` (names the parameter).
+
+    Example:
+
+    >>> import keras, numpy as np, keras_hardneg as khn
+    >>> model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+    >>> opt = khn.optimizers.LARS(learning_rate=0.1, momentum=0.9, weight_decay=1e-6)
+    >>> model.compile(optimizer=opt, loss="mse")
+    >>> x = np.random.default_rng(0).normal(size=(16, 4)).astype("float32")
+    >>> history = model.fit(x, x[:, :2], epochs=2, verbose=0)
+    >>> [opt.uses_adaptation(v) for v in model.trainable_variables]   # kernel, bias (1-D)
+    [True, False]
     """
 
-    def __init__(self, learning_rate=0.1, momentum=0.9, weight_decay=0.0, eta=0.001,
-                 nesterov=False, exclude_from_weight_decay=None, exclude_from_adaptation=None,
-                 exclude_1d=True, epsilon=0.0, name="lars", **kwargs):
+    def __init__(self, learning_rate: Any = 0.1, momentum: float = 0.9,
+                 weight_decay: float = 0.0, eta: float = 0.001, nesterov: bool = False,
+                 exclude_from_weight_decay: Sequence[str] | None = None,
+                 exclude_from_adaptation: Sequence[str] | None = None, exclude_1d: bool = True,
+                 epsilon: float = 0.0, name: str = "lars", **kwargs: Any):
         if kwargs.get("weight_decay") is not None:
             raise ValueError("weight_decay given twice")
         if isinstance(learning_rate, bool) or (

@@ -22,6 +22,8 @@ Example:
 (0.5, 1.0, 0.0)
 """
 
+from __future__ import annotations
+
 import math
 import numbers
 
@@ -53,8 +55,9 @@ class WarmupCosineDecay(keras.optimizers.schedules.LearningRateSchedule):
             message names the parameter).
     """
 
-    def __init__(self, base_learning_rate, total_steps, warmup_steps=0, end_learning_rate=0.0,
-                 name="warmup_cosine_decay", hold_steps=1):
+    def __init__(self, base_learning_rate: float, total_steps: int, warmup_steps: int = 0,
+                 end_learning_rate: float = 0.0, name: str = "warmup_cosine_decay",
+                 hold_steps: int = 1):
         if not isinstance(total_steps, int) or isinstance(total_steps, bool) or total_steps < 1:
             raise ValueError(f"total_steps must be an int >= 1, got {total_steps!r}")
         if (not isinstance(warmup_steps, int) or isinstance(warmup_steps, bool)

@@ -51,14 +51,14 @@ def loss_hyperparameters(loss: Any) -> dict[str, Any]:
 
 def card_title(recipe: dict[str, Any]) -> str:
     """The recipe's ``name``, or, for the default name (``"run"``), what was trained:
-    ``"simclr + hard on digits"``."""
+    ``"simclr + hard on digits"``, ``"SimCSE + nt_xent on wiki1m"``."""
     from keras_hardneg.run.recipe import RUN_PARAMS
 
     if recipe["name"] != RUN_PARAMS["name"].default:
         return recipe["name"]
     data = recipe["data"]
     what = data.get("dataset") or data.get("corpus") or data["name"]
-    return f"{recipe['framework']['name']} + {recipe['loss']['name']} on {what}"
+    return f"{modality_of(recipe).method_name(recipe)} + {recipe['loss']['name']} on {what}"
 
 
 def model_card(model: Any, recipe: dict[str, Any], results: dict[str, Any],

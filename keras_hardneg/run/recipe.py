@@ -268,6 +268,19 @@ def load_recipe(source: Any = None, overrides: dict[str, Any] | None = None) -> 
         RecipeError: naming the first unknown name or key, or out-of-range value, and what
             is allowed.
         FileNotFoundError: if the path does not exist.
+
+    Example:
+
+    >>> from keras_hardneg.run import load_recipe
+    >>> recipe = load_recipe({"loss": {"name": "hard", "beta": 0.5}, "epochs": 3})
+    >>> recipe["loss"], recipe["framework"]["name"], recipe["epochs"]
+    ({'name': 'hard', 'temperature': 0.5, 'tau_plus': 0.1, 'beta': 0.5}, 'simclr', 3)
+    >>> load_recipe(overrides={"loss": {"name": "ring"}})["loss"]     # the CLI's --loss ring
+    {'name': 'ring', 'temperature': 0.5, 'lower_percentile': 5.0, 'upper_percentile': 50.0}
+    >>> load_recipe({"loss": {"name": "hard", "beta": -1}})
+    Traceback (most recent call last):
+    ...
+    keras_hardneg.registry.ConfigError: recipe key 'loss.beta' = -1 is out of range; allowed: >= 0.
     """
     given, base_dir = _read({} if source is None else source)
     if "recipe_version" not in given and "moco" in given:

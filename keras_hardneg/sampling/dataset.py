@@ -104,9 +104,11 @@ def _finish(ds, with_labels, prefetch):
     return ds.prefetch(prefetch)
 
 
-def make_dataset(sampler, source, labels=None, *, image_size=None, image_key="image",
-                 label_key="label", repeat=True, prefetch=_AUTOTUNE,
-                 num_parallel_calls=_AUTOTUNE, num_workers=4, channels=3, texts=False):
+def make_dataset(sampler: Any, source: Any, labels: Any = None, *,
+                 image_size: tuple[int, int] | None = None, image_key: str = "image",
+                 label_key: str = "label", repeat: bool = True, prefetch: int = _AUTOTUNE,
+                 num_parallel_calls: int = _AUTOTUNE, num_workers: int = 4, channels: int = 3,
+                 texts: bool = False):
     """Build a ``tf.data.Dataset`` of sampled mini-batches (needs TensorFlow; without it use
     :func:`make_py_dataset`).
 
@@ -135,6 +137,19 @@ def make_dataset(sampler, source, labels=None, *, image_size=None, image_key="im
 
     Raises:
         TensorFlowRequiredError: TensorFlow cannot be imported (an ``ImportError``).
+
+    Example:
+
+    >>> import numpy as np, keras_hardneg as khn
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.uniform(size=(200, 8, 8, 3)).astype("float32")        # [N, H, W, 3]
+    >>> y = rng.integers(0, 10, 200)
+    >>> sampler = khn.sampling.BatchSampler(x.reshape(200, -1), batch_size=32,
+    ...                                     num_candidates=50, num_neighbors=8, seed=0)
+    >>> ds = khn.sampling.make_dataset(sampler, x, labels=y, repeat=False)
+    >>> features, labels = next(iter(ds))
+    >>> tuple(features["images"].shape), tuple(features["index"].shape), tuple(labels.shape)
+    ((32, 8, 8, 3), (32,), (32,))
     """
     require_tensorflow("make_dataset (a tf.data pipeline; without TensorFlow use "
                        "make_py_dataset)")

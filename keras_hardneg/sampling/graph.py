@@ -134,6 +134,17 @@ class ProximityGraph:
         num_candidates: effective ``M`` (clipped to ``N - 1``).
         backend: backend actually used (``"brute"`` or ``"scann"``).
         seed: seed of the candidate draw.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras_hardneg.sampling import ProximityGraph
+    >>> emb = np.random.default_rng(0).normal(size=(300, 16))        # [N, d]
+    >>> g = ProximityGraph.build(emb, num_candidates=50, num_neighbors=10, seed=0)
+    >>> g.neighbors.shape, g.num_candidates, g.backend, g.is_knn
+    ((300, 10), 50, 'brute', False)
+    >>> bool((g.neighbors != np.arange(300)[:, None]).all())          # no self loops
+    True
     """
 
     neighbors: np.ndarray
@@ -156,8 +167,11 @@ class ProximityGraph:
 
     # ------------------------------------------------------------------ build
     @classmethod
-    def build(cls, embeddings, num_candidates, num_neighbors, backend="auto", seed=0, *,
-              block_size=256, sort_neighbors=False, num_threads=None, scann_options=None):
+    def build(cls, embeddings: np.ndarray, num_candidates: int, num_neighbors: int,
+              backend: str = "auto", seed: int | np.random.Generator = 0, *,
+              block_size: int = 256, sort_neighbors: bool = False,
+              num_threads: int | None = None, scann_options: dict | None = None
+              ) -> ProximityGraph:
         """Build the proximity graph (paper Alg. 2).
 
         Args:

@@ -22,6 +22,8 @@ Example
 
 from __future__ import annotations
 
+from typing import Any, Iterable
+
 import numpy as np
 
 __all__ = ["mean_in_batch_cosine", "false_negative_fraction", "batch_statistics"]
@@ -69,7 +71,8 @@ def false_negative_fraction(labels):
     return float(ops.convert_to_numpy(rate)) if numpy_input else rate
 
 
-def batch_statistics(batches, embeddings, labels=None):
+def batch_statistics(batches: Iterable[Any], embeddings: np.ndarray,
+                     labels: np.ndarray | None = None) -> dict[str, float]:
     """Mean hardness / false-negative fraction over index batches.
 
     Args:

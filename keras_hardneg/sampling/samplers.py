@@ -59,6 +59,7 @@ from __future__ import annotations
 import json
 import math
 import warnings
+from typing import Sized
 
 import numpy as np
 
@@ -204,7 +205,8 @@ class UniformSampler(_Sampler):
     (2, [4, 4])
     """
 
-    def __init__(self, num_nodes, batch_size, seed=0, drop_remainder: bool = False):
+    def __init__(self, num_nodes: int | Sized, batch_size: int, seed: int = 0,
+                 drop_remainder: bool = False):
         if not isinstance(num_nodes, (int, np.integer)):
             num_nodes = len(num_nodes)
         if not isinstance(drop_remainder, bool):
@@ -506,9 +508,12 @@ class BatchSampler(_GraphSampler):
         (64,)
     """
 
-    def __init__(self, graph, batch_size, restart_prob=(0.2, 0.05), *, num_candidates=1000,
-                 num_neighbors=None, backend="auto", seed=0, tail="fill", fill_threshold=None,
-                 refresh_every=100, initial_graph="inputs"):
+    def __init__(self, graph: ProximityGraph | np.ndarray, batch_size: int,
+                 restart_prob: float | tuple[float, float] = (0.2, 0.05), *,
+                 num_candidates: int = 1000, num_neighbors: int | None = None,
+                 backend: str = "auto", seed: int = 0, tail: str = "fill",
+                 fill_threshold: int | float | None = None, refresh_every: int = 100,
+                 initial_graph: str = "inputs"):
         if num_neighbors is None:
             num_neighbors = _default_batchsampler_neighbors(graph, num_candidates)
         else:
@@ -564,8 +569,10 @@ class KNNSampler(_GraphSampler):
         tail, fill_threshold, refresh_every, initial_graph: as for ``BatchSampler``.
     """
 
-    def __init__(self, graph, batch_size, *, num_neighbors=None, backend="auto", seed=0,
-                 tail="fill", fill_threshold=None, refresh_every=100, initial_graph="inputs"):
+    def __init__(self, graph: ProximityGraph | np.ndarray, batch_size: int, *,
+                 num_neighbors: int | None = None, backend: str = "auto", seed: int = 0,
+                 tail: str = "fill", fill_threshold: int | float | None = None,
+                 refresh_every: int = 100, initial_graph: str = "inputs"):
         embeddings = not isinstance(graph, ProximityGraph) and \
             not np.issubdtype(np.asarray(graph).dtype, np.integer)
         if num_neighbors is None:

@@ -94,7 +94,7 @@ def unit_pair(query_emb: Any, corpus_emb: Any, index: str) -> tuple[np.ndarray, 
     return q, c
 
 
-def top_k_cosine(query_emb, corpus_emb, k: int, *,
+def top_k_cosine(query_emb: np.ndarray, corpus_emb: np.ndarray, k: int, *,
                  exclude: Sequence[Sequence[int]] | None = None, index: str = "brute",
                  max_block_bytes: int = _DEFAULT_BLOCK_BYTES,
                  scann_options: dict | None = None) -> tuple[np.ndarray, np.ndarray]:

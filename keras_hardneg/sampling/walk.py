@@ -219,8 +219,9 @@ def _too_many_moves(seed_node, got, batch_size, total, alpha):
         "for this graph.")
 
 
-def random_walk_with_restart(neighbors, seed_node, restart_prob, batch_size, rng=None, *,
-                             max_steps=None, engine="auto"):
+def random_walk_with_restart(neighbors: np.ndarray, seed_node: int, restart_prob: float,
+                             batch_size: int, rng: np.random.Generator | int | None = None, *,
+                             max_steps: int | None = None, engine: str = "auto") -> np.ndarray:
     """Sample one mini-batch by random walk with restart (paper Alg. 3).
 
     Args:

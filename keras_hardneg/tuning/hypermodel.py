@@ -29,10 +29,13 @@ Example:
 >>> tuner.search()  # doctest: +SKIP
 """
 
+from __future__ import annotations
+
 import json
 import math
 import time
 import zlib
+from typing import Any
 
 import keras
 import keras_tuner
@@ -99,9 +102,12 @@ class ContrastiveHyperModel(keras_tuner.HyperModel):
         last_trial_info: facts about the last ``fit`` (seed, seconds, metrics, error).
     """
 
-    def __init__(self, recipe, train, search_space=None, objective="knn", epochs=1,
-                 validation_fraction=0.2, seed=None, trial_seeds="config", verbose=0,
-                 validation_seed=None, name=None, tunable=True):
+    def __init__(self, recipe: dict | str, train: tuple[Any, Any],
+                 search_space: dict | list | None = None, objective: str = "knn",
+                 epochs: int = 1, validation_fraction: float = 0.2, seed: int | None = None,
+                 trial_seeds: str = "config", verbose: int = 0,
+                 validation_seed: int | None = None, name: str | None = None,
+                 tunable: bool = True):
         super().__init__(name=name, tunable=tunable)
         self.recipe = load_recipe(recipe)
         if objective not in OBJECTIVES:

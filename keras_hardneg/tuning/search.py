@@ -13,20 +13,17 @@ objective. ``output/`` receives:
 * ``keras_tuner/``: Keras Tuner's project (oracle state, one folder per trial).
 
 Running the same call again resumes: finished trials are reloaded, not redone;
-a trial that was interrupted mid-way is run again from its start.
-
-Example:
->>> trials = run_search("digits", trials=2, epochs=1, output="/tmp/khn-tune-doc",
-...                     recipe={"encoder": {"name": "small_convnet", "width": 8},
-...                             "batch_size": 64}, verbose=0)  # doctest: +SKIP
->>> sorted(trials[0])  # doctest: +SKIP
-['beta', 'epochs', 'error', 'finished_at', 'hyperparameters', 'knn_accuracy', ...]
+a trial that was interrupted mid-way is run again from its start. An example is in
+:func:`run_search`'s docstring.
 """
+
+from __future__ import annotations
 
 import datetime
 import json
 import os
 import time
+from typing import Any
 
 import keras
 import keras_tuner
@@ -130,10 +127,13 @@ def collect_records(tuner, hypermodel):
     return out
 
 
-def run_search(dataset="digits", trials=2, epochs=1, tuner="random", output="tune-out",
-               loss=None, framework=None, search_space=None, objective="knn", seed=0,
-               batch_size=None, resume=True, verbose=1, recipe=None, *,
-               validation_fraction=0.2, trial_seeds="config", **dataset_options):
+def run_search(dataset: str | os.PathLike = "digits", trials: int = 2, epochs: int = 1,
+               tuner: str = "random", output: str | os.PathLike = "tune-out",
+               loss: str | None = None, framework: str | None = None,
+               search_space: dict | list | None = None, objective: str = "knn", seed: int = 0,
+               batch_size: int | None = None, resume: bool = True, verbose: int = 1,
+               recipe: dict | str | None = None, *, validation_fraction: float = 0.2,
+               trial_seeds: str = "config", **dataset_options: Any) -> list[dict]:
     """Searches a contrastive loss's hyper-parameters; resumable; returns the trials.
 
     Args:
@@ -170,6 +170,21 @@ def run_search(dataset="digits", trials=2, epochs=1, tuner="random", output="tun
 
     Raises:
         ValueError: naming the bad argument.
+
+    Example:
+
+    Not run by the doctests: each trial pre-trains a model (about 10 s a trial on the
+    digits, most of it building and tracing the training step); ``tests/tuning`` runs the
+    same search.
+
+    >>> from keras_hardneg.tuning import run_search
+    >>> trials = run_search("digits", trials=2, epochs=1, output="tune-out",
+    ...                     recipe={"encoder": {"name": "small_convnet", "width": 4},
+    ...                             "batch_size": 64}, verbose=0)  # doctest: +SKIP
+    >>> [t["status"] for t in trials]  # doctest: +SKIP
+    ['COMPLETED', 'COMPLETED']
+    >>> sorted(trials[0])  # doctest: +SKIP
+    ['beta', 'epochs', 'error', 'final_loss', 'finished_at', 'fit_seconds', 'hyperparameters', 'knn_accuracy', 'objective', 'objective_name', 'seconds', 'seed', 'status', 'tau_plus', 'trial_id']
     """
     _check_arguments(trials=trials, epochs=epochs, tuner=tuner, objective=objective,
                      loss=loss, framework=framework, seed=seed, batch_size=batch_size,

@@ -41,6 +41,8 @@ Example:
 ['tau_plus']
 """
 
+from __future__ import annotations
+
 import copy
 import math
 import numbers
@@ -163,7 +165,8 @@ def _normalize_one(knob, spec):
     return out
 
 
-def normalize_search_space(search_space=None, loss="hard"):
+def normalize_search_space(search_space: dict | list | None = None,
+                           loss: str = "hard") -> dict[str, dict]:
     """Checks a search space and returns it in canonical form ``{knob: spec dict}``.
 
     Args:

@@ -282,3 +282,47 @@ def test_a_cifar_archive_put_in_the_cache_by_hand_is_checked_and_used(tmp_path, 
     monkeypatch.setitem(public.CIFAR["cifar10"], "sha256", digest)
     (x, y), (xt, yt) = public.load_cifar("cifar10")
     assert x.shape[1:] == (32, 32, 3) and len(x) == len(y) > 0 and len(xt) == len(yt) > 0
+
+
+def test_class_names_come_from_the_data_without_a_fetch(tmp_path, monkeypatch):
+    """CIFAR's names are read from the cached archive's meta file (none without it, and no
+    request); an image folder's are its class subfolders; the digits' labels are their
+    names."""
+    import pickle
+
+    from keras_hardneg.data.sources import class_names
+
+    monkeypatch.setenv("KERAS_HOME", str(tmp_path))
+    monkeypatch.setenv(fetch.MIRROR_ENV, "http://127.0.0.1:9")  # a fetch would fail
+    assert class_names({"name": "cifar10"}) is None
+    folder = _loopback.fill_cifar_cache(str(tmp_path), per_batch=2)
+    assert class_names({"name": "cifar10"}) is None  # batches without their meta file
+    names = [f"class{i}" for i in range(10)]
+    with open(os.path.join(folder, "batches.meta"), "wb") as f:
+        pickle.dump({b"label_names": [n.encode() for n in names], b"num_vis": 3072}, f,
+                    protocol=2)
+    assert class_names({"name": "cifar10"}) == names
+    for sub in ("b_dog", "a_cat", ".git"):
+        os.makedirs(tmp_path / "imgs" / sub)
+    assert class_names({"name": "image_folder", "train": str(tmp_path / "imgs")}) == [
+        "a_cat", "b_dog"]
+    assert class_names({"name": "digits"}) is None
+
+
+def test_the_report_grid_and_map_name_the_classes():
+    import keras
+
+    from keras_hardneg.modalities import image, report
+
+    rng = np.random.default_rng(0)
+    x, y = rng.uniform(size=(40, 8, 8, 3)).astype("float32"), np.arange(40) % 4
+    encoder = keras.Sequential([keras.Input((8, 8, 3)), keras.layers.Flatten()])
+    names = ["airplane", "automobile", "a_very_long_class_name", "cat"]
+    sections = image.image_sections(encoder, (x, y), (x[:8], y[:8]), 0,
+                                    lambda a, b, i: (a[i], b[i]), names)
+    assert "titles: class names" in sections[0][1]
+    assert report.class_label(2, names) == "a_very_long_class_name"
+    assert image._short_label(2, names) == "a_very_long\u2026"
+    assert report.class_label(np.int64(3), names) == "cat" and report.class_label(7, names) == "7"
+    assert "titles: class ids" in image.image_sections(
+        encoder, (x, y), (x[:8], y[:8]), 0, lambda a, b, i: (a[i], b[i]))[0][1]

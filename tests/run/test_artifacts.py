@@ -41,3 +41,26 @@ def test_a_damaged_latest_checkpoint_falls_back_to_the_one_before(tmp_path):
         f.truncate(100)
     with pytest.raises(run.RunDirectoryError, match=r"cannot load weights .*ckpt-00002"):
         run.restore_run(out)
+
+
+@pytest.mark.parametrize("data, views, title, shown", [
+    ({"name": "text_file", "corpus": "wiki1m"}, "simcse", "SimCSE + nt_xent on wiki1m", "wiki1m"),
+    ({"name": "text_file", "path": "/x/sents.txt"}, "quick_thought", "quick-thought + nt_xent",
+     "sents.txt"),
+    ({"name": "tu", "dataset": "MUTAG"}, None, "graphcl + nt_xent on MUTAG", "MUTAG"),
+    ({"name": "digits"}, None, "simclr + hard on digits", "digits"),
+])
+def test_a_run_is_named_by_its_modality(data, views, title, shown):
+    """The model card's and the report's title name the method as the modality does: a
+    sentence run by its views (SimCSE, quick-thought), not SimCLR's step it runs on; the
+    report names the corpus or the dataset, not the loader."""
+    from keras_hardneg.modalities import modality_of
+    from keras_hardneg.run.artifacts import card_title
+    from keras_hardneg.run.report.run_report import _data_name
+
+    recipe = run.load_recipe({"data": data, **({"augmentation": {"name": views}} if views else {})})
+    assert card_title(recipe).startswith(title)
+    assert _data_name(recipe["data"]) == shown
+    if views:
+        assert recipe["framework"]["name"] == "simclr"  # the step; the name is the views'
+        assert modality_of(recipe).method_name(recipe) == title.split(" + ")[0]

@@ -237,6 +237,14 @@ def test_the_page_shows_what_it_measured(digits_run):
     assert "Batch norm" not in negatives or "inference mode" in negatives
     gallery = _body(page, "hardest-negatives")
     assert "<img" in gallery and "weighted most" in gallery
+    # one sentence under the title says what the figures show, with the probe's numbers
+    records = json.load(open(os.path.join(out, "probe.json")))["records"]
+    first, last = records[0], records[-1]
+    summary = page.split('<p class="summary">', 1)[1].split("</p>", 1)[0]
+    assert f"{first['effective_negatives']:.1f} then {last['effective_negatives']:.1f}" in summary
+    assert (f"from {first['false_negatives']['most_weighted']:.2f} to "
+            f"{last['false_negatives']['most_weighted']:.2f}") in summary
+    assert f"N = {last['num_negatives']}" in summary
     footer = page.split("<footer>", 1)[1]
     assert "backend tensorflow" in footer or "backend jax" in footer
     assert "keras-hardneg" in footer and "CPUs" in footer
@@ -370,6 +378,8 @@ def test_a_text_run_writes_its_report(tmp_path):
     result = run.train(recipe, out, verbose=0, export=False)
     page = _check_page(result["report"], TEXT_SECTIONS)
     assert "nearest sentences" in page and "STS avg" in page
+    assert "<h1>SimCSE + nt_xent on corpus.txt: what the negatives did</h1>" in page
+    assert "same class" not in page.split('<p class="summary">', 1)[1].split("</p>", 1)[0]
     record = json.load(open(os.path.join(out, "probe.json")))["records"][-1]
     assert "false_negatives" not in record  # sentences have no labels
     # one epoch: numbers, not a curve of one point; the gallery shows sentences

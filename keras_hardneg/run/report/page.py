@@ -49,7 +49,7 @@ from keras_hardneg.modalities import report
 __all__ = ["REPORT_FILE", "GENERATOR", "render_page", "write_page", "is_our_page",
            "recipe_table", "figures_section", "curves_section", "negatives_section",
            "sampler_section", "uniform_false_negative_rate", "hardest_negatives_section",
-           "environment", "environment_line"]
+           "summary_sentence", "environment", "environment_line"]
 
 #: The page's file name in a run directory.
 REPORT_FILE = "report.html"
@@ -528,6 +528,43 @@ def _probe_table(records: Sequence[dict[str, Any]], labelled: bool) -> str:
     return _table(header, rows, "probe") + _thinned_note(len(shown), len(records))
 
 
+def summary_sentence(probe: dict[str, Any] | None) -> str:
+    """One sentence on what the figures show, from the probe's first and last records: the
+    effective number of negatives out of ``N``, and (with labels) the share of the anchor's
+    own class among the negatives the loss weighted most, against all negatives. ``""``
+    without a record.
+
+    Example:
+    >>> rec = lambda e, eff, top, share: {"epoch": e, "effective_negatives": eff,
+    ...     "num_negatives": 254, "false_negatives": {"all": 0.1, "most_weighted": top,
+    ...                                               "top_fraction": 0.05, "weight": share}}
+    >>> print(summary_sentence({"records": [rec(0, 230.0, 0.2, 0.1), rec(40, 102.7, 0.5, 0.3)]}))
+    From epoch 0 to epoch 40 the loss spread its weight over 230.0 then 102.7 effective
+    negatives of N = 254 per anchor; among the 5% of negatives it weighted most, the share of
+    the anchor's own class (false negatives) went from 0.20 to 0.50, against 0.10 among all
+    negatives.
+    """
+    records = (probe or {}).get("records") or []
+    if not records:
+        return ""
+    first, last = records[0], records[-1]
+    span = (f"From epoch {first['epoch']} to epoch {last['epoch']}" if len(records) > 1
+            else f"At epoch {last['epoch']}")
+    effective = (f"{first['effective_negatives']:.1f} then {last['effective_negatives']:.1f}"
+                 if len(records) > 1 else f"{last['effective_negatives']:.1f}")
+    text = (f"{span} the loss spread its weight over {effective} effective negatives of "
+            f"N = {last['num_negatives']} per anchor")
+    fn_first, fn_last = first.get("false_negatives"), last.get("false_negatives")
+    if fn_last:
+        top = fn_last.get("top_fraction", 0.05)
+        moved = (f"went from {fn_first['most_weighted']:.2f} to {fn_last['most_weighted']:.2f}"
+                 if fn_first and len(records) > 1 else f"was {fn_last['most_weighted']:.2f}")
+        text += (f"; among the {top:.0%} of negatives it weighted most, the share of the "
+                 f"anchor's own class (false negatives) {moved}, against "
+                 f"{fn_last['all']:.2f} among all negatives")
+    return text + "."
+
+
 def negatives_section(probe: dict[str, Any] | None, loss_name: str,
                       notes: Sequence[str] = ()) -> str:
     """What the negatives did, from the probe's records (see the module docstring).
@@ -813,6 +850,7 @@ main{max-width:1180px;margin:0 auto;padding:18px 28px 40px;background:#fff}
 h1{font-size:1.5em;margin:.2em 0}h2{font-size:1.2em;border-bottom:1px solid #ddd;
 padding-bottom:4px;margin-top:1.8em}
 .lead{color:#444;margin:.2em 0 .8em}
+.summary{margin:0 0 .8em;max-width:60em}
 nav a{margin-right:12px;font-size:.9em;color:#245}
 table{border-collapse:collapse;margin:8px 0;font-size:.88em}
 th,td{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
@@ -836,8 +874,9 @@ def _anchor(title: str) -> str:
 
 
 def render_page(title: str, sections: Sequence[tuple[str, str]], lead: str = "",
-                footer: str = "") -> str:
-    """The whole page: ``sections`` is ``[(heading, html)]`` (one ``<section>`` each)."""
+                footer: str = "", summary: str = "") -> str:
+    """The whole page: ``sections`` is ``[(heading, html)]`` (one ``<section>`` each);
+    ``lead`` the line under the title, ``summary`` a paragraph under it (HTML)."""
     nav = "".join(f'<a href="#{_anchor(t)}">{html.escape(t)}</a>' for t, _ in sections)
     body = "\n".join(f'<section data-section="{_anchor(t)}"><h2 id="{_anchor(t)}">'
                      f"{html.escape(t)}</h2>\n{content}</section>" for t, content in sections)
@@ -848,6 +887,7 @@ def render_page(title: str, sections: Sequence[tuple[str, str]], lead: str = "",
         f"<title>{html.escape(title)}</title><style>{_CSS}</style></head>\n"
         f"<body><main><h1>{html.escape(title)}</h1>"
         + (f'<p class="lead">{lead}</p>' if lead else "")
+        + (f'<p class="summary">{summary}</p>' if summary else "")
         + f"<nav>{nav}</nav>\n{body}\n"
         + (f"<footer>{footer}</footer>" if footer else "")
         + "</main></body></html>\n")

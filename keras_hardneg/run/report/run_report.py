@@ -229,7 +229,11 @@ def _gallery_examples(modality: Any, probe: dict[str, Any], x: Any, y: Any):
 
 # ------------------------------------------------------------------------ page
 def _data_name(data: dict[str, Any]) -> str:
-    """The data's short name: a registered dataset's, else its folder's or file's."""
+    """The data's short name: a registered dataset's or corpus's, else its folder's or
+    file's."""
+    for key in ("dataset", "corpus"):
+        if isinstance(data.get(key), str) and data[key]:
+            return data[key]
     for key in ("folder", "path", "directory", "train"):
         if isinstance(data.get(key), str) and data[key]:
             path = os.path.normpath(data[key])
@@ -315,10 +319,11 @@ def write_run_report(path: str, *, recipe: dict[str, Any], encoder: Any, train: 
     sections += modality.report_sections(encoder, recipe, train, test)
     sections += _projector_section(path, what)
     sections.append(("Recipe", page.recipe_table(recipe)))
-    title = (f"{recipe['framework']['name']} + {recipe['loss']['name']} on "
+    title = (f"{modality.method_name(recipe)} + {recipe['loss']['name']} on "
              f"{_data_name(recipe['data'])}: what the negatives did")
     lead = _lead_line(recipe, results, history, modality, what, where)
-    return _write_page(path, title, sections, lead, records, start)
+    return _write_page(path, title, sections, lead, records, start,
+                       summary=html.escape(page.summary_sentence(probe)))
 
 
 def _not_rerun_note(modality: Any, results: dict[str, Any], start: dict[str, Any]) -> str:
@@ -376,7 +381,7 @@ def _lead_line(recipe: dict[str, Any], results: dict[str, Any], history: dict[st
 
 
 def _write_page(path: str, title: str, sections: list, lead: str, records: list,
-                start: float) -> dict[str, Any]:
+                start: float, summary: str = "") -> dict[str, Any]:
     """Renders and writes the page, its footer giving what it cost and where it was made."""
     from keras_hardneg import __version__
 
@@ -395,7 +400,7 @@ def _write_page(path: str, title: str, sections: list, lead: str, records: list,
                 f"page {seconds:.1f} s to make (figures, neighbours, t-SNE); {size}. One "
                 "self-contained file: no script, nothing fetched. " + env)
 
-    html_page = page.render_page(title, sections, lead, footer(0.0, "SIZE"))
+    html_page = page.render_page(title, sections, lead, footer(0.0, "SIZE"), summary)
     seconds = time.perf_counter() - start
     size = f"{len(html_page.encode('utf-8')) / 1024:.0f} KB"
     html_page = html_page.replace(footer(0.0, "SIZE"), footer(seconds, size))
