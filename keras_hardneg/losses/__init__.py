@@ -4,16 +4,21 @@ Every loss is a :class:`keras.losses.Loss` with two call conventions:
 ``loss(z1, z2, sample_weight=None)`` (in-batch, SimCLR) and
 ``loss.call_with_negatives(anchors, positives, negatives, sample_weight=None)`` (queue,
 MoCo), both reduced by the loss's ``reduction`` with Keras's semantics
-(:meth:`ContrastiveLoss.reduce`).
+(:meth:`ContrastiveLoss.reduce`); and, for retrieval tuples (query, positive, ``K`` mined
+negatives), ``loss.call_with_mined_negatives(queries, positives, negatives [B, K, d])`` or,
+for ``model.compile``, :class:`MinedNegativesLoss` wrapping any of them.
 """
 
 import keras
 
 from keras_hardneg.losses.base import ContrastiveLoss, effective_negatives
-from keras_hardneg.losses.core import ContrastivePairs, in_batch_pairs, queue_pairs
+from keras_hardneg.losses.core import ContrastivePairs, in_batch_pairs, mined_pairs, queue_pairs
 from keras_hardneg.losses.debiased import DebiasedContrastiveLoss
 from keras_hardneg.losses.hyperparameters import ANNEALING
+from keras_hardneg.losses.guide_guard import guard_negatives
 from keras_hardneg.losses.hard_negative import HardNegativeContrastiveLoss
+from keras_hardneg.losses.hardness import HARDNESS_MODES
+from keras_hardneg.losses.mined_negatives import MinedNegativesLoss
 from keras_hardneg.losses.nt_xent import NTXentLoss
 from keras_hardneg.losses.ring import RingContrastiveLoss
 from keras_hardneg.losses.unremix import UnReMixContrastiveLoss
@@ -28,6 +33,7 @@ __all__ = [
     "ContrastivePairs",
     "DebiasedContrastiveLoss",
     "HardNegativeContrastiveLoss",
+    "MinedNegativesLoss",
     "NTXentLoss",
     "RingContrastiveLoss",
     "UnReMixContrastiveLoss",
@@ -37,7 +43,10 @@ __all__ = [
     "baseline_names",
     "effective_negatives",
     "get",
+    "guard_negatives",
+    "HARDNESS_MODES",
     "in_batch_pairs",
+    "mined_pairs",
     "queue_pairs",
 ]
 

@@ -13,6 +13,7 @@ from keras import ops
 from keras_hardneg import distribute
 from keras_hardneg._validation import describe_interval, outside_interval
 from keras_hardneg.losses import core
+from keras_hardneg.losses import guide_guard
 from keras_hardneg.losses import hyperparameters as hp
 from keras_hardneg.registry import Param
 
@@ -70,6 +71,11 @@ def keras_mask(z) -> Any:
     if len(mask.shape) == 2 and mask.shape[-1] == 1:
         mask = ops.squeeze(mask, axis=-1)
     return ops.cast(mask, "bool")
+
+
+def _embeddings_of(z):
+    """``stop_gradient`` of embeddings (a tensor, or an UnReMix dict's ``"embeddings"``)."""
+    return ops.stop_gradient(z["embeddings"] if isinstance(z, dict) else z)
 
 
 def _both_masks(a, b):
@@ -260,6 +266,11 @@ class ContrastiveLoss(keras.losses.Loss):
     * ``loss(z1, z2, sample_weight=None)``: SimCLR, two views ``[B, d]``; ``2B`` anchors.
     * ``loss.call_with_negatives(anchors, positives, negatives, sample_weight=None)``:
       MoCo, with ``[B, d]``, ``[B, d]``, ``[K, d]``; ``B`` anchors.
+    * ``loss.call_with_mined_negatives(anchors, positives, negatives, sample_weight=None,
+      **options)``: retrieval, queries ``[B, d]``, positives ``[B, d]`` and their ``K``
+      mined negatives ``[B, K, d]`` (:func:`~keras_hardneg.losses.core.mined_pairs`); ``B``
+      anchors (``2B`` symmetric). :class:`~keras_hardneg.losses.MinedNegativesLoss` is its
+      ``model.compile`` form.
 
     and :meth:`compute_terms`, which frameworks use for the per-anchor losses and the
     diagnostics. Written in ``keras.ops`` (any backend).
@@ -374,6 +385,76 @@ class ContrastiveLoss(keras.losses.Loss):
                                      self._as_dtype(negatives))
             return self.reduce(self.per_anchor_terms(pairs)["loss"], sample_weight, keep)
 
+    def call_with_mined_negatives(self, anchors, positives, negatives, sample_weight=None,
+                                  **options):
+        """The mined-negatives convention (retrieval): queries ``anchors [B, d]``, their
+        positive documents ``positives [B, d]`` and ``K`` mined negatives each
+        ``negatives [B, K, d]`` (:func:`~keras_hardneg.losses.core.mined_pairs`); the
+        ``B`` (``2B`` with ``symmetric``) anchors' losses reduced by :meth:`reduce`
+        (``sample_weight``: a scalar, ``[B]`` one per example, or one per anchor; a Keras mask
+        on ``anchors`` or ``positives`` drops those examples).
+
+        ``options``: ``in_batch``, ``symmetric``, ``hardness_strength``, ``hardness_mode``,
+        ``guide``, ``guard_margin``, ``guard_strategy`` (:meth:`mined_anchor_losses`).
+
+        Example:
+        >>> import numpy as np
+        >>> from keras_hardneg.losses import NTXentLoss
+        >>> rng = np.random.default_rng(0)
+        >>> q, p = rng.normal(size=(2, 4, 8)).astype("float32")
+        >>> n = rng.normal(size=(4, 2, 8)).astype("float32")
+        >>> loss = NTXentLoss(temperature=0.05)
+        >>> float(loss.call_with_mined_negatives(q, p, n, hardness_strength=5.0,
+        ...                                      hardness_mode="hard_negatives")) > 0
+        True
+        """
+        keep = _both_masks(keras_mask(anchors), keras_mask(positives))
+        symmetric = bool(options.get("symmetric", False))
+        with keras.name_scope(self.name):
+            values = self.mined_anchor_losses(self._as_dtype(anchors), self._as_dtype(positives),
+                                              self._as_dtype(negatives), keep=keep, **options)
+            anchor_mask = None if keep is None else (
+                ops.concatenate([keep, keep], axis=0) if symmetric else keep)
+            return self.reduce(values, sample_weight, anchor_mask,
+                               anchors_per_example=2 if symmetric else 1)
+
+    def mined_anchor_losses(self, anchors, positives, negatives, *, keep=None,
+                            in_batch: bool = True, symmetric: bool = False,
+                            hardness_strength: float = 0.0,
+                            hardness_mode: Optional[str] = None, guide=None,
+                            guard_margin: float = 0.0, guard_strategy: str = "absolute"):
+        """``[A]`` per-anchor losses of the mined-negatives convention, unreduced: the one
+        place its options meet (:meth:`call_with_mined_negatives` and
+        :class:`~keras_hardneg.losses.MinedNegativesLoss` reduce them).
+
+        Args:
+            anchors, positives, negatives: ``[B, d]``, ``[B, d]``, ``[B, K, d]`` (or UnReMix
+                dicts), as :func:`~keras_hardneg.losses.core.mined_pairs` takes them.
+            keep: optional ``[B]`` bool, the examples kept.
+            in_batch, symmetric, hardness_strength, hardness_mode: passed to
+                :func:`~keras_hardneg.losses.core.mined_pairs`.
+            guide: None (no guard); ``"self"``: the inputs themselves under
+                ``stop_gradient``; or a tuple ``(anchors [B, d_g], positives [B, d_g],
+                negatives [B, K, d_g])`` of a frozen guide's embeddings of the same rows.
+                Negatives the guide flags are dropped
+                (:func:`~keras_hardneg.losses.guide_guard.guard_negatives`).
+            guard_margin, guard_strategy: the guard's margin and ``"absolute"`` /
+                ``"relative"``.
+        """
+        layout = dict(in_batch=in_batch, symmetric=symmetric, keep=keep)
+        pairs = core.mined_pairs(anchors, positives, negatives, hardness_strength=hardness_strength,
+                                 hardness_mode=hardness_mode, **layout)
+        if guide is not None:
+            margin = guide_guard.check_guard(guard_margin, guard_strategy)
+            if isinstance(guide, str) and guide == "self":
+                guide = tuple(_embeddings_of(z) for z in (anchors, positives, negatives))
+            elif not (isinstance(guide, (tuple, list)) and len(guide) == 3):
+                raise ValueError("`guide` must be None, 'self' or a tuple of the guide's "
+                                 f"(anchors, positives, negatives) embeddings; got {guide!r}.")
+            guide_pairs = core.mined_pairs(*(self._as_dtype(g) for g in guide), **layout)
+            pairs = guide_guard.guard_negatives(pairs, guide_pairs, margin, guard_strategy)
+        return self.per_anchor_terms(pairs)["loss"]
+
     def per_anchor_terms(self, pairs: core.ContrastivePairs) -> Dict[str, Any]:
         """:meth:`anchor_terms` with the package's rule for anchors without a negative
         (loss 0, no gradient, never NaN; see the class docstring). When ``N`` is a static
@@ -479,9 +560,13 @@ class ContrastiveLoss(keras.losses.Loss):
 
     # --- helpers for subclasses --------------------------------------------
     def logits(self, pairs: core.ContrastivePairs):
-        """``(pos [A], neg [A, M])``: cosines divided by the temperature."""
+        """``(pos [A], neg [A, M])``: cosines divided by the temperature, plus the pairs'
+        ``negative_offset`` on the negatives when they carry one."""
         t = self.temperature
-        return pairs.positive_cos / t, pairs.negative_cos / t
+        neg = pairs.negative_cos / t
+        if pairs.negative_offset is not None:  # the additive hardness (losses.hardness)
+            neg = neg + pairs.negative_offset
+        return pairs.positive_cos / t, neg
 
     def get_config(self):
         config = super().get_config()

@@ -16,6 +16,11 @@ the queue):
 * **Queue** (MoCo): ``anchors [B, d]``, ``positives [B, d]``, ``negatives [K, d]``.
   Every row of ``negatives`` is a negative of every anchor (``N = K``); the mask
   is ``None``.
+* **Mined** (retrieval, :func:`mined_pairs`): queries ``[B, d]``, their positive documents
+  ``[B, d]`` and ``K`` mined negative documents each ``[B, K, d]``. A query's negatives are
+  the other examples' positives and every mined negative of the batch (or, hard negatives
+  only, its own ``K``); optionally the documents are anchors too (the document->query
+  direction). Full cosine matrix and mask, as in-batch.
 
 All similarities are cosines in float32, whatever the input dtype; losses
 divide them by the temperature themselves.
@@ -32,6 +37,7 @@ from typing import Any, Optional
 import keras
 from keras import ops
 
+from keras_hardneg.losses import hardness
 from keras_hardneg.losses.false_negatives import false_negative_rate_of_pairs
 
 # The models' metric; the one implementation is in :mod:`keras_hardneg.losses.false_negatives`.
@@ -42,6 +48,9 @@ __all__ = [
     "l2_normalize",
     "in_batch_pairs",
     "cross_view_pairs",
+    "mined_pairs",
+    "check_mined_options",
+    "negatives_column",
     "queue_pairs",
     "mask_logits",
     "masked_logsumexp",
@@ -70,7 +79,10 @@ class ContrastivePairs:
         negative_cos: ``[A, M]`` cosine of each anchor with each pool row.
         negative_mask: ``[A, M]`` bool, ``True`` where the pool row is one of the
             anchor's negatives; ``None`` when every pool row is (queue case).
-        num_negatives: ``N``, the number of negatives of every anchor (an int).
+        num_negatives: ``N``, the number of negatives of every anchor: an int, a scalar
+            int tensor (known at run time), or an ``[A]`` int tensor, one per anchor, where
+            anchors have different counts (:func:`mined_pairs` with documents as anchors,
+            a mask, a false-negative guard). :func:`negatives_column` broadcasts it.
         anchor_index: ``[A]`` int, SimCLR in-batch only: the pool row that is
             the anchor itself (``None`` otherwise).
         partner_index: ``[A]`` int, in-batch only: the pool row holding each
@@ -80,6 +92,10 @@ class ContrastivePairs:
             Dense layer), carried for UnReMix's uncertainty term.
         negative_norms / anchor_norms: ``[M]`` / ``[A]`` norms of the rows
             before normalisation (UnReMix needs them for exact gradients).
+        negative_offset: optional ``[A, M]`` float32 offsets added to the negative logits
+            ``cos / t`` by :meth:`~keras_hardneg.losses.ContrastiveLoss.logits`, before the
+            loss's own weighting (the additive hardness of
+            :mod:`~keras_hardneg.losses.hardness`); ``None``: none.
     """
 
     anchors: Tensor
@@ -95,6 +111,7 @@ class ContrastivePairs:
     negative_features: Optional[Tensor] = None
     anchor_norms: Optional[Tensor] = None
     negative_norms: Optional[Tensor] = None
+    negative_offset: Optional[Tensor] = None
 
     @property
     def in_batch(self) -> bool:
@@ -377,6 +394,197 @@ def queue_pairs(anchors, positives, negatives) -> ContrastivePairs:
     _, up = _norms_and_unit(p)
     n_norms, un = _norms_and_unit(n)
     return _assemble(ua, up, un, None, _rows(n), a_norms, n_norms, fa, fn)
+
+
+def negatives_column(num_negatives):
+    """``N`` (:attr:`ContrastivePairs.num_negatives`) as it broadcasts against ``[A, M]``: an
+    int or a scalar tensor unchanged, a per-anchor ``[A]`` tensor as ``[A, 1]``.
+
+    Example:
+    >>> import numpy as np
+    >>> tuple(negatives_column(np.array([3, 1], "int32")).shape), negatives_column(4)
+    ((2, 1), 4)
+    """
+    if isinstance(num_negatives, int):
+        return num_negatives
+    n = ops.convert_to_tensor(num_negatives)
+    return n[:, None] if len(n.shape) == 1 else n
+
+
+def _mined_negatives(negatives, dim):
+    """``(negatives [B, K, d], features [B, K, m] or None, K)``; ``K`` must be static."""
+    n, feats = _split_input(negatives, "negatives")
+    n = ops.convert_to_tensor(n)
+    dtype = keras.backend.standardize_dtype(n.dtype)
+    if "float" not in dtype:
+        raise ValueError(f"`negatives` must be a float tensor; got dtype {dtype}.")
+    shape = _static_shape(n)
+    if shape is None or len(shape) != 3 or shape[1] is None:
+        raise ValueError("`negatives` must have rank 3 with a static K (shape [B, K, d]: K "
+                         f"mined negatives per anchor, K >= 0); got shape {shape}.")
+    if shape[2] is not None and dim is not None and shape[2] != dim:
+        raise ValueError(f"`negatives` must have the anchors' dimension {dim}; got shape "
+                         f"{shape}.")
+    return n, feats, shape[1]
+
+
+def _mined_layout(b, k, in_batch, symmetric):
+    """The static-shape masks of :func:`mined_pairs`' pool ``[positives; negatives;
+    (queries)]``: ``(negative_mask [A, M], explicit [A, M] (the query's own mined
+    negatives), query_anchor [A], column_example [M], anchor_index, partner_index)``."""
+    bk = b * k
+    cols = ops.arange(2 * b + bk if symmetric else b + bk, dtype="int32")
+    is_pos = cols < b
+    is_neg = ops.logical_and(cols >= b, cols < b + bk)
+    column_example = ops.where(is_pos, cols,
+                               ops.where(is_neg, (cols - b) // max(k, 1), cols - b - bk))
+    rows = ops.arange(2 * b if symmetric else b, dtype="int32")
+    row_example = rows % b
+    query_anchor = rows < b
+    own = ops.equal(row_example[:, None], column_example[None, :])
+    if in_batch:
+        query_negatives = ops.logical_or(ops.logical_and(is_pos[None, :], ops.logical_not(own)),
+                                         is_neg[None, :])
+    else:
+        query_negatives = ops.logical_and(is_neg[None, :], own)
+    document_negatives = ops.logical_and((cols >= b + bk)[None, :], ops.logical_not(own))
+    mask = ops.where(query_anchor[:, None], query_negatives, document_negatives)
+    explicit = ops.logical_and(ops.logical_and(is_neg[None, :], own), query_anchor[:, None])
+    partner_index = ops.where(query_anchor, row_example, b + bk + row_example)
+    anchor_index = (ops.where(query_anchor, b + bk + row_example, row_example)
+                    if symmetric else None)
+    return mask, explicit, query_anchor, column_example, anchor_index, partner_index
+
+
+def _mined_rows(anchors, positives, negatives, symmetric):
+    """Unit rows, norms and features of :func:`mined_pairs`: ``(anchors, positives, pool,
+    anchor norms, pool norms, anchor features, pool features, K)``."""
+    q, fq = _split_input(anchors, "anchors")
+    p, fp = _split_input(positives, "positives")
+    q = validate_embeddings(q, "anchors", min_rows=1)
+    p = _check_same_shape(q, validate_embeddings(p, "positives", min_rows=1), "anchors",
+                          "positives")
+    dim = _static_shape(q)[-1]
+    n, fn, k = _mined_negatives(negatives, dim)
+    sq, sn = _static_shape(q), _static_shape(n)
+    if sq[0] is not None and sn[0] is not None and sq[0] != sn[0]:
+        raise ValueError(f"`negatives` must have one row of K negatives per anchor (shape "
+                         f"[B, K, d]); got anchors {sq} and negatives {sn}.")
+    given = [f is not None for f in ((fq, fp, fn) if k else (fq, fp))]
+    if any(given) and not all(given):
+        raise ValueError("Give 'features' for `anchors`, `positives` and `negatives`, or for "
+                         "none of them.")
+    q_norms, uq = _norms_and_unit(q)
+    p_norms, up = _norms_and_unit(p)
+    pool, norms, feats = [up], [p_norms], [fp]
+    if k:
+        n_norms, un = _norms_and_unit(ops.reshape(n, (-1, ops.shape(n)[-1])))
+        pool, norms = pool + [un], norms + [n_norms]
+        feats.append(None if fn is None else ops.reshape(fn, (-1, ops.shape(fn)[-1])))
+    if symmetric:
+        pool, norms, feats = pool + [uq], norms + [q_norms], feats + [fq]
+
+    def cat(parts):
+        return None if parts[0] is None else ops.concatenate(parts, axis=0)
+
+    if symmetric:
+        return (cat([uq, up]), cat([up, uq]), cat(pool), cat([q_norms, p_norms]), cat(norms),
+                cat([fq, fp]), cat(feats), k)
+    return uq, up, cat(pool), q_norms, cat(norms), fq, cat(feats), k
+
+
+def check_mined_options(num_negatives, in_batch: bool, symmetric: bool) -> int:
+    """Validates the layout options of :func:`mined_pairs` (``num_negatives`` the ``K`` of
+    ``negatives [B, K, d]``); returns ``K``. Raises ``ValueError`` naming the parameter.
+
+    Example:
+    >>> check_mined_options(1, in_batch=True, symmetric=True)
+    1
+    """
+    if isinstance(num_negatives, bool) or not isinstance(num_negatives, int) or num_negatives < 0:
+        raise ValueError(f"`num_negatives` must be an int >= 0 (K mined negatives per query); "
+                         f"got {num_negatives!r}.")
+    for name, value in (("in_batch", in_batch), ("symmetric", symmetric)):
+        if not isinstance(value, bool):
+            raise ValueError(f"`{name}` must be True or False; got {value!r}.")
+    if symmetric and not in_batch:
+        raise ValueError("`symmetric=True` needs `in_batch=True` (the document->query "
+                         "direction's negatives are the batch's other queries).")
+    if not in_batch and num_negatives < 1:
+        raise ValueError("`negatives` must hold K >= 1 mined negatives per anchor with "
+                         f"`in_batch=False` (hard negatives only); got K = {num_negatives}.")
+    return num_negatives
+
+
+def mined_pairs(anchors, positives, negatives, *, in_batch: bool = True,
+                symmetric: bool = False, keep=None, hardness_strength: float = 0.0,
+                hardness_mode: Optional[str] = None) -> ContrastivePairs:
+    """The pairs of queries with their positive documents and ``K`` mined negatives each.
+
+    The pool is ``[positives (B); mined negatives (B K, example-major); queries (B, with
+    symmetric)]``, the full cosine matrix with a mask (static shapes, no gather).
+
+    * Query ``i`` (anchor ``i``) has positive ``positives[i]``. ``in_batch=True`` (as
+      sentence-transformers' MultipleNegativesRankingLoss): its negatives are the other
+      ``B - 1`` positives and all ``B K`` mined negatives of the batch (another query's mined
+      negative is everyone's), ``N = B - 1 + B K``; ``in_batch=False`` (hard negatives only,
+      ``K >= 1``): its own ``K``, ``N = K``.
+    * ``symmetric=True`` (as MultipleNegativesSymmetricRankingLoss, ``in_batch`` only) adds
+      the document->query direction: anchors ``B + i`` are the positives, each with positive
+      ``anchors[i]`` and the other ``B - 1`` queries as negatives (mined negatives are no
+      anchors). ``A = 2B``, the queries first; a mean over the ``2B`` anchors is the mean of
+      the two directions' means. With ``K > 0`` the two directions' ``N`` differ: ``N`` is
+      then ``[A]``.
+
+    Args:
+        anchors: ``[B, d]`` queries (or an UnReMix dict ``{"embeddings", "features"}``).
+        positives: ``[B, d]`` their positive documents (or a dict).
+        negatives: ``[B, K, d]`` their mined negatives, ``K >= 0`` static (or a dict with
+            ``[B, K, m]`` features).
+        keep: optional ``[B]`` bool (a Keras mask): a dropped example's rows are no one's
+            negatives; ``N`` becomes ``[A]`` (its anchors' rows are left for the reduction).
+        hardness_strength, hardness_mode: sentence-transformers' additive hardness
+            (:mod:`keras_hardneg.losses.hardness`), stored as ``negative_offset`` on the
+            query anchors' selected negatives (the document anchors get none, as there).
+
+    Returns:
+        :class:`ContrastivePairs` with ``A = B`` (``2B`` symmetric), ``M = B + B K``
+        (``+ B`` symmetric).
+
+    Example:
+    >>> import numpy as np
+    >>> q = p = np.eye(2, 4, dtype="float32"); n = np.ones((2, 1, 4), "float32")
+    >>> pairs = mined_pairs(q, p, n)
+    >>> pairs.num_negatives, np.asarray(pairs.negative_mask).astype(int).tolist()
+    (2, [[0, 1, 1, 1], [1, 0, 1, 1]])
+    >>> mined_pairs(q, p, n, in_batch=False).num_negatives
+    1
+    """
+    strength = hardness.check_hardness(hardness_strength, hardness_mode)
+    (u_anchors, u_positives, pool, anchor_norms, pool_norms, anchor_feats, pool_feats,
+     k) = _mined_rows(anchors, positives, negatives, symmetric)
+    check_mined_options(k, in_batch, symmetric)
+    b = _rows(u_positives) if not symmetric else _rows(u_positives) // 2
+    mask, explicit, query_anchor, column_example, anchor_index, partner_index = (
+        _mined_layout(b, k, in_batch, symmetric))
+    if keep is not None:
+        kept = ops.reshape(ops.cast(keep, "bool"), (-1,))
+        mask = ops.logical_and(mask, ops.take(kept, column_example)[None, :])
+    if keep is not None or (symmetric and k > 0):
+        n = ops.sum(ops.cast(mask, "int32"), axis=1)
+    else:
+        n = (b - 1 + b * k) if in_batch else k
+    pairs = _assemble(u_anchors, u_positives, pool, mask, n, anchor_norms, pool_norms,
+                      anchor_feats, pool_feats, anchor_index=anchor_index,
+                      partner_index=partner_index)
+    if strength > 0.0:
+        by_query = query_anchor[:, None]
+        selected = {"hard_negatives": explicit,
+                    "in_batch_negatives": ops.logical_and(
+                        ops.logical_and(mask, by_query), ops.logical_not(explicit)),
+                    "all_negatives": ops.logical_and(mask, by_query)}[hardness_mode]
+        pairs.negative_offset = hardness.hardness_offset(pairs.negative_cos, selected, strength)
+    return pairs
 
 
 def mask_logits(logits, mask):

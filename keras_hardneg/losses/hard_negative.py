@@ -43,7 +43,7 @@ def hard_negative_weights(neg_logits, mask, num_negatives, beta):
     """``[A, M]`` importance weights ``imp_aj / mean_j imp_aj = N softmax_j(beta s_aj)`` of
     Robinson et al. over each anchor's negatives (0 elsewhere): the ``w_aj`` of
     :func:`hard_negative_log_sum`'s ``R_a = sum_j w_aj e^{s_aj}``."""
-    n = ops.cast(num_negatives, "float32")
+    n = ops.cast(core.negatives_column(num_negatives), "float32")
     return n * ops.softmax(core.mask_logits(beta * neg_logits, mask), axis=-1)
 
 

@@ -257,7 +257,8 @@ class RingContrastiveLoss(ContrastiveLoss):
         masked = core.mask_logits(neg_logits, pairs.negative_mask)
         order = ops.argsort(-masked, axis=-1)
         rank = ops.argsort(order, axis=-1)  # rank of each pool row, non-negatives last
-        inside = ops.logical_and(rank >= lo, rank < hi)
+        inside = ops.logical_and(rank >= core.negatives_column(lo),
+                                 rank < core.negatives_column(hi))
         return ops.cast(inside, "float32") * self.negative_indicator(pairs, neg_logits)
 
     def anchor_terms(self, pairs):

@@ -104,7 +104,7 @@ def representativeness_scores(pairs):
     """``[A, M]`` representativeness: mean ``1 - cos`` of a negative to the
     anchor's other negatives (Eq. 4), via one pool sum (``O(A M d)``)."""
     neg = pairs.negatives
-    n = ops.cast(pairs.num_negatives, "float32")
+    n = ops.cast(core.negatives_column(pairs.num_negatives), "float32")
     self_dot = ops.sum(neg * neg, axis=-1)  # 1 (0 for a zero row)
     if pairs.in_batch:
         # sum over the anchor's negatives j' of u_j.u_j' = (mask @ neg) @ neg^T: O(A M d).

@@ -177,3 +177,64 @@ def unremix_queue(q, k, queue, t, tau_plus, beta, weights, fq=None, fqueue=None)
         w = lu * _mean_one(u) + ls * s / s.mean() + lr * _mean_one(r)
         vals.append(weighted(pos, neg, t, tau_plus, w))
     return float(np.mean(vals))
+
+
+# ---- mined negatives (retrieval tuples) ----------------------------------------------
+# Written from sentence-transformers' documented behaviour (MultipleNegativesRankingLoss and
+# its symmetric variant, the additive hardness, GISTEmbedLoss's guard), one anchor at a time.
+
+def mined_candidates(q, p, n, in_batch=True, symmetric=False):
+    """Per anchor ``(anchor, positive, [(negative, kind, (example, slot))])`` over unit rows:
+    kind ``"own"`` (the query's own mined negative), ``"batch"`` (another example's positive or
+    mined negative) or ``"reverse"`` (a document anchor's other queries). ``slot``: ``"p"``,
+    ``"q"`` or the negative's index ``k``. Queries first, then (symmetric) the documents."""
+    b, k = n.shape[0], n.shape[1]
+    out = []
+    for i in range(b):
+        negs = []
+        if in_batch:
+            negs += [(j, "p") for j in range(b) if j != i]
+            negs += [(j, kk) for j in range(b) for kk in range(k)]
+        else:
+            negs += [(i, kk) for kk in range(k)]
+        out.append((("q", i), ("p", i), [(s, "own" if s[0] == i and s[1] != "p" else "batch")
+                                           for s in negs]))
+    if symmetric:
+        for i in range(b):
+            out.append((("p", i), ("q", i), [((j, "q"), "reverse") for j in range(b) if j != i]))
+    return out
+
+
+def _row(q, p, n, ref):
+    """The unit row named by ``ref``: ``("q", i)`` / ``("p", i)`` or ``(example, slot)``."""
+    if ref[0] in ("q", "p"):
+        kind, i = ref
+    else:
+        i, kind = ref
+    z = q[i] if kind == "q" else p[i] if kind == "p" else n[i, kind]
+    z = np.asarray(z, np.float64)
+    return z / np.linalg.norm(z)
+
+
+def mined_losses(fn, q, p, n, t, in_batch=True, symmetric=False, strength=0.0, mode=None,
+                 guide=None, margin=0.0, strategy="absolute", **kw):
+    """Per-anchor losses (float64) of ``fn(pos, neg, t, **kw)`` on mined tuples: hardness adds
+    ``strength * cos`` to the logits of the query's negatives ``mode`` selects; ``guide``
+    ``(gq, gp, gn)`` drops negatives whose guide cosine exceeds the guide positive's minus
+    the margin. An anchor left without negatives has loss 0."""
+    chosen = {None: (), "hard_negatives": ("own",), "in_batch_negatives": ("batch",),
+              "all_negatives": ("own", "batch")}[mode]
+    vals = []
+    for a_ref, p_ref, negs in mined_candidates(q, p, n, in_batch, symmetric):
+        a, pos = _row(q, p, n, a_ref), _row(q, p, n, p_ref)
+        if guide is not None:
+            ga, gpos = _row(*guide, a_ref), _row(*guide, p_ref)
+            g = ga @ gpos
+            threshold = g - margin if strategy == "absolute" else g - abs(g) * margin
+            negs = [(ref, kind) for ref, kind in negs if ga @ _row(*guide, ref) <= threshold]
+        logits = []
+        for ref, kind in negs:
+            cos = a @ _row(q, p, n, ref)
+            logits.append(cos / t + (strength * cos if kind in chosen else 0.0))
+        vals.append(0.0 if not logits else fn(a @ pos / t, np.array(logits), t, **kw))
+    return np.array(vals)
