@@ -82,6 +82,12 @@ class DataFeed:
         """Arguments the encoder factory takes from the data (not recipe keys)."""
         return {}
 
+    def framework_context(self, recipe: dict[str, Any]) -> dict[str, Any]:
+        """Arguments the framework factory takes from the recipe's other sections (the
+        retrieval framework's ``num_negatives``, from its sampler); only those the
+        framework accepts are passed."""
+        return {}
+
     def view_context(self, x: Any) -> dict[str, Any]:
         """Arguments the view maker factory takes from the data (not recipe keys)."""
         return {}

@@ -1,0 +1,117 @@
+"""Retrieval as the fourth modality, end to end through the command line: a tiny BEIR folder
+written here (eight topics; each query names its topic's document), a tokenizer trained on
+it, a one-layer Transformer (not MiniLM: seconds), mined tuples (K = 1), ``keras-hardneg
+train --recipe``, ``evaluate RUN --json`` with BEIR's figures and ``report`` with the mined
+negatives. The JAX run (``backends``) checks the PyDataset feed and the stateless step."""
+
+import json
+import os
+
+import keras
+import numpy as np
+import pytest
+
+from keras_hardneg import cli
+from keras_hardneg.modalities import get_modality, modality_of
+from keras_hardneg.run import load_recipe
+
+TOPICS = ["apple", "river", "engine", "violin", "planet", "garden", "castle", "doctor"]
+WORDS = ["red", "blue", "small", "large", "old", "new", "fast", "slow", "bright", "dark"]
+
+
+def write_tiny_beir(folder, seed=0):
+    """Eight topics x six documents; four training queries and one test query a topic, each
+    relevant to one document of its topic."""
+    rng = np.random.default_rng(seed)
+    os.makedirs(os.path.join(folder, "qrels"), exist_ok=True)
+    docs, queries, train, test = [], [], [], []
+    for t, topic in enumerate(TOPICS):
+        for j in range(6):
+            words = " ".join(rng.choice(WORDS, size=4))
+            docs.append((f"d{t}_{j}", f"{topic} {j}", f"the {topic} is {words} {topic}"))
+        for j in range(5):
+            words = " ".join(rng.choice(WORDS, size=2))
+            queries.append((f"q{t}_{j}", f"which {topic} {words}"))
+            (train if j < 4 else test).append((f"q{t}_{j}", f"d{t}_{j}"))
+    with open(os.path.join(folder, "corpus.jsonl"), "w") as f:
+        for i, title, text in docs:
+            f.write(json.dumps({"_id": i, "title": title, "text": text}) + "\n")
+    with open(os.path.join(folder, "queries.jsonl"), "w") as f:
+        for i, text in queries:
+            f.write(json.dumps({"_id": i, "text": text}) + "\n")
+    for split, rows in (("train", train), ("test", test)):
+        with open(os.path.join(folder, "qrels", f"{split}.tsv"), "w") as f:
+            f.write("query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{d}\t1\n" for q, d in rows))
+    return folder
+
+
+def tiny_recipe(folder, **extra):
+    return {"name": "tiny-retrieval", "data": {"name": "beir", "path": str(folder),
+                                                "max_length": 12, "vocab_size": 300},
+            "encoder": {"name": "transformer", "width": 16, "num_layers": 1, "num_heads": 2,
+                        "dropout": 0.0},
+            "sampler": {"name": "mined", "num_negatives": 1, "range_max": 8},
+            "optimizer": {"name": "adamw", "learning_rate": 3e-3}, "batch_size": 8,
+            "epochs": 1, **extra}
+
+
+def test_the_retrieval_recipe_is_the_protocol_and_text_encoders_fit_it():
+    recipe = load_recipe({"data": {"name": "beir", "path": "/tmp/x"},
+                          "encoder": {"name": "pretrained_bert", "preset": "/tmp/ckpt"}})
+    assert modality_of(recipe).name == "retrieval"
+    assert recipe["framework"]["name"] == "dual_encoder" and recipe["batch_size"] == 32
+    assert recipe["loss"] == {"name": "nt_xent", "temperature": 0.05}
+    assert recipe["sampler"]["relative_margin"] == 0.05
+    assert recipe["sampler"]["sampling_strategy"] == "top"
+    assert recipe["optimizer"]["learning_rate"] == 2e-5
+    assert recipe["schedule"] == {"name": "warmup_linear", "warmup_fraction": 0.1}
+    assert get_modality("retrieval").framework_context(recipe) == {"num_negatives": 1}
+    with pytest.raises(ValueError, match="'augmentation.name' = 'simclr' is for image"):
+        load_recipe({**recipe, "augmentation": {"name": "simclr"}})
+
+
+def test_a_tiny_beir_folder_trains_evaluates_and_reports_through_the_cli(tmp_path, capsys):
+    folder = write_tiny_beir(tmp_path / "beir")
+    recipe = tmp_path / "recipe.json"
+    recipe.write_text(json.dumps(tiny_recipe(folder)))
+    run_dir = tmp_path / "run"
+    assert cli.main(["train", "--recipe", str(recipe), "--output", str(run_dir),
+                     "--no-report"]) == 0
+    printed = capsys.readouterr().out
+    assert "training pairs/s" in printed and "nDCG@10" in printed
+    results = json.loads((run_dir / "results.json").read_text())
+    assert results["modality"] == "retrieval" and results["test_queries"] == len(TOPICS)
+    for key in ("ndcg_at_10", "recall_at_100", "mrr_at_10", "ndcg_at_10_epoch0"):
+        assert 0.0 <= results[key] <= 1.0, key
+    assert results["recall_at_100"] == 1.0  # 48 documents: every one is in the top 100
+    mining = results["mining"][0]  # mined once, before training, for 32 training queries
+    assert mining["epoch"] == 0 and mining["queries"] == 4 * len(TOPICS)
+    assert mining["tuples"] + mining["short"] == mining["queries"]
+    assert results["pairs_per_second"] > 0 and results["steps_per_epoch"] == 32 // 8
+
+    assert cli.main(["evaluate", str(run_dir), "--json"]) == 0
+    figures = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    text = json.dumps(figures)
+    assert "ndcg_at_10" in text and "mrr_at_10" in text
+
+    assert cli.main(["report", str(run_dir)]) == 0
+    page = (run_dir / "report.html").read_text()
+    assert "Mined negatives" in page and "nDCG@10" in page
+
+
+@pytest.mark.backends
+def test_tuples_train_with_fit_on_this_backend(tmp_path):
+    """The feed of this backend (tf.data or PyDataset) and the framework's step, through
+    ``khn.run.train`` (mined K = 1, then in-batch pairs K = 0 with the self guard)."""
+    from keras_hardneg import run
+
+    folder = write_tiny_beir(tmp_path / "beir")
+    out = run.train(tiny_recipe(folder), str(tmp_path / "mined"), verbose=0, export=False,
+                    report=False)
+    assert out["mining"][0]["tuples"] >= 8 and np.isfinite(out["history"]["loss"]).all()
+    pairs = tiny_recipe(folder, sampler={"name": "uniform"},
+                        framework={"name": "dual_encoder", "guard": "self",
+                                   "guard_margin": 0.1})
+    out = run.train(pairs, str(tmp_path / "pairs"), verbose=0, export=False, report=False)
+    assert "mining" not in out and np.isfinite(out["history"]["loss"]).all()
+    assert out["steps_per_epoch"] == 32 // 8
