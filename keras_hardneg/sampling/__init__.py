@@ -10,7 +10,10 @@ false negatives with ``metrics``. The graph is kept fresh during training by
 
 Retrieval: ``mine_hard_negatives`` (sentence-transformers' rank window and margins, exact or
 ScaNN; :mod:`keras_hardneg.sampling.mining`) over ``top_k_cosine``
-(:mod:`keras_hardneg.sampling.search`).
+(:mod:`keras_hardneg.sampling.search`). Batches of the mined tuples with no query and no
+document twice (``pack_without_duplicates``), by epoch in uniform or BatchSampler walk order
+(``TupleBatches`` / ``TupleBatchSampler``), fed as flat ``B * (2 + K)``-row batches by
+``make_tuple_dataset`` (``tf.data``) or ``make_tuple_py_dataset`` (``keras.utils.PyDataset``).
 
 ``make_dataset`` imports TensorFlow when called (and the ScaNN index when used); nothing else
 here imports it.
@@ -25,17 +28,24 @@ from keras_hardneg.sampling.metrics import (batch_statistics, false_negative_fra
 from keras_hardneg.sampling.samplers import BatchSampler, KNNSampler, UniformSampler
 from keras_hardneg.sampling.sharding import WorkerShard
 from keras_hardneg.sampling.walk import random_walk_with_restart, reachable_count
+from keras_hardneg.sampling.no_duplicates import Packing, pack_without_duplicates
+from keras_hardneg.sampling.tuple_batches import TupleBatches, TupleBatchSampler
 
 __all__ = ["ProximityGraph", "normalize_embeddings", "random_graph", "random_walk_with_restart",
            "reachable_count", "BatchSampler", "UniformSampler", "KNNSampler", "WorkerShard",
            "make_dataset",
            "make_py_dataset", "SamplerPyDataset",
            "mean_in_batch_cosine", "false_negative_fraction", "batch_statistics",
-           "mine_hard_negatives", "MinedNegatives", "MiningSummary", "top_k_cosine"]
+           "mine_hard_negatives", "MinedNegatives", "MiningSummary", "top_k_cosine",
+           "Packing", "pack_without_duplicates", "TupleBatches", "TupleBatchSampler",
+           "make_tuple_dataset", "make_tuple_py_dataset", "TuplePyDataset"]
 
 
 def __getattr__(name):  # lazy: the feeds load keras only when used
     if name in ("make_dataset", "make_py_dataset", "SamplerPyDataset"):
         from keras_hardneg.sampling import dataset
         return getattr(dataset, name)
+    if name in ("make_tuple_dataset", "make_tuple_py_dataset", "TuplePyDataset"):
+        from keras_hardneg.sampling import tuple_feed
+        return getattr(tuple_feed, name)
     raise AttributeError(f"module 'keras_hardneg.sampling' has no attribute {name!r}")

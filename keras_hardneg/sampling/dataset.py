@@ -19,6 +19,9 @@ sampler to its examples.  Sources:
 (c) random access: any object with ``__getitem__`` / ``__len__`` such as
     ``tfds.data_source(...)``; an item is a dict (``image_key`` / ``label_key``), a tuple
     ``(image, label)`` or an image.  Items are fetched by ``num_workers`` threads.
+(d) text: ``source`` = ``N`` strings with ``texts=True`` (passed through unchanged, as
+    ``tf.string`` / a NumPy object array, under the same ``"images"`` key: for a model
+    whose preprocessor tokenizes, e.g. a keras-hub ``TextEmbedder``).
 
 Elements: ``({"images": float32 [B, H, W, C] in [0, 1], "index": int64 [B]}, labels [B])``, or
 just the dict without labels.  Every sampler batch becomes exactly one element (no data is
@@ -103,7 +106,7 @@ def _finish(ds, with_labels, prefetch):
 
 def make_dataset(sampler, source, labels=None, *, image_size=None, image_key="image",
                  label_key="label", repeat=True, prefetch=_AUTOTUNE,
-                 num_parallel_calls=_AUTOTUNE, num_workers=4, channels=3):
+                 num_parallel_calls=_AUTOTUNE, num_workers=4, channels=3, texts=False):
     """Build a ``tf.data.Dataset`` of sampled mini-batches (needs TensorFlow; without it use
     :func:`make_py_dataset`).
 
@@ -121,6 +124,11 @@ def make_dataset(sampler, source, labels=None, *, image_size=None, image_key="im
         num_parallel_calls: parallel decodes for paths.
         num_workers: threads fetching items from a random-access source.
         channels: channels decoded from files: 3 (RGB) or 1 (luma).
+        texts: ``source`` is ``N`` strings, passed through as ``tf.string`` (source (d)).
+
+    A sampler with ``variable_batch_size = True`` (a
+    :class:`~keras_hardneg.sampling.TupleBatches` keeping its last incomplete batch) gets
+    elements whose batch dimension is unknown (None).
 
     Returns:
         ``tf.data.Dataset`` of ``({"images", "index"}, labels)`` or ``{"images", "index"}``.
@@ -131,6 +139,8 @@ def make_dataset(sampler, source, labels=None, *, image_size=None, image_key="im
     require_tensorflow("make_dataset (a tf.data pipeline; without TensorFlow use "
                        "make_py_dataset)")
     n, b = int(sampler.num_nodes), int(sampler.batch_size)
+    if getattr(sampler, "variable_batch_size", False):
+        b = None
     try:
         size = len(source)
     except TypeError:
@@ -142,6 +152,8 @@ def make_dataset(sampler, source, labels=None, *, image_size=None, image_key="im
         raise ValueError(f"`labels` has {len(labels)} entries, expected N={n}.")
     idx_gen = _index_stream(sampler, repeat)
 
+    if texts:
+        return _from_arrays(idx_gen, _text_rows(source), labels, b, prefetch)
     if _is_paths(source):
         return _from_paths(idx_gen, [os.fspath(p) if not isinstance(p, bytes) else p
                                      for p in source],
@@ -157,7 +169,7 @@ def make_dataset(sampler, source, labels=None, *, image_size=None, image_key="im
 def _from_arrays(idx_gen, images, labels, b, prefetch):
     import tensorflow as tf
 
-    if images.ndim < 2:
+    if images.ndim < 2 and images.dtype != object:
         raise ValueError(f"`source` images must have rank >= 2 [N, ...], got {images.shape}.")
     with_labels = labels is not None and labels is not False
     lab = np.asarray(labels) if with_labels else None
@@ -169,15 +181,29 @@ def _from_arrays(idx_gen, images, labels, b, prefetch):
             else:
                 yield images[idx], idx
 
-    sig = [tf.TensorSpec((b,) + images.shape[1:], tf.as_dtype(images.dtype)),
-           tf.TensorSpec((b,), tf.int64)]
+    dtype = tf.string if images.dtype == object else tf.as_dtype(images.dtype)
+    sig = [tf.TensorSpec((b,) + images.shape[1:], dtype), tf.TensorSpec((b,), tf.int64)]
     if with_labels:
         sig.append(tf.TensorSpec((b,) + lab.shape[1:], tf.as_dtype(lab.dtype)))
     ds = tf.data.Dataset.from_generator(gen, output_signature=tuple(sig))
-    if not _is_token_ids(images):
+    if not _is_token_ids(images) and images.dtype != object:
         ds = ds.map(lambda img, *rest: (to_unit_float(img),) + tuple(rest),
                     num_parallel_calls=tf.data.AUTOTUNE)
     return _finish(ds, with_labels, prefetch)
+
+
+def _text_rows(source):
+    """``N`` strings as a NumPy object array ``[N]`` (checked)."""
+    if isinstance(source, (str, bytes)):
+        raise ValueError("`source` must be a sequence of strings with `texts=True`, not one "
+                         "string.")
+    rows = np.empty(len(source), dtype=object)
+    for i, text in enumerate(source):
+        if not isinstance(text, (str, bytes, np.str_, np.bytes_)):
+            raise ValueError(f"`source[{i}]` must be a string with `texts=True`; got "
+                             f"{type(text).__name__}.")
+        rows[i] = str(text) if isinstance(text, np.str_) else text
+    return rows
 
 
 def _is_token_ids(array):
@@ -288,13 +314,15 @@ class _Gather:
     NumPy and Pillow only (one of the three kinds of ``source`` of :func:`make_dataset`)."""
 
     def __init__(self, source, labels, image_size, image_key, label_key, num_workers,
-                 channels):
+                 channels, texts=False):
         self.size = None if image_size is None else tuple(int(s) for s in image_size)
         self.channels = channels
         self.image_key, self.label_key = image_key, label_key
         self.labels = None if labels is None or labels is False else np.asarray(labels)
         self.pool = None
-        if _is_paths(source):
+        if texts:
+            self.kind, self.source = "texts", _text_rows(source)
+        elif _is_paths(source):
             self.kind = "paths"
             self.source = [os.fspath(p) if not isinstance(p, bytes) else p.decode()
                            for p in source]
@@ -319,6 +347,8 @@ class _Gather:
         return self.labels is not None or self.item_labels
 
     def __call__(self, idx):
+        if self.kind == "texts":
+            return self.source[idx], (None if self.labels is None else self.labels[idx])
         if self.kind == "arrays":
             if _is_token_ids(self.source):
                 return np.asarray(self.source[idx]), (None if self.labels is None
@@ -369,9 +399,9 @@ class SamplerPyDataset(keras.utils.PyDataset):
     Args:
         sampler: ``BatchSampler`` / ``UniformSampler`` / ``KNNSampler`` (or any object with
             ``num_nodes``, ``batch_size``, ``steps_per_epoch`` and ``next_batch()``).
-        source, labels, image_size, image_key, label_key, num_workers, channels: as in
-            :func:`make_dataset` (``num_workers`` threads fetch the items of a random-access
-            source).
+        source, labels, image_size, image_key, label_key, num_workers, channels, texts: as
+            in :func:`make_dataset` (``num_workers`` threads fetch the items of a
+            random-access source).
         **kwargs: ``workers``, ``use_multiprocessing``, ``max_queue_size`` of
             ``keras.utils.PyDataset`` (``workers > 1`` decodes batches in parallel threads,
             and the sampler then runs ahead of training by up to ``max_queue_size`` batches,
@@ -386,7 +416,7 @@ class SamplerPyDataset(keras.utils.PyDataset):
     def __init__(self, sampler: Any, source: Any, labels: Any = None, *,
                  image_size: tuple[int, int] | None = None, image_key: str = "image",
                  label_key: str = "label", num_workers: int = 4, channels: int = 3,
-                 **kwargs: Any):
+                 texts: bool = False, **kwargs: Any):
         if kwargs.get("use_multiprocessing"):
             raise ValueError("`use_multiprocessing` must be False: the sampler draws the "
                              "batches in this process (use `workers` threads instead).")
@@ -397,7 +427,7 @@ class SamplerPyDataset(keras.utils.PyDataset):
         self.sampler = sampler
         self.steps_per_epoch = int(sampler.steps_per_epoch)
         self._gather = _Gather(source, labels, image_size, image_key, label_key,
-                               num_workers, channels)
+                               num_workers, channels, texts)
         self._lock = threading.Lock()
         self._pending = {}      # position in this pass -> index batch drawn, not yet read
         self._drawn = 0         # batches drawn in this pass
