@@ -387,6 +387,12 @@ class RetrievalModality(TextModality):
         plan = _plan(recipe) if recipe["sampler"]["name"] in ("uniform", "mined") else None
         return {"num_negatives": 0 if plan is None else int(plan.num_negatives)}
 
+    def preset_keys(self, preset):
+        from keras_hardneg.encoders.pretrained_text import finetune_recipe
+
+        keys = finetune_recipe(preset)  # the encoder and its tokenizer; the retrieval
+        return {"encoder": keys["encoder"], "data": keys["data"]}  # recipe's own protocol
+
     def initial_embeddings(self, x, seed):
         raise RecipeError("recipe key 'sampler.name': retrieval data is fed as tuples; "
                           "choose 'uniform' (pairs) or 'mined', not a graph sampler.")
