@@ -18,7 +18,7 @@ what differs: the feed, the evaluation, the report and the figures.
   negatives mined once with the starting encoder when training begins
   (:func:`~keras_hardneg.sampling.mine_hard_negatives`: rank window, margins, top or random),
   and again every ``remine_every`` epochs with the encoder being trained
-  (:class:`TupleMiner`); until the first mining the tuples hold seeded random negatives (only
+  (:class:`TupleMiner`, a :class:`~keras_hardneg.callbacks.ReminingCallback`); until the first mining the tuples hold seeded random negatives (only
   a build before training could read them).
 * **Evaluation.** BEIR's protocol on the test split (:func:`evaluate_retrieval`: cosine over
   the whole corpus, the query's own id dropped): ``ndcg_at_10``, ``recall_at_100``,
@@ -46,6 +46,7 @@ from typing import Any
 import keras
 import numpy as np
 
+from keras_hardneg.callbacks.remining import ReminingCallback
 from keras_hardneg.modalities import report
 from keras_hardneg.modalities.evaluation import Figure
 from keras_hardneg.modalities.text import TextModality, _any_length, _encode_ids
@@ -189,58 +190,54 @@ def _encode(encoder: Any, ids: np.ndarray) -> np.ndarray:
                        trim=_any_length(encoder))
 
 
-class TupleMiner(keras.callbacks.Callback):
-    """Mines the tuples' negatives with the model's encoder when training begins (the
-    starting encoder) and every ``plan.remine_every`` epochs after (the encoder being
-    trained), and hands them to the feed (``batches.set_tuples``: the next epoch reads them).
+class TupleMiner(ReminingCallback):
+    """The retrieval feed's miner: :class:`~keras_hardneg.callbacks.ReminingCallback` set
+    up from the data and the ``"mined"`` sampler -- it mines when training begins (with the
+    starting encoder; its corpus embeddings reused from the epoch-0 evaluation when that ran)
+    and every ``plan.remine_every`` epochs after (the encoder being trained), encoding token
+    ids in length-sorted batches.
 
-    The training data's ``runtime`` keeps what the report shows: ``"mined"`` (the latest
-    :class:`~keras_hardneg.sampling.MinedNegatives`), ``"first_mining"`` and ``"minings"``
-    (one summary per mining: epoch, tuples, queries without enough candidates, seconds).
+    The training data's ``runtime`` keeps what the run's results and report show:
+    ``"mined"`` (the latest :class:`~keras_hardneg.sampling.MinedNegatives`) and
+    ``"minings"`` (one record per mining: epoch, tuples, queries without enough
+    candidates, what each filter removed, score quantiles, seconds).
     """
 
     def __init__(self, data: Any, plan: MiningPlan, seed: int):
-        super().__init__()
-        self.data, self.plan, self.seed = data, plan, int(seed)
+        options = plan.miner_arguments(seed)
+        super().__init__(data.runtime["batches"], data.query_ids, data.corpus_ids,
+                         data.positives, every_n_epochs=plan.remine_every or _NEVER,
+                         mining_options=options, encode_fn=self._encode_fn,
+                         mine_on_train_begin=True)
+        self.data = data
 
-    def mine(self, epoch: int) -> None:
-        from keras_hardneg.sampling.mining import mine_hard_negatives
+    def _encode_fn(self, model: Any, ids: Any) -> np.ndarray:
+        cached = self.data.runtime.pop("start_corpus", None)
+        if cached is not None and ids is self.data.corpus_ids and not self.history:
+            return cached
+        return _encode(model.encoder, ids)
 
+    def _log(self, logs):
+        """The records go to the data's runtime (the run's results), not into the epoch
+        logs: a key present at some epochs only would leave ``history.json`` ragged."""
+
+    def remine(self, epoch: int = -1):
         start = time.perf_counter()
-        x, runtime = self.data, self.data.runtime
-        cached = runtime.pop("start_corpus", None)
-        corpus = cached if cached is not None and epoch == 0 else _encode(
-            self.model.encoder, x.corpus_ids)
-        queries = _encode(self.model.encoder, x.query_ids)
-        mined = mine_hard_negatives(queries, corpus, x.positives,
-                                    **self.plan.miner_arguments(self.seed + epoch))
-        batches = runtime["batches"]
-        if len(mined) < batches.batch_size:
-            raise RecipeError(
-                f"mining gave {len(mined)} tuples (fewer than batch_size "
-                f"{batches.batch_size}): {mined.summary.short} of {mined.summary.num_queries} "
-                "queries had too few candidates; widen 'sampler.range_max' or lower the "
-                "margins.")
-        batches.set_tuples(mined)
+        mined = super().remine(epoch)
         s = mined.summary
-        record = {"epoch": int(epoch), "tuples": len(mined), "queries": s.num_queries,
+        record = {"epoch": int(epoch) + 1, "tuples": len(mined), "queries": s.num_queries,
                   "short": s.short, "without_positive": s.without_positive,
                   "window_candidates": s.window_candidates, "removed": dict(s.removed),
                   "range_max": s.range_max, "positive_scores": s.positive_scores,
                   "negative_scores": s.negative_scores,
                   "seconds": round(time.perf_counter() - start, 3)}
-        runtime["mined"] = mined
-        runtime.setdefault("first_mining", record)
-        runtime.setdefault("minings", []).append(record)
+        self.data.runtime["mined"] = mined
+        self.data.runtime.setdefault("minings", []).append(record)
+        return mined
 
-    def on_train_begin(self, logs=None):
-        self.epochs = int(self.params.get("epochs") or 0) if self.params else 0
-        self.mine(0)
 
-    def on_epoch_end(self, epoch, logs=None):
-        every = self.plan.remine_every
-        if every and (epoch + 1) % every == 0 and (not self.epochs or epoch + 1 < self.epochs):
-            self.mine(epoch + 1)
+#: ``every_n_epochs`` of a miner that mines only before training.
+_NEVER = 2 ** 31 - 1
 
 
 # --------------------------------------------------------------------- evaluation
