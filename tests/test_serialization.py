@@ -117,6 +117,8 @@ def _artifacts(folder):
     config(khn.augment.ImageViews(khn.augment.simclr_augmentation(image_size=8)), "image_views")
     config(infograph.local_projector, "infograph_projection")
     config(khn.losses.NTXentLoss(temperature=0.2), "nt_xent")
+    config(khn.losses.MinedNegativesLoss("hard", num_negatives=1, guard="self"),
+           "mined_negatives")
     if hasattr(khn.encoders, "pretrained_text"):  # the pretrained-text encoder's input layer
         from keras_hardneg.encoders.pretrained_text import BertInputs
 
@@ -302,6 +304,9 @@ _ROUND_TRIP = {
                                                                            beta=0.5)),
     "RingContrastiveLoss": ("object", lambda kw, _: khn.losses.RingContrastiveLoss()),
     "UnReMixContrastiveLoss": ("object", lambda kw, _: khn.losses.UnReMixContrastiveLoss()),
+    "MinedNegativesLoss": ("object", lambda kw, _: khn.losses.MinedNegativesLoss(
+        "hard", num_negatives=1, symmetric=True, hardness_strength=2.0,
+        hardness_mode="all_negatives", guard="self", guard_margin=0.1)),
     # optimizers/
     "WarmupCosineDecay": ("object", lambda kw, _: khn.optimizers.WarmupCosineDecay(
         0.1, total_steps=10, warmup_steps=2, end_learning_rate=0.01, hold_steps=2)),

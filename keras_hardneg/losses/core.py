@@ -556,7 +556,7 @@ def mined_pairs(anchors, positives, negatives, *, in_batch: bool = True,
     >>> q = p = np.eye(2, 4, dtype="float32"); n = np.ones((2, 1, 4), "float32")
     >>> pairs = mined_pairs(q, p, n)
     >>> pairs.num_negatives, np.asarray(pairs.negative_mask).astype(int).tolist()
-    (2, [[0, 1, 1, 1], [1, 0, 1, 1]])
+    (3, [[0, 1, 1, 1], [1, 0, 1, 1]])
     >>> mined_pairs(q, p, n, in_batch=False).num_negatives
     1
     """

@@ -25,6 +25,7 @@ embeddings, so that its pairs have the same ``[A, M]`` layout), or the encoder i
 """
 
 import dataclasses
+import math
 from typing import Any
 
 from keras import ops
@@ -45,9 +46,10 @@ def check_guard(margin, strategy: str) -> float:
     >>> check_guard(0.1, "relative")
     0.1
     """
-    from keras_hardneg.losses.base import check_float  # base imports core, core this module
-
-    margin = check_float("guard_margin", margin)
+    if (isinstance(margin, bool) or not isinstance(margin, (int, float))
+            or not math.isfinite(margin)):
+        raise ValueError(f"`guard_margin` must be a finite number; got {margin!r}.")
+    margin = float(margin)
     if strategy not in GUARD_STRATEGIES:
         raise ValueError(f"`guard_strategy` must be one of {list(GUARD_STRATEGIES)}; got "
                          f"{strategy!r}.")

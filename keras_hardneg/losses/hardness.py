@@ -23,6 +23,7 @@ family through :attr:`~keras_hardneg.losses.core.ContrastivePairs.negative_offse
 :meth:`~keras_hardneg.losses.ContrastiveLoss.logits` adds.
 """
 
+import math
 from typing import Any, Optional
 
 from keras import ops
@@ -43,9 +44,10 @@ def check_hardness(strength, mode: Optional[str]) -> float:
     >>> check_hardness(5, "hard_negatives")
     5.0
     """
-    from keras_hardneg.losses.base import check_float  # base imports core, core this module
-
-    strength = check_float("hardness_strength", strength, low=0.0)
+    if (isinstance(strength, bool) or not isinstance(strength, (int, float))
+            or not math.isfinite(strength) or strength < 0):
+        raise ValueError(f"`hardness_strength` must be a finite number >= 0; got {strength!r}.")
+    strength = float(strength)
     if mode is not None and mode not in HARDNESS_MODES:
         raise ValueError(f"`hardness_mode` must be None or one of {list(HARDNESS_MODES)}; "
                          f"got {mode!r}.")
