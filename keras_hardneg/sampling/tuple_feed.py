@@ -173,9 +173,12 @@ class TuplePyDataset(keras.utils.PyDataset):
     docstring): ``x`` an object array of strings ``[B * (2 + K)]`` or int32
     ``[B * (2 + K), L]``, ``rows`` int64 ``[B * (2 + K)]``. ``len`` is
     ``batches.steps_per_epoch``. The epoch's batches are packed at ``on_epoch_begin``
-    from the tuples current then (the first read before any epoch, e.g. Keras building the
-    model, packs the first epoch, which the first ``on_epoch_begin`` keeps if the tuples
-    have not changed), so elements can be read in any order by worker threads.
+    from the tuples current then, so elements can be read in any order by worker threads.
+    A read before any epoch packs lazily, and the first ``on_epoch_begin`` keeps that
+    packing if the tuples have not changed. Keras building an unbuilt model under JAX
+    starts an epoch of its own first (measured: one packing more than epochs in
+    ``batches.epoch_index``), like ``make_dataset``'s read-ahead: the sequence of
+    packings stays deterministic.
 
     Args:
         batches, queries, corpus: as :func:`make_tuple_dataset`.
@@ -235,5 +238,7 @@ class TuplePyDataset(keras.utils.PyDataset):
 def make_tuple_py_dataset(batches: Any, queries: Any, corpus: Any, **kwargs: Any
                           ) -> TuplePyDataset:
     """:class:`TuplePyDataset` ``(batches, queries, corpus, **kwargs)``: the tuple feed as
-    a ``keras.utils.PyDataset``, for ``fit`` under any backend without TensorFlow."""
+    a ``keras.utils.PyDataset``, for ``fit`` under any backend without TensorFlow.
+    ``queries``: ``Q`` texts or token ids ``[Q, L]``; ``corpus``: ``N`` texts or ``[N, L']``;
+    element ``i`` is ``(x [B * (2 + K)] or [B * (2 + K), L], rows [B * (2 + K)])``."""
     return TuplePyDataset(batches, queries, corpus, **kwargs)

@@ -104,6 +104,9 @@ def test_tf_dataset_rows_layout_cardinality_and_epochs():
     assert ids_ds.element_spec[0].shape.as_list() == [B * (2 + K), 5]
     x, rows = next(iter(ids_ds))
     _check_layout(x.numpy(), rows.numpy(), tuples, np.pad(q_ids, ((0, 0), (0, 2))), d_ids)
+    keep = make_tuple_dataset(TupleBatches(tuples, 5, drop_remainder=False), q_ids, d_ids)
+    assert keep.element_spec[0].shape.as_list() == [None, 5]   # the last batch is smaller
+    assert [int(x.shape[0]) for x, _ in keep] == [5 * (2 + K), 5 * (2 + K), 2 * (2 + K)]
     # Every iteration (a Keras epoch) packs the tuples current when it starts.
     query, positive, negatives = tuples
     batches.set_tuples((query, negatives[:, 0], np.stack([positive, negatives[:, 1]], 1)))
