@@ -382,7 +382,12 @@ class RetrievalModality(TextModality):
 
     def framework_context(self, recipe):
         plan = _plan(recipe) if recipe["sampler"]["name"] in ("uniform", "mined") else None
-        return {"num_negatives": 0 if plan is None else int(plan.num_negatives)}
+        out = {"num_negatives": 0 if plan is None else int(plan.num_negatives)}
+        data = recipe.get("data") or {}
+        if data.get("query_max_length") and data.get("max_length") and \
+                data["query_max_length"] < data["max_length"]:
+            out["query_length"] = int(data["query_max_length"])
+        return out
 
     def preset_keys(self, preset):
         from keras_hardneg.encoders.pretrained_text import finetune_recipe

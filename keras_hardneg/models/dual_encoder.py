@@ -90,6 +90,9 @@ class DualEncoder(ContrastiveModel):
             frozen copy of ``encoder`` as it is when this model is made: the starting
             encoder, GISTEmbed's guide; one more inference pass a step).
         projection: ``"none"`` (default) or ``"head"``.
+        query_length: ids a query holds at most (the run layer passes the data's
+            ``query_max_length``): queries are then encoded at that length
+            (:meth:`embed_tuples`); None: every row at the batch's ``L``.
         projection_dims: the head's widths when ``projection="head"``.
         augmentation: must be None (the tuples are the pairs; no views are drawn).
 
@@ -102,7 +105,7 @@ class DualEncoder(ContrastiveModel):
                  hardness_mode: str | None = None, guard: str | None = None,
                  guard_margin: float = 0.0, guard_strategy: str = "absolute",
                  projection: str = "none", projection_dims: Sequence[int] = (128, 64),
-                 augmentation: Any = None, **kwargs: Any):
+                 augmentation: Any = None, query_length: int | None = None, **kwargs: Any):
         if projection not in PROJECTIONS:
             raise ValueError(f"`projection` must be one of {list(PROJECTIONS)}; got "
                              f"{projection!r}.")
@@ -123,6 +126,11 @@ class DualEncoder(ContrastiveModel):
         # Checks every option now (one line naming it), with the default family loss.
         MinedNegativesLoss("nt_xent", **self.options)
         self.num_negatives = int(num_negatives)
+        if query_length is not None and (isinstance(query_length, bool) or not isinstance(
+                query_length, int) or query_length < 1):
+            raise ValueError(f"`query_length` must be None or an int >= 1; got "
+                             f"{query_length!r}.")
+        self.query_length = query_length
         self.guide = None
         if guard == "guide":
             self.guide = keras.models.clone_model(encoder)
@@ -181,9 +189,31 @@ class DualEncoder(ContrastiveModel):
         z = self.encoder(x, training=training)
         return z if self.projector is None else self.projector(z, training=training)
 
+    def _reads_any_length(self) -> bool:
+        inputs = getattr(self.encoder, "inputs", None)
+        return bool(inputs) and len(inputs[0].shape) == 2 and inputs[0].shape[1] is None
+
+    def embed_tuples(self, x: Any, training: bool) -> Any:
+        """``[B (2 + K), d]`` of a flat tuple batch ``[B (2 + K), L]``. With
+        ``query_length`` ``Lq < L`` (the data's queries hold at most ``Lq`` ids) and an
+        encoder that reads any length, the queries are encoded as ``[B, Lq]`` and the
+        documents as ``[B (1 + K), L]``: the same embeddings (padding is masked), without
+        encoding the queries' padding."""
+        width = 2 + self.num_negatives
+        length = x.shape[-1]
+        if (self.query_length is None or length is None or self.query_length >= length
+                or not self._reads_any_length()):
+            return self.embed(x, training)
+        rows = ops.reshape(x, (-1, width, length))
+        zq = self.embed(rows[:, 0, :self.query_length], training)
+        zd = self.embed(ops.reshape(rows[:, 1:], (-1, length)), training)
+        dim = zq.shape[-1]
+        z = ops.concatenate([zq[:, None, :], ops.reshape(zd, (-1, width - 1, dim))], axis=1)
+        return ops.reshape(z, (-1, dim))
+
     def forward(self, inputs: dict, training: bool) -> dict:
         x = inputs["view1"]
-        z = self.embed(x, training=training)
+        z = self.embed_tuples(x, training=training)
         guide = None
         if self.guide is not None:
             guide = ops.stop_gradient(self.guide(x, training=False))
@@ -223,6 +253,7 @@ class DualEncoder(ContrastiveModel):
     # ----------------------------------------------------------- serialization
     def get_config(self) -> dict:
         config = super().get_config()
-        config.update(projection=self.projection, **self.options)
+        config.update(projection=self.projection, query_length=self.query_length,
+                      **self.options)
         return config
 

@@ -64,6 +64,7 @@ class RetrievalData:
         corpus_ids: int32 ``[N, L]`` token ids of the documents.
         tokenizer: the :class:`~keras_hardneg.data.tokenizer.SentenceTokenizer`.
         max_length: ``L``.
+        query_max_length: ids a query holds at most (``<= L``; its row is padded to ``L``).
         split: the split's name (``"pairs"`` for a pair file).
         folder: the BEIR folder.
         runtime: what a run shares about this data while it trains (the mined tuples, the
@@ -81,6 +82,7 @@ class RetrievalData:
     corpus_ids: np.ndarray
     tokenizer: Any
     max_length: int
+    query_max_length: int | None = None
     split: str = ""
     folder: str = ""
     negatives: np.ndarray | None = None
@@ -115,6 +117,13 @@ def _from_pairs(path: str, corpus: Corpus) -> tuple[Corpus, Queries, np.ndarray,
     """The training side of a pair file: queries (distinct anchors), the corpus extended by
     the file's documents it lacks, pairs and the file's negatives (corpus rows)."""
     rows = read_pairs(path)
+    q_len = max_length if query_max_length is None else min(int(query_max_length),
+                                                               int(max_length))
+
+    def queries_ids(texts):
+        ids = np.asarray(tok.encode(list(texts), q_len), np.int32)
+        return np.pad(ids, ((0, 0), (0, int(max_length) - q_len)))
+
     documents = corpus.documents()
     where = {text: j for j, text in enumerate(documents)}
     ids, titles, texts = list(corpus.ids), list(corpus.titles), list(corpus.texts)
@@ -152,6 +161,10 @@ def _from_pairs(path: str, corpus: Corpus) -> tuple[Corpus, Queries, np.ndarray,
                                     "train_split"),
         "max_length": Param(int, low=2, help="token ids per query and per document, [CLS] "
                                              "and [SEP] included"),
+        "query_max_length": Param(int, low=2, default=None,
+                                  help="token ids per query (default max_length); a shorter "
+                                       "one encodes training queries without the documents' "
+                                       "padding"),
         "tokenizer": Param(str, help="'train' (byte-level BPE on the corpus), a saved "
                                      "tokenizer JSON path, or a pretrained checkpoint folder "
                                      "(its tokenizer: give the encoder's preset)"),
@@ -161,7 +174,8 @@ def _from_pairs(path: str, corpus: Corpus) -> tuple[Corpus, Queries, np.ndarray,
         "'path' (a BEIR folder: corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv) is required"))
 def beir_dataset(seed: int, path: str | None = None, train_split: str = "train",
                  test_split: str = "test", pairs: str | None = None, max_length: int = 256,
-                 tokenizer: str = "train", vocab_size: int = 8192):
+                 tokenizer: str = "train", vocab_size: int = 8192,
+                 query_max_length: int | None = None):
     """A BEIR folder as ``((train RetrievalData, None), (test RetrievalData, None),
     description)`` (module docstring).
 
@@ -171,6 +185,8 @@ def beir_dataset(seed: int, path: str | None = None, train_split: str = "train",
         train_split, test_split: qrels split names (``qrels/NAME.tsv``).
         pairs: a pair / n-tuple file training instead of ``train_split``.
         max_length: token ids per text.
+        query_max_length: token ids per query (at most ``max_length``; default
+            ``max_length``); the queries' ids are padded to ``max_length`` with 0.
         tokenizer, vocab_size: as the ``text_file`` dataset's.
 
     Raises:
@@ -192,6 +208,13 @@ def beir_dataset(seed: int, path: str | None = None, train_split: str = "train",
         train = load_beir(folder, train_split)
         corpus, queries, qrels, negatives = train.corpus, train.queries, train.qrels, None
         train_pairs, split = train.pairs(), train_split
+    q_len = max_length if query_max_length is None else min(int(query_max_length),
+                                                               int(max_length))
+
+    def queries_ids(texts):
+        ids = np.asarray(tok.encode(list(texts), q_len), np.int32)
+        return np.pad(ids, ((0, 0), (0, int(max_length) - q_len)))
+
     documents = corpus.documents()
     tok, _, tok_desc = _tokenizer_for(tokenizer, documents + list(queries.texts), vocab_size,
                                       seed)
@@ -199,16 +222,16 @@ def beir_dataset(seed: int, path: str | None = None, train_split: str = "train",
     x_train = RetrievalData(
         corpus=corpus, queries=queries, qrels=qrels,
         positives=_positives_of(len(queries), train_pairs), pairs=train_pairs,
-        query_ids=np.asarray(tok.encode(list(queries.texts), max_length), np.int32),
-        corpus_ids=corpus_ids, tokenizer=tok, max_length=int(max_length), split=split,
+        query_ids=queries_ids(queries.texts),
+        corpus_ids=corpus_ids, tokenizer=tok, max_length=int(max_length),
+        query_max_length=q_len, split=split,
         folder=folder, negatives=negatives)
     n = len(test.corpus)
     x_test = RetrievalData(
         corpus=test.corpus, queries=test.queries, qrels=test.qrels, positives=test.positives(),
-        pairs=test.pairs(), query_ids=np.asarray(tok.encode(list(test.queries.texts),
-                                                            max_length), np.int32),
+        pairs=test.pairs(), query_ids=queries_ids(test.queries.texts),
         corpus_ids=corpus_ids[:n], tokenizer=tok, max_length=int(max_length),
-        split=test_split, folder=folder)
+        query_max_length=q_len, split=test_split, folder=folder)
     source = f"pair file {os.fspath(pairs)}" if pairs else f"split {train_split!r}"
     desc = (f"BEIR folder {folder} (train: {source}, {len(queries)} queries, "
             f"{len(train_pairs)} pairs; test: split {test_split!r}, {len(test.queries)} "
