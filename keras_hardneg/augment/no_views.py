@@ -26,7 +26,8 @@ __all__ = ["NoViews", "no_views"]
 
 @keras.saving.register_keras_serializable(package="keras_hardneg")
 class NoViews(ViewMaker):
-    """Views of given pairs: ``x -> (x, x)``, unchanged (nothing random, no weights)."""
+    """Views of given pairs: a batch ``x [B, ...]`` -> ``(x, x)``, both ``[B, ...]``,
+    unchanged (nothing random, no weights)."""
 
     modality = "retrieval"
     jit_compatible = True

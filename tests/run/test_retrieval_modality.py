@@ -101,6 +101,37 @@ def test_a_tiny_beir_folder_trains_evaluates_and_reports_through_the_cli(tmp_pat
     assert "Mined negatives" in page and "mined now" in page and "nDCG@10" in page
 
 
+def test_a_pair_file_trains_on_its_own_negatives(tmp_path):
+    """``data.pairs``: the file's anchors are the queries, its texts matched to the corpus
+    (a new one added to the training side only); ``sampler.source = "file"`` feeds its own
+    negatives, in the tuple layout."""
+    from keras_hardneg.data.retrieval import write_pairs
+    from keras_hardneg.sampling import TupleBatches
+
+    folder = write_tiny_beir(tmp_path / "beir")
+    docs = [json.loads(line) for line in open(os.path.join(folder, "corpus.jsonl"))]
+    text = [f"{d['title']} {d['text']}" for d in docs]
+    write_pairs(tmp_path / "pairs.jsonl", [f"about {t}" for t in TOPICS],
+                [text[6 * i] for i in range(len(TOPICS))],
+                [[text[6 * i + 1]] for i in range(len(TOPICS) - 1)] + [["a new document"]])
+    recipe = load_recipe(tiny_recipe(folder, sampler={"name": "mined", "source": "file"}))
+    recipe["data"]["pairs"] = str(tmp_path / "pairs.jsonl")
+    (x, _), (x_test, _), _ = run_load_data(recipe)
+    assert len(x) == len(TOPICS) and len(x.corpus) == len(docs) + 1 == len(x_test.corpus) + 1
+    assert x.pairs[:, 1].tolist() == [6 * i for i in range(len(TOPICS))]
+    assert x.negatives[:, 0].tolist() == [6 * i + 1 for i in range(7)] + [len(docs)]
+    _, state = get_modality("retrieval").feed(recipe, x, None, None, None)
+    batches = x.runtime["batches"]
+    assert isinstance(batches, TupleBatches) and state["tuples"].batches is batches
+    assert batches.tuples[2].tolist() == x.negatives.tolist()
+
+
+def run_load_data(recipe):
+    from keras_hardneg.run import load_data
+
+    return load_data(recipe)
+
+
 @pytest.mark.backends
 def test_pairs_train_with_fit_on_this_backend(tmp_path):
     """The feed of this backend (tf.data or PyDataset) and the framework's step, through

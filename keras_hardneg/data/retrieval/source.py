@@ -113,17 +113,11 @@ def _positives_of(num_queries: int, pairs: np.ndarray) -> list[np.ndarray]:
     return [np.array(sorted(set(rows)), np.int64) for rows in out]
 
 
-def _from_pairs(path: str, corpus: Corpus) -> tuple[Corpus, Queries, np.ndarray, np.ndarray | None]:
+def _from_pairs(path: str, corpus: Corpus
+                ) -> tuple[Corpus, Queries, np.ndarray, np.ndarray | None]:
     """The training side of a pair file: queries (distinct anchors), the corpus extended by
     the file's documents it lacks, pairs and the file's negatives (corpus rows)."""
     rows = read_pairs(path)
-    q_len = max_length if query_max_length is None else min(int(query_max_length),
-                                                               int(max_length))
-
-    def queries_ids(texts):
-        ids = np.asarray(tok.encode(list(texts), q_len), np.int32)
-        return np.pad(ids, ((0, 0), (0, int(max_length) - q_len)))
-
     documents = corpus.documents()
     where = {text: j for j, text in enumerate(documents)}
     ids, titles, texts = list(corpus.ids), list(corpus.titles), list(corpus.texts)
