@@ -17,7 +17,10 @@ ALL = [(section, name) for section in SECTIONS for name in SECTIONS[section].nam
 
 # A dataset of each modality with the keys it requires (paths are not opened by the check).
 _DATA_OF = {"image": {"name": "digits"}, "graph": {"name": "tu", "folder": "/tmp/x"},
-            "text": {"name": "text_file", "path": "/tmp/x.txt"}}
+            "text": {"name": "text_file", "path": "/tmp/x.txt"},
+            "retrieval": {"name": "beir", "path": "/tmp/x"}}
+# The retrieval recipe's encoder is a pretrained BERT, whose checkpoint must be given.
+_ENCODER_OF = {"retrieval": {"name": "pretrained_bert", "preset": "/tmp/checkpoint"}}
 
 
 def _minimal(section, name):
@@ -26,15 +29,19 @@ def _minimal(section, name):
     spec = {"name": name}
     if section == "data":
         spec.update({"image_folder": {"train": "/tmp/x"}, "tfds": {"dataset": "x"},
-                     "tu": {"folder": "/tmp/x"}, "text_file": {"path": "/tmp/x.txt"}
-                     }.get(name, {}))
-        return {section: spec}
+                     "tu": {"folder": "/tmp/x"}, "text_file": {"path": "/tmp/x.txt"},
+                     "beir": {"path": "/tmp/x"}}.get(name, {}))
+        modality = SECTIONS[section].get(name).tags.get("modality")
+        return {section: spec, **({"encoder": dict(_ENCODER_OF[modality])}
+                                  if modality in _ENCODER_OF else {})}
     if section == "encoder":
         spec.update({"pretrained_bert": {"preset": "/tmp/checkpoint"}}.get(name, {}))
     modality = SECTIONS[section].get(name).tags.get("modality")
     recipe = {section: spec}
     if modality not in (None, "image"):
         recipe["data"] = dict(_DATA_OF[modality])
+    if modality in _ENCODER_OF and section != "encoder":
+        recipe["encoder"] = dict(_ENCODER_OF[modality])
     return recipe
 
 
@@ -93,7 +100,7 @@ def test_cli_and_recipe_agree_on_defaults(section):
         if name == "pretrained_bert":  # needs a checkpoint: its flag is --preset
             continue                   # (tests/test_cli_pretrained.py)
         given = _minimal(section, name)
-        data = {"data": given["data"]} if "data" in given else None
+        data = {k: v for k, v in given.items() if k != section} or None
         via_cli = load_recipe(data, cli._overrides(parser.parse_args(["train", f"--{section}",
                                                                        name])))
         assert via_cli == load_recipe(given)

@@ -112,6 +112,13 @@ def _artifacts(folder):
     simcse.compile(optimizer="adam", loss=khn.losses.NTXentLoss(temperature=0.05))
     ids = np.random.default_rng(0).integers(1, 20, size=(8, 6)).astype("int32")
     save(_built(simcse, ids), "simcse")
+    dual = khn.models.DualEncoder(
+        khn.encoders.text_transformer(input_shape=(6,), vocab_size=20, width=8, num_layers=1,
+                                      num_heads=2), num_negatives=1, guard="self")
+    dual.compile(optimizer=keras.optimizers.AdamW(khn.optimizers.WarmupLinearDecay(
+        1e-3, total_steps=10, warmup_steps=1)), loss=khn.losses.NTXentLoss(temperature=0.05))
+    save(_built(dual, ids), "dual_encoder")
+    config(khn.augment.NoViews(), "no_views")
     # Built by their model from its config (projection_dims, augmentation): saved alone.
     config(khn.encoders.projection_head(8, 8, 4), "projection_head")
     config(khn.augment.ImageViews(khn.augment.simclr_augmentation(image_size=8)), "image_views")
@@ -261,6 +268,7 @@ def _saved_model_encoder(kw, folder):
 _ROUND_TRIP = {
     # augment/
     "AdjacentViews": ("layer", lambda kw, _: khn.augment.AdjacentViews(**kw)),
+    "NoViews": ("layer", lambda kw, _: khn.augment.NoViews(**kw)),
     "DropoutViews": ("layer", lambda kw, _: khn.augment.DropoutViews(**kw)),
     "ImageViews": ("layer", lambda kw, _: khn.augment.ImageViews(
         khn.augment.simclr_augmentation(image_size=8), **kw)),
@@ -291,6 +299,10 @@ _ROUND_TRIP = {
     "GraphCL": ("layer", lambda kw, _: khn.models.GraphCL(_tiny_gin(), pairing="in_batch",
                                                           **kw)),
     "InfoGraph": ("layer", lambda kw, _: khn.models.InfoGraph(_tiny_gin(), **kw)),
+    "DualEncoder": ("layer", lambda kw, _: khn.models.DualEncoder(
+        khn.encoders.text_transformer(input_shape=(6,), vocab_size=20, width=8, num_layers=1,
+                                      num_heads=2), num_negatives=2, symmetric=True,
+        query_length=3, **kw)),
     "InfoGraphProjection": ("layer", lambda kw, _: _module("models.infograph").InfoGraphProjection(
         8, [8, 4], **kw)),
     # export/
@@ -310,6 +322,8 @@ _ROUND_TRIP = {
     # optimizers/
     "WarmupCosineDecay": ("object", lambda kw, _: khn.optimizers.WarmupCosineDecay(
         0.1, total_steps=10, warmup_steps=2, end_learning_rate=0.01, hold_steps=2)),
+    "WarmupLinearDecay": ("object", lambda kw, _: khn.optimizers.WarmupLinearDecay(
+        0.1, total_steps=10, warmup_steps=2)),
     "LARS": ("object", lambda kw, _: khn.optimizers.LARS(0.2, weight_decay=1e-4)),
     "SGDL2": ("object", lambda kw, _: khn.optimizers.SGDL2(
         khn.optimizers.WarmupCosineDecay(0.1, total_steps=10), weight_decay=5e-4)),

@@ -12,15 +12,17 @@
   the next one), registered as ``"simcse"`` and ``"quick_thought"``.
 * :class:`GraphViews` / :func:`graphcl_views` -- GraphCL's graph augmentations (node dropping,
   edge perturbation, attribute masking, subgraph), host-side NumPy, for the graph feed.
+* :class:`NoViews` -- ``"none"``: data whose pairs are given (retrieval tuples), no views.
 """
 
 from keras_hardneg.augment.graph_views import GraphViews, graphcl_views
+from keras_hardneg.augment.no_views import NoViews
 from keras_hardneg.augment.simclr import (VERSIONS, RandomApply, SimCLRAugmentation,
                                           simclr_augmentation, two_views)
 from keras_hardneg.augment.text_views import AdjacentViews, DropoutViews
 from keras_hardneg.augment.views import ImageViews, ViewMaker, as_view_maker, simclr_views
 
-__all__ = ["AdjacentViews", "DropoutViews",
+__all__ = ["AdjacentViews", "DropoutViews", "NoViews",
            "VERSIONS", "GraphViews", "ImageViews", "RandomApply", "SimCLRAugmentation",
            "ViewMaker", "as_view_maker", "graphcl_views", "simclr_augmentation", "simclr_views",
            "two_views"]

@@ -78,12 +78,31 @@ def preset_path(flag_value: str) -> str:
     return os.path.abspath(flag_value) if os.path.isdir(flag_value) else flag_value
 
 
-def _with_preset(given: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
-    """``--preset``: the pretrained encoder, its tokenizer and SimCSE's fine-tuning keys."""
-    from keras_hardneg.encoders.pretrained_text import finetune_recipe
+def _data_name(given: dict[str, Any], recipe_path: str | None) -> str | None:
+    """The dataset a command trains on: ``--dataset``'s, else the ``--recipe`` file's."""
+    name = (given.get("data") or {}).get("name")
+    if name is None and recipe_path:
+        try:
+            with open(recipe_path) as f:
+                data = json.load(f).get("data")
+        except (OSError, ValueError, AttributeError):
+            return None  # load_recipe reports what is wrong with the file
+        name = data if isinstance(data, str) else (
+            data.get("name") if isinstance(data, dict) else None)
+    return name
 
-    keys = finetune_recipe(preset_path(args.preset))
-    keys.pop("loss")  # per loss, below the recipe's and the flags' keys: _preset_loss_defaults
+
+def _with_preset(given: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+    """``--preset``: the pretrained encoder, its tokenizer and the fine-tuning keys of the
+    data's modality (``Modality.preset_keys``: SimCSE's for sentences)."""
+    from keras_hardneg.modalities import get_modality, modality_of
+    from keras_hardneg.registry import DATASETS, DEFAULT_MODALITY
+
+    name = _data_name(given, getattr(args, "recipe", None))
+    modality = (modality_of({"data": {"name": name}}) if name in DATASETS
+                else get_modality(DEFAULT_MODALITY))
+    keys = modality.preset_keys(preset_path(args.preset))
+    keys.pop("loss", None)  # per loss, below the recipe's and the flags' keys
     keys["data"] = {**given.get("data", {}), **keys["data"]}
     return {**given, **keys}
 

@@ -328,7 +328,14 @@ def _incomplete_tu_folder(path: str) -> str:
 
 
 _ALLOWED = ("'digits', 'cifar10', 'cifar100', 'tfds:NAME', 'tu:NAME' (e.g. tu:MUTAG), "
-            "'text:wiki1m', an image folder, a TU graph folder or a .txt file of sentences")
+            "'text:wiki1m', an image folder, a TU graph folder, a BEIR retrieval folder or a "
+            ".txt file of sentences")
+
+
+def _is_beir_folder(path: str) -> bool:
+    """A BEIR retrieval folder: ``corpus.jsonl`` and ``qrels/`` inside."""
+    return (os.path.isfile(os.path.join(path, "corpus.jsonl"))
+            and os.path.isdir(os.path.join(path, "qrels")))
 
 
 def dataset_spec(text: str, **overrides: Any) -> dict[str, Any]:
@@ -338,7 +345,8 @@ def dataset_spec(text: str, **overrides: Any) -> dict[str, Any]:
     ``"tfds:NAME"``, ``"tu:NAME"`` (a TU graph set fetched once, e.g. ``"tu:MUTAG"``),
     ``"text:wiki1m"`` (SimCSE's Wikipedia sentences, fetched once), ``"synthetic"`` or
     ``"synthetic:N"`` (``N`` synthetic JPEGs read by index), a ``.txt`` file of sentences (one per line: the
-    ``text_file`` dataset), a folder in the TU graph format (recognised by its
+    ``text_file`` dataset), a BEIR retrieval folder (``corpus.jsonl`` and ``qrels/``: the
+    ``beir`` dataset), a folder in the TU graph format (recognised by its
     ``*_A.txt`` / ``*_graph_indicator.txt`` files: the ``tu`` dataset), or an image folder:
     with ``train/`` (and ``test/``) inside, or itself holding the class subfolders. ``overrides`` (e.g.
     ``image_size=32``) are added to the section and checked with it.
@@ -369,6 +377,8 @@ def dataset_spec(text: str, **overrides: Any) -> dict[str, Any]:
         spec = {"name": "tfds", "dataset": text[len("tfds:"):]}
     elif os.path.isfile(text) and text.endswith(".txt"):
         spec = {"name": "text_file", "path": os.path.abspath(text)}
+    elif os.path.isdir(text) and _is_beir_folder(text):
+        spec = {"name": "beir", "path": os.path.abspath(text)}
     elif os.path.isdir(text) and _is_tu_folder(text):
         spec = {"name": "tu", "folder": os.path.abspath(text)}
     elif os.path.isdir(text) and _incomplete_tu_folder(text):

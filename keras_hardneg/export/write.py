@@ -40,16 +40,17 @@ _TMP_PREFIX = ".khn-export-tmp-"
 _OLD_PREFIX = ".khn-export-old-"
 
 
-def _resolve_signature(encoder, input_shape, input_signature):
+def _resolve_signature(encoder, input_shape, input_signature, prefer=None):
     """(modality object, {name: (full shape, dtype)}, traced spec: one TensorSpec for a
-    one-tensor input, else a dict of them by name)."""
+    one-tensor input, else a dict of them by name). ``prefer``: the modality the model card
+    names, asked first (retrieval and text both read token ids)."""
     if input_signature is None:
         modality, signature = get_modality(DEFAULT_MODALITY), None  # input_shape: images
     else:
         if input_shape is not None:
             raise ValueError("export_encoder: pass input_shape (images) or input_signature, "
                              "not both")
-        name, signature = normalize_input_signature(input_signature)
+        name, signature = normalize_input_signature(input_signature, prefer=prefer)
         modality = get_modality(name)
     signature = modality.resolve_signature(encoder, signature, input_shape)
     specs = {name: tf.TensorSpec(shape, dtype, name=name)
@@ -259,7 +260,10 @@ def export_encoder(encoder: keras.Model, export_dir: str | os.PathLike, *,
                        model_card=ModelCard(name="simcse", modality="text"))
     """
     export_dir, parent, base = _check_target(encoder, export_dir, overwrite)
-    modality, signature, spec = _resolve_signature(encoder, input_shape, input_signature)
+    prefer = (model_card.modality if isinstance(model_card, ModelCard)
+              else model_card.get("modality") if isinstance(model_card, dict) else None)
+    modality, signature, spec = _resolve_signature(encoder, input_shape, input_signature,
+                                                   prefer)
     if not encoder.built:
         modality.build_encoder(encoder, signature)
     tmp_dir = os.path.join(parent, f"{_TMP_PREFIX}{base}-{uuid.uuid4().hex[:8]}")

@@ -1,7 +1,8 @@
 """Modalities: everything that differs between images, graphs and sentences.
 
 One module per modality (:mod:`~keras_hardneg.modalities.image`,
-:mod:`~keras_hardneg.modalities.graph`, :mod:`~keras_hardneg.modalities.text`), each a
+:mod:`~keras_hardneg.modalities.graph`, :mod:`~keras_hardneg.modalities.text`,
+:mod:`~keras_hardneg.modalities.retrieval`), each a
 :class:`Modality` registered in :data:`keras_hardneg.registry.MODALITIES` under the
 ``modality`` tag of its datasets, with its default recipe and the names of its figures
 beside it. A :class:`Modality` is made of three small interfaces, one module each:
@@ -14,7 +15,7 @@ beside it. A :class:`Modality` is made of three small interfaces, one module eac
   :mod:`~keras_hardneg.modalities.signatures`).
 
 This package sits below ``export`` and ``run`` (which ask it, never a modality's name) and
-above ``models`` and ``callbacks``. Importing it registers the three built-in modalities; a
+above ``models`` and ``callbacks``. Importing it registers the four built-in modalities; a
 fourth is one module: a :class:`Modality` subclass registered in ``MODALITIES``, with its
 dataset, encoder and view maker registered under its tag (``tests/run/test_toy_modality.py``
 does it from a test file, for a dict of two tensors).
@@ -34,9 +35,10 @@ from keras_hardneg.modalities.artifact import Artifact
 from keras_hardneg.modalities.image import ImageModality
 from keras_hardneg.modalities.graph import GraphModality
 from keras_hardneg.modalities.text import TextModality
+from keras_hardneg.modalities.retrieval import RetrievalModality
 from keras_hardneg.registry import DEFAULT_MODALITY, MODALITIES, get_modality
 
 __all__ = ["Modality", "DataFeed", "Evaluation", "Artifact", "Figure", "TrainFeed",
-           "ImageModality", "GraphModality", "TextModality", "modality_of",
+           "ImageModality", "GraphModality", "TextModality", "RetrievalModality", "modality_of",
            "modality_of_results", "get_modality", "MODALITIES", "DEFAULT_MODALITY",
            "INITIAL_EMBEDDING_DIM"]

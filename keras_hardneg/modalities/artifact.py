@@ -192,7 +192,7 @@ class Artifact:
             if not shape or shape[0] is not None:
                 return [f"input_signature must have a batch axis None first, got {signature!r}"]
             value = (shape[1:], dtype)
-        got, _ = normalize_input_signature(value)
+        got, _ = normalize_input_signature(value, prefer=self.name)
         if got != self.name:
             return [f"input_signature describes a {got} input, but modality is {self.name!r}"]
         return []

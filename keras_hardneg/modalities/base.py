@@ -47,10 +47,14 @@ class Modality(DataFeed, Evaluation, Artifact):
             (``load_recipe``'s base; the data's own keys and the caller's override it): its
             framework, encoder, view maker, loss and optimizer. ``None``: the default
             modality's.
+        shares_components_with: other modalities whose frameworks, encoders and view
+            makers take this modality's data too (retrieval reads token ids: the text
+            encoders fit it); a recipe may name them (``load_recipe``'s check).
     """
 
     name = "any"
     default_recipe: dict[str, Any] | None = None
+    shares_components_with: tuple[str, ...] = ()
 
 
 def modality_of(recipe: dict[str, Any]) -> Modality:

@@ -82,6 +82,20 @@ class DataFeed:
         """Arguments the encoder factory takes from the data (not recipe keys)."""
         return {}
 
+    def preset_keys(self, preset: str) -> dict[str, Any]:
+        """The recipe keys that ``--preset PRESET`` sets (a pretrained text checkpoint: the
+        encoder, the data's tokenizer and, by default, unsupervised SimCSE's fine-tuning
+        keys: :func:`keras_hardneg.encoders.pretrained_text.finetune_recipe`)."""
+        from keras_hardneg.encoders.pretrained_text import finetune_recipe
+
+        return finetune_recipe(preset)
+
+    def framework_context(self, recipe: dict[str, Any]) -> dict[str, Any]:
+        """Arguments the framework factory takes from the recipe's other sections (the
+        retrieval framework's ``num_negatives``, from its sampler); only those the
+        framework accepts are passed."""
+        return {}
+
     def view_context(self, x: Any) -> dict[str, Any]:
         """Arguments the view maker factory takes from the data (not recipe keys)."""
         return {}

@@ -136,18 +136,24 @@ def shape_and_dtype(value: Any, where: str) -> tuple[tuple, str]:
     return _shape(value[0], where), _dtype_name(value[1], where)
 
 
-def normalize_input_signature(input_signature: Any) -> tuple[str, Signature]:
+def normalize_input_signature(input_signature: Any,
+                              prefer: str | None = None) -> tuple[str, Signature]:
     """``(modality, {name: (full shape, dtype)})`` of an ``input_signature`` argument.
 
     Each modality registered in :data:`keras_hardneg.registry.MODALITIES` is asked in turn
-    whether the argument describes its input (``Modality.input_signature``): a graph dict
+    (``prefer``, a registered modality's name, first: two modalities may read the same
+    input, e.g. retrieval and text both take token ids, and a model card names which one
+    it is) whether the argument describes its input (``Modality.input_signature``): a graph dict
     (exactly the six keys of :data:`GRAPH_INPUTS`, full shapes), or one ``(shape, dtype)``
     pair for one example: integer rank 1 -> text ``token_ids``; float32 ``(H, W, 3)`` ->
     ``images``. Anything else raises ``ValueError`` naming ``input_signature`` and what is
     allowed.
     """
     forms = []
-    for name in MODALITIES.names():
+    names = MODALITIES.names()
+    if prefer in names:
+        names = [prefer] + [n for n in names if n != prefer]
+    for name in names:
         modality = get_modality(name)
         signature = modality.input_signature(input_signature)
         if signature is not None:

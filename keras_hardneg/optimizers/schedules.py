@@ -32,7 +32,8 @@ from keras import ops
 
 from keras_hardneg.registry import SCHEDULES, Param
 
-__all__ = ["WarmupCosineDecay", "constant", "warmup_cosine"]
+__all__ = ["WarmupCosineDecay", "WarmupLinearDecay", "constant", "warmup_cosine",
+           "warmup_linear"]
 
 
 @keras.saving.register_keras_serializable(package="keras_hardneg")
@@ -151,3 +152,64 @@ def warmup_cosine(learning_rate: float, steps_per_epoch: int, epochs: int,
     return WarmupCosineDecay(learning_rate, total_steps=total,
                              warmup_steps=min(warmup_epochs * steps_per_epoch, total - 1),
                              hold_steps=steps_per_epoch if per_epoch else 1)
+
+
+@keras.saving.register_keras_serializable(package="keras_hardneg")
+class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
+    """Linear warm-up from 0 to ``base_learning_rate`` over ``warmup_steps``, then linear
+    decay to 0 at ``total_steps`` (BERT's schedule, Devlin et al. 2019; the
+    ``get_linear_schedule_with_warmup`` of sentence-transformers' fine-tuning).
+
+    ``lr(t) = base t / warmup`` for ``t < warmup``, ``base (total - t) / (total - warmup)``
+    up to ``total``, 0 after.
+
+    Example:
+    >>> sched = WarmupLinearDecay(1.0, total_steps=10, warmup_steps=2)
+    >>> [round(float(sched(t)), 3) for t in (0, 1, 2, 6, 10, 12)]
+    [0.0, 0.5, 1.0, 0.5, 0.0, 0.0]
+    """
+
+    def __init__(self, base_learning_rate, total_steps, warmup_steps=0,
+                 name="warmup_linear_decay"):
+        if not isinstance(total_steps, int) or isinstance(total_steps, bool) or total_steps < 1:
+            raise ValueError(f"total_steps must be an int >= 1, got {total_steps!r}")
+        if (not isinstance(warmup_steps, int) or isinstance(warmup_steps, bool)
+                or not 0 <= warmup_steps < total_steps):
+            raise ValueError(f"warmup_steps must be an int in [0, total_steps={total_steps}), "
+                             f"got {warmup_steps!r}")
+        if base_learning_rate < 0:
+            raise ValueError(f"base_learning_rate must be >= 0, got {base_learning_rate!r}")
+        self.base_learning_rate = float(base_learning_rate)
+        self.total_steps = int(total_steps)
+        self.warmup_steps = int(warmup_steps)
+        self.name = name
+
+    def __call__(self, step):
+        step = ops.cast(step, "float32")
+        base = ops.cast(self.base_learning_rate, "float32")
+        warm, total = float(self.warmup_steps), float(self.total_steps)
+        rising = base * step / max(warm, 1.0)
+        falling = base * ops.clip((total - step) / (total - warm), 0.0, 1.0)
+        return ops.where(step < warm, rising, falling)
+
+    def get_config(self):
+        return {"base_learning_rate": self.base_learning_rate, "total_steps": self.total_steps,
+                "warmup_steps": self.warmup_steps, "name": self.name}
+
+
+@SCHEDULES.register("warmup_linear", params={
+    "warmup_fraction": Param(float, low=0.0, high=1.0, high_inclusive=False,
+                             help="share of the run's steps spent warming up linearly")})
+def warmup_linear(learning_rate: float, steps_per_epoch: int, epochs: int,
+                  warmup_fraction: float = 0.1) -> WarmupLinearDecay:
+    """:class:`WarmupLinearDecay` over ``steps_per_epoch * epochs`` steps, the first
+    ``round(warmup_fraction * total)`` of them warming up (sentence-transformers' 10 %).
+
+    Example:
+    >>> warmup_linear(2e-5, steps_per_epoch=28, epochs=3).warmup_steps
+    8
+    """
+    steps_per_epoch, epochs = _run_length(steps_per_epoch, epochs)
+    total = steps_per_epoch * epochs
+    return WarmupLinearDecay(learning_rate, total_steps=total,
+                             warmup_steps=min(int(round(warmup_fraction * total)), total - 1))

@@ -143,6 +143,8 @@ def build_model(recipe: Any, input_shape: tuple[int, ...] | None = None,
     name, spec = _section(recipe, "framework")
     # A framework with random state of its own (MoCo's initial queue) takes the run's seed.
     seed = {"seed": recipe["seed"]} if FRAMEWORKS.get(name).accepts("seed") else {}
+    # What the framework takes from the recipe's other sections (the data's modality says).
+    seed.update(_accepted(FRAMEWORKS, name, modality.framework_context(recipe)))
     model = FRAMEWORKS.make(name, spec, encoder, projection_dims=tuple(recipe["projection_dims"]),
                             augmentation=views, memory_bank_size=num_examples if graph else None,
                             **seed)

@@ -336,14 +336,19 @@ def _check_annealing(recipe: dict[str, Any]) -> None:
 
 
 def _check_modalities(recipe: dict[str, Any]) -> None:
+    """Each framework, encoder and view maker is for the data's modality, or for one whose
+    components the data's modality shares (``Modality.shares_components_with``)."""
     data_modality = DATASETS.get(recipe["data"]["name"]).tags.get("modality")
+    fits = ((data_modality, *get_modality(data_modality).shares_components_with)
+            if data_modality is not None else ())
     for section in ("framework", "encoder", "augmentation"):
         modality = SECTIONS[section].get(recipe[section]["name"]).tags.get("modality")
-        if modality is not None and data_modality is not None and modality != data_modality:
+        if modality is not None and data_modality is not None and modality not in fits:
+            allowed = [n for m in fits for n in SECTIONS[section].names(modality=m)]
             raise RecipeError(
                 f"recipe key '{section}.name' = {recipe[section]['name']!r} is for {modality} "
                 f"data, but '{recipe['data']['name']}' is {data_modality} data; choose one of "
-                f"{', '.join(SECTIONS[section].names(modality=data_modality))}.")
+                f"{', '.join(allowed)}.")
 
 
 def save_recipe(recipe: dict[str, Any], path: str) -> None:

