@@ -1,5 +1,7 @@
-"""No function of keras_hardneg/ is longer than 80 lines (docstring included): a long one is
-cut into named steps. The allow-list holds the functions not cut yet; an entry whose function
+"""No function of keras_hardneg/ has more than 80 lines of code (from its ``def`` line to its
+last line, its docstring left out: the docstrings carry the runnable examples the API
+reference shows, which should not push a function into being cut): a long one is cut into
+named steps. The allow-list holds the functions not cut yet; an entry whose function
 is cut (or gone) must leave the list, so the list only shrinks."""
 
 import ast
@@ -8,8 +10,8 @@ import os
 PACKAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                        "keras_hardneg")
 
-#: The most lines a function may have: from its ``def`` line to its last line, docstring
-#: included (decorators above the ``def`` are not counted).
+#: The most lines a function may have: from its ``def`` line to its last line, less its
+#: docstring (decorators above the ``def`` are not counted).
 MAX_LINES = 80
 
 #: ``"path/in/keras_hardneg.py::qualified.name"`` of functions still over the limit, to be cut.
@@ -30,6 +32,15 @@ def _functions(tree):
             stack.extend((prefix, child) for child in ast.iter_child_nodes(node))
 
 
+def _docstring_lines(node) -> int:
+    """Lines of ``node``'s docstring (0 without one)."""
+    first = node.body[0] if node.body else None
+    if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+            and isinstance(first.value.value, str)):
+        return first.end_lineno - first.lineno + 1
+    return 0
+
+
 def _long_functions():
     """``{"path::name": lines}`` of the package's functions over :data:`MAX_LINES`."""
     out = {}
@@ -42,7 +53,7 @@ def _long_functions():
                 tree = ast.parse(f.read(), filename=path)
             rel = os.path.relpath(path, PACKAGE).replace(os.sep, "/")
             for name, node in _functions(tree):
-                lines = node.end_lineno - node.lineno + 1
+                lines = node.end_lineno - node.lineno + 1 - _docstring_lines(node)
                 if lines > MAX_LINES:
                     out[f"{rel}::{name}"] = lines
     return out
