@@ -84,8 +84,12 @@ class DualEncoder(ContrastiveModel):
         encoder: keras.Model, token ids ``int32 [R, L]`` -> ``float32 [R, d]``.
         num_negatives: ``K >= 0``, mined negatives per tuple (a batch has ``B (2 + K)``
             rows); the run layer takes it from the data's sampler.
-        in_batch, symmetric, hardness_strength, hardness_mode, guard_margin,
-            guard_strategy: :class:`~keras_hardneg.losses.MinedNegativesLoss`'s options.
+        in_batch: :class:`~keras_hardneg.losses.MinedNegativesLoss`'s option.
+        symmetric: :class:`~keras_hardneg.losses.MinedNegativesLoss`'s option.
+        hardness_strength: :class:`~keras_hardneg.losses.MinedNegativesLoss`'s option.
+        hardness_mode: :class:`~keras_hardneg.losses.MinedNegativesLoss`'s option.
+        guard_margin: :class:`~keras_hardneg.losses.MinedNegativesLoss`'s option.
+        guard_strategy: :class:`~keras_hardneg.losses.MinedNegativesLoss`'s option.
         guard: None, ``"self"`` (the encoder under ``stop_gradient``) or ``"guide"`` (a
             frozen copy of ``encoder`` as it is when this model is made: the starting
             encoder, GISTEmbed's guide; one more inference pass a step).
