@@ -30,7 +30,13 @@ from tests import _loopback
 pytestmark = pytest.mark.heavy
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-NOT_RUN = {  # commands that cannot run on one machine, and why
+NOT_RUN = {  # commands this run cannot run (several machines; hours of CPU), and why
+    "keras-hardneg train --recipe minilm-mined-scifact.json --dataset path/to/scifact "
+    "--preset path/to/all-MiniLM-L6-v2 --output runs/scifact":
+        "SciFact and a MiniLM checkpoint, ~20 min an epoch on 2 cores; the same command on "
+        "a tiny BEIR folder: tests/run/test_retrieval_modality.py",
+    "keras-hardneg evaluate runs/scifact --json": "the SciFact run above",
+    "keras-hardneg report runs/scifact": "the SciFact run above",
     "KERAS_BACKEND=jax keras-hardneg train --recipe recipe.json --output /shared/runs/r "
     "--distribution '{\"name\": \"jax_multi_process\", \"coordinator_address\": "
     "\"10.0.0.1:1234\", \"num_processes\": 2, \"process_id\": 0}'":
