@@ -66,10 +66,11 @@ def test_export_from_a_run_directory(trained_run, tmp_path):
     (["train", "--dataset", "/nonexistent/folder"], "--dataset"),
     (["train", "--loss", "triplet"], "--loss"),
     (["evaluate", "/nonexistent/encoder"], "/nonexistent/encoder"),
-    (["export", "/nonexistent/run", "--output", "/tmp/x"], "/nonexistent/run"),
-    (["tune", "--trials", "0", "--output", "/tmp/x"], "--trials"),
+    (["export", "/nonexistent/run", "--output", "OUT"], "/nonexistent/run"),
+    (["tune", "--trials", "0", "--output", "OUT"], "--trials"),
 ])
-def test_bad_input_is_one_clear_line(argv, needle, capsys):
+def test_bad_input_is_one_clear_line(argv, needle, capsys, tmp_path):
+    argv = [str(tmp_path / "out") if a == "OUT" else a for a in argv]  # a folder not there
     try:
         code = cli.main(argv)
     except SystemExit as e:  # argparse's own type errors

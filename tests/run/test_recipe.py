@@ -42,7 +42,7 @@ def test_changing_a_section_name_starts_it_from_that_components_defaults():
                                                  "temperature"),
     ({"batch_size": 1}, "batch_size"),
     ({"epochs": 2.5}, "epochs"),
-    ({"framework": "byol"}, "unknown framework 'byol'; allowed: simclr, graphcl, infograph, moco_v2, moco_v3"),
+    ({"framework": "byol"}, "unknown framework 'byol'; allowed: dual_encoder, simclr, graphcl, infograph, moco_v2, moco_v3"),
     ({"optimizer": {"name": "adam", "momentum": 0.9}}, "'optimizer.momentum'"),
     ({"loss": {"name": "ring", "lower_percentile": 50, "upper_percentile": 10}},
      "lower_percentile"),
