@@ -40,6 +40,7 @@ def test_other_recipe_on_a_run_is_refused_naming_keys_and_way_out(run_dir, capsy
             (run_dir / "results.json").read_bytes()) == before
 
 
+@pytest.mark.heavy  # heavy tier since 2026-11-29 (suite time: docs/notes/suite_time.md)
 def test_damaged_checkpoints_name_no_resume(run_dir, tmp_path, capsys):
     broken = tmp_path / "broken"
     shutil.copytree(run_dir, broken)

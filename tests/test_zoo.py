@@ -136,6 +136,7 @@ def _loadable(name):
     return not needs_hub or importlib.util.find_spec("keras_hub") is not None
 
 
+@pytest.mark.heavy  # heavy tier since 2026-11-29 (suite time: docs/notes/suite_time.md)
 def test_zoo_list_names_the_entries_with_weights_and_each_loads():
     names = khn.zoo.list()
     assert set(names) >= {"graphcl-ntxent-mutag", "quickthought-ntxent-wiki",
@@ -177,7 +178,8 @@ def test_zoo_show_and_the_command_line(capsys, tmp_path):
     # a GPU entry (ResNet-18, float16 preset): ~14 CPU-s, the heavy tier; the smallest image
     # entry's export is checked by default in tests/test_zoo_export.py
     pytest.param("simclr-hard-cifar10", marks=pytest.mark.heavy),
-    "quickthought-ntxent-wiki", "simcse-minilm-ntxent-wiki"])
+    pytest.param("quickthought-ntxent-wiki", marks=pytest.mark.heavy),
+    pytest.param("simcse-minilm-ntxent-wiki", marks=pytest.mark.heavy)])
 def test_zoo_export_loads_in_hub_with_the_same_features(name, tmp_path, capsys):
     hub = pytest.importorskip("tensorflow_hub")
     if not _loadable(name):

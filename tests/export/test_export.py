@@ -261,6 +261,7 @@ def exported(tmp_path_factory):
 
 
 # ----------------------------------------------------------------------------- fresh processes
+@pytest.mark.heavy  # heavy tier since 2026-11-29 (suite time: docs/notes/suite_time.md)
 def test_hub_load_tfsmlayer_load_encoder_and_keras3_finetune(exported):
     _assert_ok(exported["procs"]["keras3"])
 

@@ -54,6 +54,7 @@ def test_feed_type_and_elements_follow_the_backend(digits, sampler):
     assert images.shape == (64, 8, 8, 3) and images.dtype == np.float32
 
 
+@pytest.mark.heavy  # heavy tier since 2026-11-29 (suite time: docs/notes/suite_time.md)
 def test_train_batchsampler_recipe_saves_sampler_state(tmp_path):
     out = str(tmp_path / "run")
     on_tf = keras.backend.backend() == "tensorflow"

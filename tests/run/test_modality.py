@@ -250,6 +250,7 @@ MUTAG = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "dat
                      "tudataset", "MUTAG")
 
 
+@pytest.mark.heavy  # heavy tier since 2026-11-29 (suite time: docs/notes/suite_time.md)
 @pytest.mark.skipif(not os.path.isdir(MUTAG), reason="needs ../shared/data/tudataset")
 def test_graphcl_fits_mutag_end_to_end(tmp_path):
     """GraphCL on the real MUTAG (188 graphs) for 3 epochs: the loss falls and the SVM

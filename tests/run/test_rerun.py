@@ -9,6 +9,10 @@ import os
 import keras
 import pytest
 
+# Heavy tier since 2026-11-29 (three CLI runs a test, ~60 s each on 2 cores; suite time:
+# docs/notes/suite_time.md).
+pytestmark = pytest.mark.heavy
+
 from keras_hardneg import run
 from keras_hardneg.run.resume import OutputDirError, check_output_dir, recipe_differences
 

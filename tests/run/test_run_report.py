@@ -270,6 +270,7 @@ def test_report_command_rewrites_a_run_page(digits_run, tmp_path, capsys):
     _check_page(copy / "report.html", IMAGE_SECTIONS)
 
 
+@pytest.mark.heavy  # heavy tier since 2026-11-29 (suite time: docs/notes/suite_time.md)
 def test_report_command_on_a_zoo_entry_with_data_given(digits_run, tmp_path, capsys):
     out, _ = digits_run
     entry = tmp_path / "zoo" / "simclr-hard-digits"
@@ -326,6 +327,7 @@ def test_a_user_file_named_report_html_is_not_replaced(tmp_path):
     assert path.read_text() == "<html>my own page</html>"
 
 
+@pytest.mark.heavy  # heavy tier since 2026-11-29 (suite time: docs/notes/suite_time.md)
 def test_a_moco_run_probes_its_query_projections(tmp_path):
     recipe = {"epochs": 1, "batch_size": 64,
               "framework": {"name": "moco_v2", "queue_size": 256},

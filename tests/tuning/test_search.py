@@ -30,6 +30,7 @@ def count_builds(monkeypatch):
     return calls
 
 
+@pytest.mark.heavy  # heavy tier since 2026-11-29 (suite time: docs/notes/suite_time.md)
 def test_search_resume_and_plot(tmp_path, count_builds):
     out = tmp_path / "tune"
     # an "interrupted" search: 1 of 2 trials finished
@@ -66,6 +67,7 @@ def test_search_resume_and_plot(tmp_path, count_builds):
         _search(out, trials=2, objective="linear_probe")
 
 
+@pytest.mark.heavy  # heavy tier since 2026-11-29 (suite time: docs/notes/suite_time.md)
 def test_nonfinite_objective_is_a_failed_trial(tmp_path, monkeypatch):
     monkeypatch.setattr(hypermodel_lib.ContrastiveHyperModel, "evaluate",
                         lambda self, encoder, recipe=None: {"knn_accuracy": float("nan")})
@@ -108,6 +110,7 @@ def test_bad_arguments(tmp_path, kwargs, name):
     assert not (tmp_path / "bad" / "results.json").exists()
 
 
+@pytest.mark.heavy  # heavy tier since 2026-11-29 (suite time: docs/notes/suite_time.md)
 def test_trial_seconds_are_the_whole_trial_as_keras_tuner_times_it(tmp_path, monkeypatch):
     """Issue 47, item 9: ``seconds`` was the pre-training alone, less than Keras Tuner's
     "Trial N Complete [...]" (which also counts building and the evaluation)."""
