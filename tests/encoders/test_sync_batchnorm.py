@@ -8,6 +8,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 SCRIPT = textwrap.dedent("""
     import numpy as np, tensorflow as tf
     cpu = tf.config.list_physical_devices("CPU")[0]
@@ -30,6 +32,7 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.heavy  # heavy tier since 2026-11-29 (suite time: docs/notes/suite_time.md)
 def test_synchronized_bn_uses_global_batch_statistics():
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""),

@@ -266,6 +266,7 @@ def test_hub_load_tfsmlayer_load_encoder_and_keras3_finetune(exported):
     _assert_ok(exported["procs"]["keras3"])
 
 
+@pytest.mark.heavy  # heavy tier since 2026-11-29 (suite time: docs/notes/suite_time.md)
 def test_tf_keras_hub_keraslayer_finetune(exported):
     _assert_ok(exported["procs"]["tf_keras"])
 

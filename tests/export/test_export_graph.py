@@ -252,6 +252,7 @@ def test_real_gin_encoder(tmp_path, graphs):
 
 
 # Last, so the fresh process runs alongside the tests above.
+@pytest.mark.heavy  # heavy tier since 2026-11-29 (suite time: docs/notes/suite_time.md)
 def test_hub_load_in_a_fresh_process(exported):
     pytest.importorskip("tensorflow_hub")
     assert_ok(exported["hub"])

@@ -24,6 +24,7 @@ def _run(mode, backend, out_dir):
 
 @pytest.mark.skipif(keras.backend.backend() != "tensorflow",
                     reason="loads under the TensorFlow test run")
+@pytest.mark.heavy  # heavy tier since 2026-11-29 (suite time: docs/notes/suite_time.md)
 def test_weights_trained_under_jax_load_and_export_under_tensorflow(tmp_path):
     pytest.importorskip("jax")
     from tests.models import cross_backend_weights

@@ -18,6 +18,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 @pytest.mark.parametrize("kind", ["simclr", pytest.param("moco_v2", marks=pytest.mark.heavy),
                                   pytest.param("moco_v2_symmetric", marks=pytest.mark.heavy),
                                   pytest.param("moco_v3", marks=pytest.mark.heavy)])
+@pytest.mark.heavy  # heavy tier since 2026-11-29 (suite time: docs/notes/suite_time.md)
 def test_mirrored_equals_single_device(kind, tmp_path):
     proc = subprocess.run(
         [sys.executable, os.path.join(HERE, "distributed_check.py"), kind, str(tmp_path)],

@@ -21,6 +21,7 @@ def _weights(model):
     return [keras.ops.convert_to_numpy(w) for w in model.encoder.weights]
 
 
+@pytest.mark.heavy  # heavy tier since 2026-11-29 (suite time: docs/notes/suite_time.md)
 def test_a_damaged_latest_checkpoint_falls_back_to_the_one_before(tmp_path):
     out = str(tmp_path / "run")
     run.train(TINY, out, verbose=0, export=False)

@@ -126,6 +126,7 @@ def test_upgrade_v1_keeps_what_each_optimizer_used():
     assert up["framework"] == {"name": "simclr"}
 
 
+@pytest.mark.heavy  # heavy tier since 2026-11-29 (suite time: docs/notes/suite_time.md)
 def test_wave1_run_directory_resumes_with_the_wave1_loss_and_exports(tmp_path):
     """The wave-1 code trained this run for one epoch and was killed; resumed by the wave-1
     code it trained epoch 2 to the loss in EXPECTED.json. Today's code restores epoch 1
