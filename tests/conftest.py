@@ -15,8 +15,8 @@ if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
         + os.environ.get(XLA_LEVEL_ENV, "0")).strip()
 #: One TensorFlow (and OpenMP) thread per test process and child, unless set: the suite runs
 #: two xdist workers and the JAX re-run on CI's two cores, so each has a core at most and
-#: TensorFlow's pools only wait on each other. Measured (docs/notes/suite_time.md, session
-#: 16): the in-process model, loss, augmentation and encoder tests, ``-n 2``, took 403
+#: TensorFlow's pools only wait on each other. Measured (docs/notes/suite_time.md,
+#: 2026-11-27): the in-process model, loss, augmentation and encoder tests, ``-n 2``, took 403
 #: instead of 455 CPU-s. Set ``KHN_TEST_THREADS=0`` for TensorFlow's own choice.
 THREADS_ENV = "KHN_TEST_THREADS"
 if os.environ.get(THREADS_ENV, "1") != "0":

@@ -170,7 +170,7 @@ def _zoo_text_recipes():
 def test_the_zoo_text_recipes_losses_are_not_clamped_at_a_trained_encoders_margin(path):
     """The models/ text recipes train from MiniLM's geometry (issue 33): no anchor at the
     debiasing clamp and a gradient. ``simcse-hard-wiki`` had tau_plus 0.1 at t 0.05: 20 of
-    its steps from scratch logged clamp_fraction 1.0 and loss 5e-15 (session 12); now 0."""
+    its steps from scratch logged clamp_fraction 1.0 and loss 5e-15 (2026-11-26); now 0."""
     with open(path) as f:
         spec = dict(json.load(f)["loss"])
     loss = LOSSES.build(spec.pop("name"), **spec)
