@@ -201,6 +201,23 @@ def mine(model, pairs, corpus_texts, cache_folder, smoke):
     return triplets, counts, corpus_emb, order
 
 
+def write_triplet_ids(triplets, corpus, queries, qrels, path):
+    """The mined triplets as ids (query-id, positive-id, negative-id; tsv), small enough to
+    commit, so that another trainer can be fed exactly these tuples. Texts map back to ids
+    through the train queries and the corpus (a text shared by two documents takes the
+    first id)."""
+    qid_of = {}
+    for q in qrels:
+        qid_of.setdefault(queries[q], q)
+    did_of = {}
+    for d, text in corpus.items():
+        did_of.setdefault(text, d)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("query-id\tpositive-id\tnegative-id\n")
+        for a, p, n in triplets:
+            f.write(f"{qid_of[a]}\t{did_of[p]}\t{did_of[n]}\n")
+
+
 # ---------------------------------------------------------------- training
 
 def train(model, rows, columns, args, seed, workdir):
@@ -344,6 +361,10 @@ def run_one(args, recipe, seed, data, out_path, mined_state):
                     sys.exit(f"--recipe mined needs {mined_state}: run --recipe zeroshot first")
                 with open(mined_state, encoding="utf-8") as f:
                     rows = [tuple(json.loads(line)) for line in f]
+                ids_path = os.path.join(os.path.dirname(out_path), "st_mined_triplets_ids.tsv")
+                if not os.path.isfile(ids_path):
+                    write_triplet_ids(rows, corpus, queries, train_q, ids_path)
+                record["mined_triplet_ids_file"] = os.path.relpath(ids_path, ROOT)
                 columns = ["anchor", "positive", "negative"]
                 record["mined_triplets_file"] = os.path.relpath(mined_state, ROOT)
             record["training"] = train(model, rows, columns, args, seed,
