@@ -256,15 +256,19 @@ def train(model, rows, columns, args, seed, workdir):
     result = trainer.train()
     seconds, cpu = time.time() - t0, time.process_time() - c0
     steps = int(result.global_step)
-    epochs_done = args.epochs if not args.max_steps else None
-    tuples = len(rows) * args.epochs if epochs_done else None
+    # tuples seen: whole epochs, or (--max-steps) full batches, as NoDuplicatesBatchSampler
+    # fills every batch but an epoch's last
+    per_epoch = math.ceil(len(rows) / args.batch_size)
+    tuples = (len(rows) * args.epochs if not args.max_steps else
+              (steps // per_epoch) * len(rows) + (steps % per_epoch) * args.batch_size)
     log = [h for h in trainer.state.log_history if "loss" in h]
     return {
         "tuples": len(rows), "columns": columns, "steps": steps,
         "batch_sampler": "BatchSamplers.NO_DUPLICATES (NoDuplicatesBatchSampler)",
         "optimizer": targs.optim if isinstance(targs.optim, str) else targs.optim.value,
         "train_seconds": seconds, "train_cpu_seconds": cpu,
-        "tuples_per_second": (tuples / seconds) if tuples else None,
+        "tuples_seen": tuples,
+        "tuples_per_second": tuples / seconds,
         "steps_per_second": steps / seconds,
         "epoch_end_seconds": clock.marks,
         "trainer_samples_per_second": result.metrics.get("train_samples_per_second"),
