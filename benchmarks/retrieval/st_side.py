@@ -218,6 +218,15 @@ def write_triplet_ids(triplets, corpus, queries, qrels, path):
             f.write(f"{qid_of[a]}\t{did_of[p]}\t{did_of[n]}\n")
 
 
+def read_triplet_ids(path, corpus, queries):
+    """The triplets back as texts from ``write_triplet_ids``' file (a fresh checkout has
+    the committed ids but not the ignored text file)."""
+    with open(path, encoding="utf-8") as f:
+        next(f)
+        return [(queries[q], corpus[p], corpus[n])
+                for q, p, n in (line.rstrip("\n").split("\t") for line in f)]
+
+
 # ---------------------------------------------------------------- training
 
 def train(model, rows, columns, args, seed, workdir):
@@ -361,11 +370,15 @@ def run_one(args, recipe, seed, data, out_path, mined_state):
             if recipe == "inbatch":
                 rows, columns = pairs, ["anchor", "positive"]
             else:
-                if not os.path.isfile(mined_state):
-                    sys.exit(f"--recipe mined needs {mined_state}: run --recipe zeroshot first")
-                with open(mined_state, encoding="utf-8") as f:
-                    rows = [tuple(json.loads(line)) for line in f]
                 ids_path = os.path.join(os.path.dirname(out_path), "st_mined_triplets_ids.tsv")
+                if os.path.isfile(mined_state):
+                    with open(mined_state, encoding="utf-8") as f:
+                        rows = [tuple(json.loads(line)) for line in f]
+                elif os.path.isfile(ids_path):
+                    rows = read_triplet_ids(ids_path, corpus, queries)
+                else:
+                    sys.exit(f"--recipe mined needs {mined_state} or {ids_path}: "
+                             "run --recipe zeroshot first")
                 if not os.path.isfile(ids_path):
                     write_triplet_ids(rows, corpus, queries, train_q, ids_path)
                 record["mined_triplet_ids_file"] = os.path.relpath(ids_path, ROOT)
