@@ -296,12 +296,13 @@ PLAN = {
     "keras-hardneg evaluate runs/minilm-hard --benchmark-dir senteval --json": {
         "after_minilm": True, "says": ["STS"]},
     # ~/images is the user's folder, here 3 classes of 12 images: as written (batch 512) the
-    # recipe stops in one line naming --batch-size; then 2 of its 20 epochs at batch 16
+    # recipe stops in one line naming its batch_size (the user gave no --batch-size);
+    # then 2 of its 20 epochs at batch 16
     "keras-hardneg train --recipe models/simclr-hard-cifar10/recipe.json --dataset ~/images "
     "--epochs 20 --output runs/mine": {
         "first_stops": ("keras-hardneg train --recipe models/simclr-hard-cifar10/recipe.json "
                         "--dataset images --epochs 20 --output runs/mine",
-                        ["--batch-size", "larger than the dataset"]),
+                        ["'batch_size' = 512", "larger than the dataset"]),
         "run": "keras-hardneg train --recipe models/simclr-hard-cifar10/recipe.json "
                "--dataset images --epochs 2 --batch-size 16 --output runs/mine",
         "says": ["kNN accuracy"]},
