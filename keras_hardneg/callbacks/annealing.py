@@ -1,5 +1,7 @@
 """Epoch schedules for the losses' hyper-parameters."""
 
+from __future__ import annotations
+
 import math
 
 import keras
@@ -59,7 +61,7 @@ class BetaAnnealing(keras.callbacks.Callback):
     [1.0, 1.0, 0.75, 0.25]
     """
 
-    def __init__(self, epochs, num_changes=4, initial_beta=None):
+    def __init__(self, epochs: int, num_changes: int = 4, initial_beta: float | None = None):
         super().__init__()
         self.epochs = _positive_int("epochs", epochs)
         self.num_changes = _positive_int("num_changes", num_changes)
@@ -111,7 +113,7 @@ class RingAnnealing(keras.callbacks.Callback):
     [100.0, 10.0]
     """
 
-    def __init__(self, epochs, start=100.0, end=10.0):
+    def __init__(self, epochs: int, start: float = 100.0, end: float = 10.0):
         super().__init__()
         self.epochs = _positive_int("epochs", epochs)
         for name, value in (("start", start), ("end", end)):

@@ -33,11 +33,14 @@ chief's with ``restore_dir`` (read only: they never clean it up), so after a wor
 killed, rerunning all of them resumes everybody from the chief's last committed backup.
 """
 
+from __future__ import annotations
+
 import io
 import json
 import os
 import uuid
 import warnings
+from typing import Any
 
 import keras
 import numpy as np
@@ -179,8 +182,9 @@ class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
             restored at the start of the last ``fit``.
     """
 
-    def __init__(self, backup_dir, save_freq="epoch", delete_checkpoint=True, state=None,
-                 restore_dir=None):
+    def __init__(self, backup_dir: str, save_freq: str | int = "epoch",
+                 delete_checkpoint: bool = True, state: dict[str, Any] | None = None,
+                 restore_dir: str | None = None):
         super().__init__(backup_dir, save_freq=save_freq, double_checkpoint=False,
                          delete_checkpoint=delete_checkpoint)
         self.restore_dir = backup_dir if restore_dir is None else restore_dir

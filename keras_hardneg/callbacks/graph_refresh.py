@@ -50,6 +50,7 @@ from __future__ import annotations
 import threading
 import time
 import zlib
+from typing import Any, Callable
 
 import keras
 import numpy as np
@@ -123,10 +124,14 @@ class GraphRefreshCallback(keras.callbacks.Callback):
     ([2, 4], 0.05)
     """
 
-    def __init__(self, sampler=None, every_n_steps=100, restart_prob_schedule="sampler",
-                 reencode=None, num_candidates=None, num_neighbors=None, backend="auto",
-                 seed=0, rebuild_on_train_begin=False, keep_unseen_rows=True,
-                 asynchronous=False, agree=None, reencode_on_train_begin=None):
+    def __init__(self, sampler: Any = None, every_n_steps: int = 100,
+                 restart_prob_schedule: tuple[float, float] | str | None = "sampler",
+                 reencode: Callable[[keras.Model], Any] | tuple[keras.Model, Any] | None = None,
+                 num_candidates: int | None = None, num_neighbors: int | None = None,
+                 backend: str = "auto", seed: int | None = 0,
+                 rebuild_on_train_begin: bool = False, keep_unseen_rows: bool = True,
+                 asynchronous: bool = False, agree: Callable[..., None] | None = None,
+                 reencode_on_train_begin: Callable[[keras.Model], Any] | None = None):
         super().__init__()
         if isinstance(every_n_steps, bool) or not isinstance(every_n_steps, (int, np.integer)) \
                 or every_n_steps < 1:

@@ -1,6 +1,9 @@
 """``KNNMonitor``: weighted-kNN accuracy of the model's encoder, logged during ``fit``."""
 
+from __future__ import annotations
+
 import numbers
+from typing import Any
 
 import keras
 import numpy as np
@@ -69,8 +72,9 @@ class KNNMonitor(keras.callbacks.Callback):
         [0, 1]
     """
 
-    def __init__(self, train_data, test_data, k=200, temperature=0.1, every_n_epochs=1,
-                 log_name="knn_accuracy", batch_size=256):
+    def __init__(self, train_data: Any, test_data: Any, k: int = 200, temperature: float = 0.1,
+                 every_n_epochs: int = 1, log_name: str = "knn_accuracy",
+                 batch_size: int = 256):
         super().__init__()
         _check_labelled("train_data", train_data)
         _check_labelled("test_data", test_data)

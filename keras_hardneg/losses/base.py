@@ -5,7 +5,7 @@ Written with ``keras.ops`` only: every loss runs on every Keras backend.
 
 import dataclasses
 import math
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple, Union
 
 import keras
 from keras import ops
@@ -133,7 +133,7 @@ def debiased_log_negatives(log_r, pos_logit, num_negatives, tau_plus: float,
     return log_ng, clamped
 
 
-def effective_negatives(weights) -> Any:
+def effective_negatives(weights: core.Tensor) -> Any:
     """``[A]`` effective number of negatives of each anchor: ``1 / sum_j wn_aj^2`` with the
     normalised weights ``wn_aj = w_aj / sum_j w_aj`` (Kish's effective sample size,
     ``(sum w)^2 / sum w^2``). ``N`` for uniform weights over ``N`` negatives, the band size
@@ -418,11 +418,15 @@ class ContrastiveLoss(keras.losses.Loss):
             return self.reduce(values, sample_weight, anchor_mask,
                                anchors_per_example=2 if symmetric else 1)
 
-    def mined_anchor_losses(self, anchors, positives, negatives, *, keep=None,
+    def mined_anchor_losses(self, anchors: core.Tensor, positives: core.Tensor,
+                            negatives: core.Tensor, *, keep: Optional[core.Tensor] = None,
                             in_batch: bool = True, symmetric: bool = False,
                             hardness_strength: float = 0.0,
-                            hardness_mode: Optional[str] = None, guide=None,
-                            guard_margin: float = 0.0, guard_strategy: str = "absolute"):
+                            hardness_mode: Optional[str] = None,
+                            guide: Union[None, str, Tuple[core.Tensor, core.Tensor,
+                                                          core.Tensor]] = None,
+                            guard_margin: float = 0.0,
+                            guard_strategy: str = "absolute") -> core.Tensor:
         """``[A]`` per-anchor losses of the mined-negatives convention, unreduced: the one
         place its options meet (:meth:`call_with_mined_negatives` and
         :class:`~keras_hardneg.losses.MinedNegativesLoss` reduce them).

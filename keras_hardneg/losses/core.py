@@ -32,7 +32,7 @@ instead of giving the static check's message.
 """
 
 import dataclasses
-from typing import Any, Optional
+from typing import Any, Optional, Tuple, Union
 
 import keras
 from keras import ops
@@ -248,7 +248,9 @@ def _one_hot_mask(index, m):
     return ops.equal(index[:, None], ops.arange(m, dtype="int32")[None, :])
 
 
-def in_batch_pairs(z1, z2, pool=None, keep=None) -> ContrastivePairs:
+def in_batch_pairs(z1: Tensor, z2: Tensor,
+                   pool: Optional[Tuple[Tensor, Tensor, Union[int, Tensor]]] = None,
+                   keep: Optional[Tensor] = None) -> ContrastivePairs:
     """Builds the SimCLR pairs of two views.
 
     Args:
@@ -516,8 +518,9 @@ def check_mined_options(num_negatives, in_batch: bool, symmetric: bool) -> int:
     return num_negatives
 
 
-def mined_pairs(anchors, positives, negatives, *, in_batch: bool = True,
-                symmetric: bool = False, keep=None, hardness_strength: float = 0.0,
+def mined_pairs(anchors: Tensor, positives: Tensor, negatives: Tensor, *,
+                in_batch: bool = True, symmetric: bool = False,
+                keep: Optional[Tensor] = None, hardness_strength: float = 0.0,
                 hardness_mode: Optional[str] = None) -> ContrastivePairs:
     """The pairs of queries with their positive documents and ``K`` mined negatives each.
 

@@ -48,7 +48,7 @@ class DebiasedContrastiveLoss(ContrastiveLoss):
 
     has_clamp = True
 
-    def __init__(self, temperature=0.5, tau_plus=0.1, **kwargs):
+    def __init__(self, temperature: float = 0.5, tau_plus: float = 0.1, **kwargs):
         super().__init__(temperature=temperature, **kwargs)
         self.tau_plus = check_param("tau_plus", tau_plus, hp.TAU_PLUS)
 

@@ -28,6 +28,10 @@ Written with ``keras.ops`` only (no TensorFlow calls): runs eagerly, inside ``tf
 ``train_step`` and under any Keras backend. Memory is ``O(A * M)``.
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 from keras import ops
 
 __all__ = ["false_negative_rate", "false_negative_rate_of_pairs"]
@@ -43,8 +47,9 @@ def _labels_vector(labels, name):
     return y
 
 
-def false_negative_rate(labels, pool_labels=None, negative_mask=None, reduction="mean",
-                        return_count=False):
+def false_negative_rate(labels: Any, pool_labels: Any | None = None,
+                        negative_mask: Any | None = None, reduction: str = "mean",
+                        return_count: bool = False) -> Any:
     """Share of counted (anchor, negative) pairs whose labels agree.
 
     Args:
@@ -86,7 +91,8 @@ def false_negative_rate(labels, pool_labels=None, negative_mask=None, reduction=
     return (rate, count) if return_count else rate
 
 
-def false_negative_rate_of_pairs(pairs, anchor_labels, pool_labels, return_count=False):
+def false_negative_rate_of_pairs(pairs: Any, anchor_labels: Any, pool_labels: Any,
+                                 return_count: bool = False) -> Any:
     """:func:`false_negative_rate` of a :class:`~keras_hardneg.losses.core.ContrastivePairs`.
 
     The models' ``false_negative_rate`` metric. Labels of any shape are flattened.

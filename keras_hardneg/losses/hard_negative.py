@@ -92,7 +92,8 @@ class HardNegativeContrastiveLoss(DebiasedContrastiveLoss):
     #: ``annealing.beta_changes``: :class:`keras_hardneg.callbacks.BetaAnnealing`.
     annealing = {"beta_changes": "beta"}
 
-    def __init__(self, temperature=0.5, tau_plus=0.1, beta=1.0, **kwargs):
+    def __init__(self, temperature: float = 0.5, tau_plus: float = 0.1, beta: float = 1.0,
+                 **kwargs):
         super().__init__(temperature=temperature, tau_plus=tau_plus, **kwargs)
         self.beta = beta
 

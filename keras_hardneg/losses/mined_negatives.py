@@ -1,6 +1,6 @@
 """Training on (query, positive, K mined negatives) tuples with ``model.compile(loss=...)``."""
 
-from typing import Optional
+from typing import Any, Dict, Optional, Union
 
 import keras
 from keras import ops
@@ -8,8 +8,8 @@ from keras import ops
 from keras_hardneg.losses import core
 from keras_hardneg.losses import guide_guard
 from keras_hardneg.losses import hardness
-from keras_hardneg.losses.base import (REDUCTIONS, keras_mask, reduce_anchor_losses,
-                                       scale_for_replicas)
+from keras_hardneg.losses.base import (REDUCTIONS, ContrastiveLoss, keras_mask,
+                                       reduce_anchor_losses, scale_for_replicas)
 
 __all__ = ["MinedNegativesLoss", "GUARDS", "split_tuples"]
 
@@ -106,7 +106,8 @@ class MinedNegativesLoss(keras.losses.Loss):
     True
     """
 
-    def __init__(self, loss="nt_xent", *, num_negatives: int, in_batch: bool = True,
+    def __init__(self, loss: Union[str, Dict[str, Any], ContrastiveLoss] = "nt_xent", *,
+                 num_negatives: int, in_batch: bool = True,
                  symmetric: bool = False, hardness_strength: float = 0.0,
                  hardness_mode: Optional[str] = None, guard: Optional[str] = None,
                  guard_margin: float = 0.0, guard_strategy: str = "absolute",

@@ -184,7 +184,8 @@ class RingContrastiveLoss(ContrastiveLoss):
     #: ``annealing.ring_start`` / ``ring_end``: :class:`keras_hardneg.callbacks.RingAnnealing`.
     annealing = {"ring_start": "upper_percentile", "ring_end": "upper_percentile"}
 
-    def __init__(self, temperature=0.5, lower_percentile=5.0, upper_percentile=50.0, **kwargs):
+    def __init__(self, temperature: float = 0.5, lower_percentile: float = 5.0,
+                 upper_percentile: float = 50.0, **kwargs):
         super().__init__(temperature=temperature, **kwargs)
         self.set_band(lower_percentile, upper_percentile)
 

@@ -1,6 +1,7 @@
 """UnReMix: uncertainty, representativeness and similarity mixing (Tabassum et al. 2022)."""
 
 import math
+from typing import Sequence
 
 import keras
 from keras import ops
@@ -196,8 +197,8 @@ class UnReMixContrastiveLoss(DebiasedContrastiveLoss):
     #: ``annealing.beta_changes``: :class:`keras_hardneg.callbacks.BetaAnnealing`.
     annealing = {"beta_changes": "beta"}
 
-    def __init__(self, temperature=0.5, tau_plus=0.0, beta=1.0,
-                 weights=(1.0, 1.0, 1.0), **kwargs):
+    def __init__(self, temperature: float = 0.5, tau_plus: float = 0.0, beta: float = 1.0,
+                 weights: Sequence[float] = (1.0, 1.0, 1.0), **kwargs):
         super().__init__(temperature=temperature, tau_plus=tau_plus, **kwargs)
         self.beta = check_param("beta", beta, hp.BETA)
         if isinstance(weights, str) or len(tuple(weights)) != 3:

@@ -55,6 +55,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from keras_hardneg.sampling.search import top_k_cosine, unit_pair
 
@@ -192,7 +193,8 @@ def _quantiles(values: np.ndarray) -> dict:
     return out
 
 
-def mine_hard_negatives(query_emb, corpus_emb, positives: Sequence[Sequence[int]], *,
+def mine_hard_negatives(query_emb: ArrayLike, corpus_emb: ArrayLike,
+                        positives: Sequence[Sequence[int]], *,
                         num_negatives: int = 3, range_min: int = 0,
                         range_max: int | None = None,
                         absolute_margin: float | None = None,
