@@ -26,7 +26,7 @@ def test_train_into_a_log_file_shows_short_plain_lines_a_baseline_and_a_plot(tmp
         assert len(line) <= 80, line
         assert "loss:" in line and "knn_accuracy:" in line, line
     assert "clamp_fraction" not in text and "nonfinite_steps" not in text
-    assert "epoch 0 (random encoder): kNN accuracy" in text
+    assert "epoch 0 (before training): kNN accuracy" in text
     results = json.loads((out / "results.json").read_text())
     assert 0.0 <= results["knn_accuracy_epoch0"] <= 1.0
     row = next(line for line in text.splitlines() if "kNN before training" in line)

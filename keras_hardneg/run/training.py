@@ -176,7 +176,7 @@ def _baseline(modality, model, recipe, train_split, test_split, output_dir, star
     baseline = {key: float(value) for key, value in figures.items()}
     atomic_write_json(path, baseline, indent=1)
     if verbose:
-        print("epoch 0 (random encoder): " + ", ".join(
+        print("epoch 0 (before training): " + ", ".join(
             f"{key.replace('_', ' ').replace('knn', 'kNN').replace('svm', 'SVM')} {value:.4f}"
             for key, value in baseline.items()), flush=True)
     return baseline
