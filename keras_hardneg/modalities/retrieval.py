@@ -209,7 +209,7 @@ class TupleState:
 
     def get_state(self) -> dict:
         state = dict(self.batches.get_state())
-        state["minings"] = json.dumps(self.runtime.get("minings", []), default=float)
+        state["minings"] = json.dumps(self.runtime.get("minings", []), default=_plain_number)
         return state
 
     def set_state(self, state: dict) -> None:
@@ -217,6 +217,11 @@ class TupleState:
         if "minings" in state:
             self.runtime["minings"] = json.loads(str(state["minings"]))
         self.runtime["restored"] = True
+
+
+def _plain_number(value: Any) -> Any:
+    """A NumPy scalar of a mining record as JSON writes it (its Python value)."""
+    return value.item() if hasattr(value, "item") else str(value)
 
 
 def _encode(encoder: Any, ids: np.ndarray) -> np.ndarray:

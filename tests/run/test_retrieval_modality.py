@@ -180,10 +180,10 @@ def test_the_walk_order_keeps_tuples_with_neighbouring_positives_in_a_batch(tmp_
     folder = write_tiny_beir(tmp_path / "beir")
     rates = {}
     for order in ("shuffle", "walk"):
+        # "random": a topic's queries seldom share a negative (which would keep them apart)
         recipe = load_recipe(tiny_recipe(folder, sampler={
             "name": "mined", "num_negatives": 1, "range_max": 40, "order": order,
-            "sampling_strategy": "random",  # a topic's queries seldom share a negative,
-            "num_neighbors": 3}))                # which would keep them apart
+            "sampling_strategy": "random", "num_neighbors": 3}))
         (x, _), _, _ = run_load_data(recipe)
         dataset, state = get_modality("retrieval").feed(recipe, x, None, None, None)
         miner = TupleMiner(x, _plan(recipe), recipe["seed"])
@@ -299,6 +299,7 @@ def test_a_stopped_mined_run_resumes_with_its_tuples_and_its_walk(tmp_path, monk
     assert resumed["epochs_trained_now"] == 1 and len(again.losses) == 8
     assert again.losses == stop.losses and resumed["history"]["loss"][1] == stop.losses[-1]
     assert [m["epoch"] for m in resumed["mining"]] == [0]  # the record travels too
+    assert resumed["mining"][0]["tuples"] == len(stopped[1][0])
 
 
 # ------------------------------------------------------- SciFact and MiniLM (heavy tier)
