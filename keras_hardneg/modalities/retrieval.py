@@ -18,8 +18,13 @@ what differs: the feed, the evaluation, the report and the figures.
   negatives mined once with the starting encoder when training begins
   (:func:`~keras_hardneg.sampling.mine_hard_negatives`: rank window, margins, top or random),
   and again every ``remine_every`` epochs with the encoder being trained
-  (:class:`TupleMiner`, a :class:`~keras_hardneg.callbacks.ReminingCallback`); until the first mining the tuples hold seeded random negatives (only
-  a build before training could read them).
+  (:class:`TupleMiner`, a :class:`~keras_hardneg.callbacks.ReminingCallback`); until the
+  first mining the tuples hold seeded random negatives (only a build before training could
+  read them). ``order``: ``"shuffle"`` (default, a uniform order every epoch) or ``"walk"``
+  (:class:`~keras_hardneg.sampling.TupleBatchSampler`: BatchSampler's random walk over a
+  graph of the positives' embeddings, those of each mining; ``num_candidates``,
+  ``num_neighbors``, ``restart_prob`` as the ``"batchsampler"`` sampler's). A resumed run
+  gets back its tuples and order (:class:`TupleState`) and does not mine before training.
 * **Evaluation.** BEIR's protocol on the test split (:func:`evaluate_retrieval`: cosine over
   the whole corpus, the query's own id dropped): ``ndcg_at_10``, ``recall_at_100``,
   ``mrr_at_10``; the starting encoder's (zero-shot) figures are the run's "epoch 0".
@@ -39,6 +44,7 @@ Example:
 from __future__ import annotations
 
 import html
+import json
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -104,6 +110,10 @@ class MiningPlan:
     sampling_strategy: str = "top"
     remine_every: int = 0
     source: str = "mine"
+    order: str = "shuffle"
+    num_candidates: int = 1000
+    num_neighbors: int | None = None
+    restart_prob: float = 0.2
 
     def miner_arguments(self, seed: int) -> dict[str, Any]:
         return {"num_negatives": self.num_negatives, "range_min": self.range_min,
@@ -114,11 +124,21 @@ class MiningPlan:
 
 #: ``source`` of the ``"mined"`` sampler: mined from the corpus, or a pair file's own.
 SOURCES = ("mine", "file")
+#: ``order`` of the ``"mined"`` sampler: how an epoch orders the tuples before packing
+#: (:class:`~keras_hardneg.sampling.TupleBatches` /
+#: :class:`~keras_hardneg.sampling.TupleBatchSampler`).
+ORDERS = ("shuffle", "walk")
 
 
 def _check_window(c: dict[str, Any]) -> str | None:
     if c["range_max"] is not None and c["range_max"] - c["range_min"] < c["num_negatives"]:
         return ("'range_max' - 'range_min' must hold at least 'num_negatives' ranks")
+    if c["order"] == "walk" and c["source"] != "mine":
+        return ("'order' = 'walk' needs 'source' = 'mine' (the walk's graph is built from "
+                "the embeddings the miner computes)")
+    if c["num_neighbors"] is not None and c["num_neighbors"] >= c["num_candidates"]:
+        return (f"'num_neighbors' must be < 'num_candidates'; got {c['num_neighbors']} and "
+                f"{c['num_candidates']}")
     return None
 
 
@@ -141,15 +161,28 @@ def _check_window(c: dict[str, Any]) -> str | None:
                                            "N epochs (0: once, before training)"),
     "source": Param(str, choices=SOURCES, help="mine: from the corpus; file: the negatives "
                                                "of the data's pair file (no mining)"),
+    "order": Param(str, choices=ORDERS,
+                   help="shuffle: a uniform order every epoch; walk: BatchSampler's random "
+                        "walk over a graph of the positives' embeddings (the miner's), so "
+                        "tuples with neighbouring positives share a batch"),
+    "num_candidates": Param(int, low=2, help="walk: M, candidates drawn per node to build "
+                                             "the graph (M >= T - 1: the exact kNN graph)"),
+    "num_neighbors": Param(int, low=1, default=None,
+                           help="walk: K, neighbours kept per node (default: 100, or "
+                                "min(num_candidates, T - 1) - 1 on fewer tuples)"),
+    "restart_prob": Param(float, low=0.0, high=1.0, high_inclusive=False,
+                          help="walk: the walks' restart probability alpha"),
 })
 def mined_sampler(num_negatives: int = 1, range_min: int = 0, range_max: int | None = None,
                   absolute_margin: float | None = None, relative_margin: float | None = 0.05,
                   sampling_strategy: str = "top", remine_every: int = 0,
-                  source: str = "mine") -> MiningPlan:
+                  source: str = "mine", order: str = "shuffle", num_candidates: int = 1000,
+                  num_neighbors: int | None = None, restart_prob: float = 0.2) -> MiningPlan:
     """The ``"mined"`` sampler's keys as a :class:`MiningPlan` (the retrieval feed reads
     them; no index sampler is built)."""
     return MiningPlan(num_negatives, range_min, range_max, absolute_margin, relative_margin,
-                      sampling_strategy, remine_every, source)
+                      sampling_strategy, remine_every, source, order, num_candidates,
+                      num_neighbors, restart_prob)
 
 
 def _plan(recipe: dict[str, Any]) -> MiningPlan | None:
@@ -165,22 +198,30 @@ def _plan(recipe: dict[str, Any]) -> MiningPlan | None:
 
 # -------------------------------------------------------------------------- state
 class TupleState:
-    """The feed's tuples and epoch count as resumable state (``get_state`` / ``set_state``
-    for the run's backup): a resumed run trains on the tuples the interrupted one had."""
+    """The feed's tuples, epoch count and order (a walk's graph and generator) as resumable
+    state (``get_state`` / ``set_state`` for the run's backup), with the run's mining
+    records: a resumed run trains on the tuples the interrupted one had, in the order it
+    would have had, and its :class:`TupleMiner` does not mine again before training."""
 
-    def __init__(self, batches: Any):
+    def __init__(self, batches: Any, runtime: dict | None = None):
         self.batches = batches
+        self.runtime = {} if runtime is None else runtime
 
     def get_state(self) -> dict:
-        q, p, n = self.batches.tuples
-        return {"query": np.asarray(q), "positive": np.asarray(p), "negatives": np.asarray(n),
-                "epoch_index": np.asarray(self.batches.epoch_index, np.int64)}
+        state = dict(self.batches.get_state())
+        state["minings"] = json.dumps(self.runtime.get("minings", []), default=_plain_number)
+        return state
 
     def set_state(self, state: dict) -> None:
-        self.batches.set_tuples((np.asarray(state["query"], np.int64),
-                                 np.asarray(state["positive"], np.int64),
-                                 np.asarray(state["negatives"], np.int64)))
-        self.batches.epoch_index = int(np.asarray(state["epoch_index"]))
+        self.batches.set_state(state)
+        if "minings" in state:
+            self.runtime["minings"] = json.loads(str(state["minings"]))
+        self.runtime["restored"] = True
+
+
+def _plain_number(value: Any) -> Any:
+    """A NumPy scalar of a mining record as JSON writes it (its Python value)."""
+    return value.item() if hasattr(value, "item") else str(value)
 
 
 def _encode(encoder: Any, ids: np.ndarray) -> np.ndarray:
@@ -195,7 +236,12 @@ class TupleMiner(ReminingCallback):
     up from the data and the ``"mined"`` sampler -- it mines when training begins (with the
     starting encoder; its corpus embeddings reused from the epoch-0 evaluation when that ran)
     and every ``plan.remine_every`` epochs after (the encoder being trained), encoding token
-    ids in length-sorted batches.
+    ids in length-sorted batches. A walk order (``TupleBatchSampler``) gets the corpus
+    embeddings of each mining for its graph (the same pass: nothing is encoded twice).
+
+    The first mining runs at the first epoch's start, after the run's backup has been
+    restored (``on_train_begin`` of the callbacks after this one): a resumed run
+    (:class:`TupleState` restored) keeps the interrupted run's tuples and does not mine.
 
     The training data's ``runtime`` keeps what the run's results and report show:
     ``"mined"`` (the latest :class:`~keras_hardneg.sampling.MinedNegatives`) and
@@ -210,11 +256,25 @@ class TupleMiner(ReminingCallback):
                          mining_options=options, encode_fn=self._encode_fn,
                          mine_on_train_begin=True)
         self.data = data
+        self._first_epoch = False
+
+    def on_train_begin(self, logs=None):
+        self._first_epoch = True  # mined at the first epoch's start (class docstring)
+
+    def on_epoch_begin(self, epoch: int, logs=None):
+        if not self._first_epoch:
+            return
+        self._first_epoch = False
+        if self.data.runtime.pop("restored", False):
+            self.data.runtime.pop("start_corpus", None)  # the backup's tuples are kept
+            return
+        self.remine(-1)
 
     def _encode_fn(self, model: Any, ids: Any) -> np.ndarray:
-        cached = self.data.runtime.pop("start_corpus", None)
-        if cached is not None and ids is self.data.corpus_ids and not self.history:
-            return cached
+        if ids is self.data.corpus_ids:  # the queries are encoded first: keep it till here
+            cached = self.data.runtime.pop("start_corpus", None)
+            if cached is not None and not self.history:
+                return cached
         return _encode(model.encoder, ids)
 
     def _log(self, logs):
@@ -423,12 +483,13 @@ class RetrievalModality(TextModality):
         else:
             tuples = (pairs[:, 0], pairs[:, 1], _placeholder_negatives(
                 x, pairs, plan.num_negatives, recipe["seed"]))
-        batches = sampling.TupleBatches(tuples, recipe["batch_size"], seed=recipe["seed"])
+        batches = _tuple_batches(plan, tuples, len(x.corpus), recipe)
         x.runtime.clear()
         x.runtime.update(batches=batches, plan=plan)
         make = (sampling.make_tuple_dataset if tensorflow_backend()
                 else sampling.make_tuple_py_dataset)
-        return make(batches, x.query_ids, x.corpus_ids), {"tuples": TupleState(batches)}
+        return make(batches, x.query_ids, x.corpus_ids), {"tuples": TupleState(batches,
+                                                                               x.runtime)}
 
     def monitors(self, recipe, train, test):
         plan = _plan(recipe)
@@ -498,6 +559,25 @@ class RetrievalModality(TextModality):
 
     def evaluate_benchmark(self, embed, benchmark_dir, *, senteval=False, seed=0):
         raise NotImplementedError("modality 'retrieval' is evaluated on its data's test split")
+
+
+def _tuple_batches(plan: MiningPlan | None, tuples: Any, num_docs: int,
+                   recipe: dict[str, Any]) -> Any:
+    """The epochs' batches of the tuples in the plan's order: ``"shuffle"``
+    (:class:`~keras_hardneg.sampling.TupleBatches`) or ``"walk"``
+    (:class:`~keras_hardneg.sampling.TupleBatchSampler` on the positives). The walk starts
+    on seeded placeholder embeddings (as the tuples start on placeholder negatives): the
+    first mining hands it the starting encoder's corpus embeddings before any epoch."""
+    from keras_hardneg import sampling
+
+    b, seed = recipe["batch_size"], recipe["seed"]
+    if plan is None or plan.order == "shuffle":
+        return sampling.TupleBatches(tuples, b, seed=seed)
+    placeholder = np.random.default_rng(seed).normal(size=(num_docs, 2)).astype(np.float32)
+    return sampling.TupleBatchSampler(tuples, b, embeddings=placeholder, on="positives",
+                                      restart_prob=plan.restart_prob,
+                                      num_candidates=plan.num_candidates,
+                                      num_neighbors=plan.num_neighbors, seed=seed)
 
 
 def _placeholder_negatives(x: Any, pairs: np.ndarray, k: int, seed: int) -> np.ndarray:

@@ -144,6 +144,28 @@ class TupleBatches:
     def __len__(self) -> int:
         return self.steps_per_epoch
 
+    # ------------------------------------------------------------ state
+    def get_state(self) -> dict[str, Any]:
+        """The tuples and the epoch count, as NumPy values (what a run's backup keeps):
+        ``query``, ``positive``, ``negatives``, ``epoch_index``. The orders are drawn from
+        ``(seed, epoch_index)``, so nothing else is needed to go on as before."""
+        q, p, n = self._tuples
+        return {"query": q.copy(), "positive": p.copy(), "negatives": n.copy(),
+                "epoch_index": np.asarray(self.epoch_index, np.int64)}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Put back what :meth:`get_state` gave (same ``K``; ``version`` goes up, as with
+        :meth:`set_tuples`: the tuples are new to a feed that packed before)."""
+        self._install(self._state_tuples(state))
+        self.epoch_index = int(np.asarray(state["epoch_index"]))
+        self.version += 1
+
+    @staticmethod
+    def _state_tuples(state: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return tuple_arrays((np.asarray(state["query"], np.int64),
+                             np.asarray(state["positive"], np.int64),
+                             np.asarray(state["negatives"], np.int64)))
+
     # ------------------------------------------------------------ epochs
     def _order(self, packing: int) -> np.ndarray:
         """Tuple indices in the order packing ``packing`` of this epoch takes them."""
@@ -243,6 +265,7 @@ class TupleBatchSampler(TupleBatches):
         self._embeddings = self._check_embeddings(embeddings)
         self._walk = None
         self._walk_seed = _check_int("seed", seed, 0)
+        self._rebuilds = 0  # set_tuples calls so far: the walk of rebuild r is seeded seed + r
         super().__init__(tuples, batch_size, seed=seed, drop_remainder=drop_remainder,
                          steps_per_epoch=steps_per_epoch)
 
@@ -257,16 +280,23 @@ class TupleBatchSampler(TupleBatches):
             raise ValueError(f"`embeddings` must be finite float [rows, d]; got {got}.")
         return emb
 
-    def _install(self, arrays):
+    def _rows(self, arrays) -> np.ndarray:
+        """The embedding rows of the tuples' nodes (checked against the embeddings)."""
         rows = arrays[1] if self.on == "positives" else arrays[0]
         if rows.size and rows.max() >= len(self._embeddings):
             raise ValueError(f"`embeddings` has {len(self._embeddings)} rows; the tuples' "
                              f"{self.on} need row {int(rows.max())}.")
+        return rows
+
+    def _install(self, arrays, graph: Any = None):
+        rows = self._rows(arrays)
         super()._install(arrays)
         m = min(int(self.num_candidates), len(rows) - 1) if isinstance(
             self.num_candidates, numbers.Integral) else self.num_candidates
-        self._walk = BatchSampler(self._embeddings[rows], self.batch_size, self.restart_prob,
-                                  num_candidates=m, num_neighbors=self.num_neighbors,
+        # ``graph``: a saved walk's neighbour array (set_state), instead of a new build.
+        self._walk = BatchSampler(self._embeddings[rows] if graph is None else graph,
+                                  self.batch_size, self.restart_prob, num_candidates=m,
+                                  num_neighbors=self.num_neighbors if graph is None else None,
                                   backend=self.backend, seed=self._walk_seed)
 
     def set_tuples(self, tuples: Any, embeddings: Any = None) -> None:
@@ -276,12 +306,41 @@ class TupleBatchSampler(TupleBatches):
         old = self._embeddings, self._walk_seed
         if embeddings is not None:
             self._embeddings = self._check_embeddings(embeddings)
-        self._walk_seed = self.seed + self.version + 1
+        self._walk_seed = self.seed + self._rebuilds + 1
         try:
             self._install(arrays)
         except ValueError:
             self._embeddings, self._walk_seed = old
             raise
+        self._rebuilds += 1
+        self.version += 1
+
+    def get_state(self) -> dict[str, Any]:
+        """:meth:`TupleBatches.get_state` plus the walk: the embeddings held (float32
+        ``[rows, d]``, what a later :meth:`set_tuples` without new ones builds from), the
+        rebuild count and the current :class:`~keras_hardneg.sampling.BatchSampler`'s state
+        (its graph, generator and coverage) under ``"walk/..."``: a restored sampler walks
+        on exactly as this one would."""
+        state = super().get_state()
+        state.update(embeddings=self._embeddings.copy(), on=self.on,
+                     walk_seed=np.asarray(self._walk_seed, np.int64),
+                     rebuilds=np.asarray(self._rebuilds, np.int64))
+        state.update({f"walk/{k}": v for k, v in self._walk.get_state().items()})
+        return state
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Put back what :meth:`get_state` gave (same ``K`` and ``on``); the saved graph is
+        reused, not rebuilt."""
+        if str(state.get("on")) != self.on:
+            raise ValueError(f"`state` is of a walk on {state.get('on')!r}; this one is on "
+                             f"{self.on!r}.")
+        self._embeddings = self._check_embeddings(state["embeddings"])
+        self._walk_seed = int(np.asarray(state["walk_seed"]))
+        self._rebuilds = int(np.asarray(state["rebuilds"]))
+        walk = {k[len("walk/"):]: v for k, v in state.items() if k.startswith("walk/")}
+        self._install(self._state_tuples(state), graph=np.asarray(walk["neighbors"], np.int64))
+        self._walk.set_state(walk)
+        self.epoch_index = int(np.asarray(state["epoch_index"]))
         self.version += 1
 
     def _order(self, packing: int) -> np.ndarray:

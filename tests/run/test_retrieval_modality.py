@@ -147,6 +147,161 @@ def test_pairs_train_with_fit_on_this_backend(tmp_path):
     assert out["steps_per_epoch"] == 32 // 4 and 0.0 <= out["ndcg_at_10"] <= 1.0
 
 
+# ------------------------------------------------------------ the walk order, resume
+def _topic_embeddings(ids, noise, seed):
+    """Unit rows one-hot in the topic of each BEIR id (``q3_1`` / ``d3_5``: topic 3), plus
+    Gaussian ``noise``: a stand-in encoder under which same-topic texts are neighbours."""
+    topic = np.array([int(str(i)[1:].split("_")[0]) for i in ids])
+    emb = np.eye(len(TOPICS))[topic] + noise * np.random.default_rng(seed).normal(
+        size=(len(ids), len(TOPICS)))
+    return (emb / np.linalg.norm(emb, axis=1, keepdims=True)).astype("float32"), topic
+
+
+def _epoch_positives(dataset, k, num_queries):
+    """``[steps, B]`` positive document rows of one epoch read from the feed itself (its
+    ``rows``: query ``i`` is ``i``, document ``j`` is ``Q + j``, ``2 + K`` rows a tuple)."""
+    if hasattr(dataset, "on_epoch_begin"):  # TuplePyDataset (JAX, torch)
+        dataset.on_epoch_begin()
+        rows = [dataset[i][1] for i in range(len(dataset))]
+    else:
+        rows = [r.numpy() for _, r in dataset]
+    return np.stack([np.asarray(r)[1::2 + k] - num_queries for r in rows])
+
+
+@pytest.mark.backends
+def test_the_walk_order_keeps_tuples_with_neighbouring_positives_in_a_batch(tmp_path):
+    """``sampler.order: "walk"``: the feed's batches, after the first mining (a stand-in
+    encoder under which a topic's texts are neighbours), hold tuples of one topic together
+    more often than ``"shuffle"`` on the same mining; the walk's graph is built on the
+    miner's corpus embeddings, those of each mining."""
+    from keras_hardneg.modalities.retrieval import TupleMiner, _plan
+    from keras_hardneg.sampling import TupleBatchSampler
+
+    folder = write_tiny_beir(tmp_path / "beir")
+    rates = {}
+    for order in ("shuffle", "walk"):
+        # "random": a topic's queries seldom share a negative (which would keep them apart)
+        recipe = load_recipe(tiny_recipe(folder, sampler={
+            "name": "mined", "num_negatives": 1, "range_max": 40, "order": order,
+            "sampling_strategy": "random", "num_neighbors": 3}))
+        (x, _), _, _ = run_load_data(recipe)
+        dataset, state = get_modality("retrieval").feed(recipe, x, None, None, None)
+        miner = TupleMiner(x, _plan(recipe), recipe["seed"])
+        queries, _ = _topic_embeddings(x.queries.ids, 0.05, 1)
+        corpus, topic = _topic_embeddings(x.corpus.ids, 0.05, 2)
+        miner._encode = lambda ids: queries if ids is x.query_ids else corpus
+        miner.remine(-1)
+        batches = x.runtime["batches"]
+        assert isinstance(batches, TupleBatchSampler) == (order == "walk")
+        if order == "walk":
+            assert np.array_equal(state["tuples"].get_state()["embeddings"], corpus)
+        same = []
+        for _ in range(3):
+            t = topic[_epoch_positives(dataset, 1, len(x.queries))]  # [steps, B] topics
+            b = t.shape[1]
+            same.append(((t[:, :, None] == t[:, None, :]).sum() - t.size) / (t.size * (b - 1)))
+        rates[order] = float(np.mean(same))
+        if order == "walk":  # a re-mining hands the walk its own pass's embeddings
+            new_corpus, _ = _topic_embeddings(x.corpus.ids, 0.05, 3)
+            miner._encode = lambda ids: queries if ids is x.query_ids else new_corpus
+            miner.remine(0)
+            assert np.array_equal(state["tuples"].get_state()["embeddings"], new_corpus)
+    chance = (4 - 1) / (32 - 1)  # 4 training tuples a topic at most, 32 in all
+    assert rates["shuffle"] < 2 * chance and rates["walk"] > 0.5, rates  # 0.08, 0.88
+    with pytest.raises(ValueError, match="recipe key 'sampler.order' = 'zigzag' is not "
+                                         "allowed; choose one of shuffle, walk"):
+        load_recipe(tiny_recipe(folder, sampler={"name": "mined", "order": "zigzag"}))
+    with pytest.raises(ValueError, match="'sampler.order' = 'walk' needs 'sampler.source' = "
+                                         "'mine'"):
+        load_recipe(tiny_recipe(folder, sampler={"name": "mined", "order": "walk",
+                                                 "source": "file"}))
+
+
+class _Interrupt(Exception):
+    pass
+
+
+class _StopAt(keras.callbacks.Callback):
+    """Keeps the running loss after every batch of epoch ``epoch`` and stands in for a kill
+    (as ``tests/run/test_rerun.py``'s) after batch ``batch`` of it, if given: the backup
+    then holds the epochs before it."""
+
+    def __init__(self, epoch, batch=None):
+        super().__init__()
+        self.at, self.epoch, self.losses = (epoch, batch), 0, []
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.epoch = epoch
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self.epoch == self.at[0]:
+            self.losses.append(float(logs["loss"]))
+        if (self.epoch, batch) == self.at:
+            raise _Interrupt()
+
+
+def test_a_stopped_mined_run_resumes_with_its_tuples_and_its_walk(tmp_path, monkeypatch):
+    """A walk-ordered mined run (2 epochs of 8 steps), stopped after the last step of epoch
+    1 (before that epoch is backed up: the steps of an uninterrupted run, at the cost of two
+    runs, not three) and rerun: the resumed run packs epoch 1 from the tuples and the walk
+    (graph and generator, one epoch on) the stopped one had (its backup's ``TupleState``),
+    mines nothing, and its epoch-1 losses equal the stopped run's bit for bit (as
+    ``test_rerun.py`` asserts for an image run). Before training the corpus is encoded once
+    (the epoch-0 evaluation's pass serves the miner and the walk's graph)."""
+    from keras_hardneg import run
+    from keras_hardneg.modalities import retrieval
+    from keras_hardneg.sampling import TupleBatches
+
+    folder = write_tiny_beir(tmp_path / "beir")
+    recipe = tiny_recipe(folder, epochs=2, sampler={
+        "name": "mined", "num_negatives": 1, "range_max": 40, "order": "walk",
+        "num_neighbors": 3})
+    packed, minings, corpus_passes = [], [], []
+    pack, remine, encode = (TupleBatches.epoch_batches, retrieval.TupleMiner.remine,
+                            retrieval._encode)
+
+    def recorded_pack(self):
+        state = self.get_state()
+        out = pack(self)
+        packed.append((int(state["epoch_index"]), state["negatives"], state["embeddings"],
+                       out, len(corpus_passes)))
+        return out
+
+    def counted_encode(encoder, ids):
+        if len(ids) == 6 * len(TOPICS):
+            corpus_passes.append(1)
+        return encode(encoder, ids)
+
+    monkeypatch.setattr(TupleBatches, "epoch_batches", recorded_pack)
+    monkeypatch.setattr(retrieval.TupleMiner, "remine",
+                        lambda self, epoch=-1: minings.append(epoch) or remine(self, epoch))
+    monkeypatch.setattr(retrieval, "_encode", counted_encode)
+
+    def train(callback):
+        packed.clear(), minings.clear(), corpus_passes.clear()
+        return run.train(recipe, str(tmp_path / "run"), verbose=0, export=False,
+                         report=False, extra_callbacks=[callback])
+
+    stop = _StopAt(1, 32 // 4 - 1)
+    with pytest.raises(_Interrupt):
+        train(stop)
+    stopped = {epoch: rest for epoch, *rest in packed}
+    assert minings == [-1] and sorted(stopped) == [0, 1]
+    assert stopped[0][3] == 1  # the corpus encoded once before the first epoch
+
+    again = _StopAt(1)
+    resumed = train(again)
+    assert minings == [] and [epoch for epoch, *_ in packed] == [1]
+    negatives, embeddings, batches, _ = packed[0][1:]
+    assert np.array_equal(negatives, stopped[1][0])
+    assert np.array_equal(embeddings, stopped[1][1])
+    assert all(np.array_equal(a, b) for a, b in zip(batches, stopped[1][2]))
+    assert resumed["epochs_trained_now"] == 1 and len(again.losses) == 8
+    assert again.losses == stop.losses and resumed["history"]["loss"][1] == stop.losses[-1]
+    assert [m["epoch"] for m in resumed["mining"]] == [0]  # the record travels too
+    assert resumed["mining"][0]["tuples"] == len(stopped[1][0])
+
+
 # ------------------------------------------------------- SciFact and MiniLM (heavy tier)
 SCIFACT = os.environ.get("KHN_SCIFACT", os.path.join(
     os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(

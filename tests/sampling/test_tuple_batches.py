@@ -139,3 +139,49 @@ def test_walk_sampler_checks_its_embeddings_and_graph_choice():
         TupleBatchSampler(tuples, 2, embeddings=np.zeros((4, 2)))
     with pytest.raises(ValueError, match="`embeddings` must be finite"):
         TupleBatchSampler(tuples, 2, embeddings=np.full((6, 2), np.nan))
+
+
+def _through_a_backup(state, tmp_path):
+    """``state`` written and read back as a run's backup does (an ``.npz``, no pickle)."""
+    from keras_hardneg.callbacks.backup import _decode_state, _encode_state
+
+    path = tmp_path / "state.npz"
+    path.write_bytes(_encode_state({"tuples": state}))
+    return _decode_state(str(path))["tuples"]
+
+
+def test_a_restored_feed_goes_on_with_the_same_tuples_and_orders(tmp_path):
+    """``get_state`` / ``set_state`` (what a run's backup keeps): a feed restored into a new
+    object, mid-run, packs the epochs the original would -- uniform, and a walk whose graph
+    was rebuilt from new embeddings and whose generator has run an epoch."""
+    tuples, doc_emb, _ = _clustered_tuples()
+    q, p, n = tuples
+    later = (q, p, n + 7)
+    shuffled = doc_emb[np.random.default_rng(1).permutation(len(doc_emb))]
+    for make in (lambda emb: TupleBatches(tuples, 10, seed=4),
+                 lambda emb: TupleBatchSampler(tuples, 10, embeddings=emb, seed=4,
+                                               num_candidates=119, num_neighbors=9)):
+        original = make(doc_emb)
+        original.epoch_batches()
+        if isinstance(original, TupleBatchSampler):
+            original.set_tuples(later, embeddings=shuffled)
+        else:
+            original.set_tuples(later)
+        original.epoch_batches()
+        restored = make(np.zeros_like(doc_emb))          # a new process: placeholders
+        restored.set_state(_through_a_backup(original.get_state(), tmp_path))
+        assert restored.epoch_index == original.epoch_index == 2
+        assert np.array_equal(restored.tuples[2], later[2])
+        for _ in range(2):
+            assert all(np.array_equal(a, b) for a, b in zip(original.epoch_batches(),
+                                                            restored.epoch_batches()))
+        if isinstance(original, TupleBatchSampler):       # the next rebuild is seeded alike
+            original.set_tuples(tuples, embeddings=doc_emb)
+            restored.set_tuples(tuples, embeddings=doc_emb)
+            assert all(np.array_equal(a, b) for a, b in zip(original.epoch_batches(),
+                                                            restored.epoch_batches()))
+    by_query = TupleBatchSampler(tuples, 10, embeddings=doc_emb, on="queries",
+                                 num_candidates=119, num_neighbors=9)
+    with pytest.raises(ValueError, match="`state` is of a walk on 'positives'; this one is "
+                                         "on 'queries'"):
+        by_query.set_state(original.get_state())
