@@ -24,7 +24,7 @@ from typing import Any, Sequence
 import numpy as np
 
 __all__ = ["MAP_POINTS", "NEIGHBOUR_POOL", "DPI", "pyplot", "figure_uri", "img", "note",
-           "table", "short", "class_label", "draw_graph", "draw_image", "tsne", "subset", "unit", "map_figure", "embedding_map_section"]
+           "table", "short", "class_label", "Views", "draw_graph", "draw_image", "tsne", "subset", "unit", "map_figure", "embedding_map_section"]
 
 #: Embeddings in a 2-D map (t-SNE), at most.
 MAP_POINTS = 500
@@ -126,6 +126,20 @@ def draw_image(ax: Any, image: Any, seed: int = 0) -> None:
     """Shows ``image`` ``[H, W, C]`` in ``[0, 1]`` on the matplotlib axes ``ax``: an image
     modality's gallery drawer (``seed`` unused)."""
     ax.imshow(np.clip(np.asarray(image, np.float32), 0.0, 1.0), interpolation="nearest")
+
+
+class Views(tuple):
+    """A probe example whose two views are different items, ``Views((view1, view2))``
+    (retrieval: the query, then its positive document), where a modality's
+    ``probe_examples`` gives one item per example: the gallery shows the view it names.
+
+    >>> Views(("a query", "its document")).of(2)
+    'its document'
+    """
+
+    def of(self, view: int) -> Any:
+        """The item of view ``view`` (1 or 2)."""
+        return self[view - 1]
 
 
 def short(text: str, limit: int = 160) -> str:

@@ -507,8 +507,9 @@ class RetrievalModality(TextModality):
                 None)
 
     def probe_examples(self, x, y, indices):
-        pairs = np.asarray(x.pairs)[indices]
-        return None, [x.queries.texts[int(q)] for q in pairs[:, 0]]
+        pairs, documents = np.asarray(x.pairs)[indices], x.documents
+        return None, [report.Views((x.queries.texts[int(q)], documents[int(d)]))  # view 1, 2
+                      for q, d in pairs[:, :2]]
 
     def labels_of(self, x, y, indices):
         return None

@@ -11,6 +11,7 @@ from keras_hardneg.losses import NTXentLoss
 from keras_hardneg.run.report import probe as probe_lib
 from keras_hardneg.modalities import report as modality_report
 from keras_hardneg.run.report import page as report_page
+from keras_hardneg.run.report import run_report
 
 
 def test_uniform_false_negative_rate_is_the_chance_of_a_shared_label():
@@ -151,6 +152,24 @@ def test_a_graph_is_drawn_and_the_gallery_lists_sentences():
     assert html.count("<li>") == probe_lib.GALLERY_ANCHORS * probe_lib.GALLERY_NEGATIVES
     assert "sentence" in html and "weighted most" in html
     assert report_page.hardest_negatives_section({"records": [{}]}, None) is None
+
+
+def test_examples_whose_views_differ_show_the_view_each_row_names():
+    # retrieval: view 1 is the query, view 2 its positive document
+    probe = {"indices": [10, 11], "records": [{"epoch": 1, "hardest": [
+        {"anchor": 0, "positive_cosine": 0.9,
+         "negatives": [[3, 1.3, 0.4, None], [1, 0.7, 0.2, None]]}]}]}
+    items = {i: modality_report.Views((f"query {i}", f"document {i}")) for i in (10, 11)}
+    html = report_page.hardest_negatives_section(probe, (None, items))
+    assert "<b>query 10</b>" in html  # the anchor, row 0: example 10, view 1
+    assert "document 11 <small>#11 v2" in html and "query 11 <small>#11 v1" in html
+    assert "document 10" not in html
+
+
+def test_the_dual_encoder_probe_says_how_its_pairing_differs_from_training():
+    recipe = {"framework": {"name": "dual_encoder"}, "batch_size": 32}
+    notes = run_report.probe_view_notes(recipe, None, {}, [])
+    assert len(notes) == 1 and "B &minus; 1 = 31" in notes[0] and "query" in notes[0]
 
 
 def test_environment_names_versions_backend_and_commit():

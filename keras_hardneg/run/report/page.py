@@ -678,6 +678,10 @@ def hardest_negatives_section(probe: dict[str, Any] | None,
     def example(row):
         return int(indices[row % p]), row // p + 1
 
+    def item_of(index, view):  # an example's item, or its view's (report.Views)
+        item = items.get(index)
+        return item.of(view) if isinstance(item, report.Views) else item
+
     intro = _note(
         f"At epoch {last['epoch']}, for {len(hardest)} anchors of the probe batch (seeded), the "
         f"{len(hardest[0]['negatives'])} negatives the loss weighted most (ties by the larger "
@@ -698,7 +702,7 @@ def hardest_negatives_section(probe: dict[str, Any] | None,
             for col, (r, same, title) in enumerate(cells):
                 ax = axes[row][col]
                 index, view = example(r)
-                item = items.get(index)
+                item = item_of(index, view)
                 if item is not None:
                     draw(ax, item, index)
                 ax.set_xticks([])
@@ -714,14 +718,15 @@ def hardest_negatives_section(probe: dict[str, Any] | None,
     rows = []
     for h in hardest:
         index, view = example(h["anchor"])
-        head = (f"<b>{html.escape(report.short(str(items[index])))}</b><br>" if index in items
-                else "") + f"#{index} v{view}, pos cos {h['positive_cosine']:.3f}"
+        head = (f"<b>{html.escape(report.short(str(item_of(index, view))))}</b><br>"
+                if index in items else "") + f"#{index} v{view}, pos cos {h['positive_cosine']:.3f}"
         lis = []
         for j, w, c, same in h["negatives"]:
             ni, nv = example(j)
             flag = "" if same is None else (' <b class="same">same class</b>' if same
                                             else " other class")
-            text = html.escape(report.short(str(items[ni]))) + " " if ni in items else ""
+            text = (html.escape(report.short(str(item_of(ni, nv)))) + " " if ni in items
+                    else "")
             lis.append(f'<li><span class="cos">w {w:.3f} cos {c:.3f}</span>{text}'
                        f"<small>#{ni} v{nv}{flag}</small></li>")
         rows.append((head, "<ol>" + "".join(lis) + "</ol>"))

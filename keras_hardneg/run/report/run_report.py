@@ -186,6 +186,13 @@ def probe_view_notes(recipe: dict[str, Any], encoder: Any, history: dict[str, li
                      "probe SimCLR's way (in-batch: 2P &minus; 2 negatives per anchor, both "
                      "views); the probe's negatives include same-view pairs that training "
                      "never contrasts.")
+    if name == "dual_encoder":
+        notes.append(f"Pairing: training contrasts each query with the batch's documents (its "
+                     f"positive against the other B &minus; 1 = {b - 1} positives and the "
+                     "mined negatives); the probe pairs SimCLR's way (view 1 the query, view 2 "
+                     "its positive document; in-batch: 2P &minus; 2 negatives per anchor, "
+                     "queries among them), so query-to-query pairs count as negatives here "
+                     "that training never contrasts.")
     queue = framework.get("queue_size") or 0
     if queue:
         notes.append(f"Queue: training's negatives are a queue of {int(queue)} keys from the "
