@@ -376,7 +376,8 @@ def mined_negatives_section(encoder: Any, recipe: dict[str, Any], data: Any
             f"{html.escape(report.short(texts[p]))}", f"<ol>{cells}</ol>"))
     guard = recipe["framework"].get("guard")
     body = report.table(("query", "positive (mining / trained cosine)",
-                         f"top {REPORT_NEGATIVES} mined negatives (mining / trained cosine)"),
+                         f"top {max(len(negs) for _, _, negs, _, _ in items)} mined negatives "
+                         "(mining / trained cosine)"),
                         rows_html, "sentences") + report.note(
         f"{len(items)} training queries (seeded); negatives {where}. Scores: the cosine "
         "given by the encoder that mined them, then the trained encoder's. "

@@ -191,3 +191,10 @@ def test_a_probe_file_from_before_still_draws():
     html = report_page.negatives_section(probe, "HardNegativeContrastiveLoss")
     assert "Collapse check" not in html and "<img" in html
     assert report_page.hardest_negatives_section(probe, None) is None
+
+
+def test_the_recipe_table_keeps_a_small_learning_rate():
+    html = report_page.recipe_table({"optimizer": {"learning_rate": 2e-5, "weight_decay": 0.01},
+                                     "loss": {"temperature": 0.05, "tau_plus": 0.0}})
+    assert "= 2e-05" in html and "= 0.0100" in html and "= 0.0500" in html
+    assert "= 0.0000" in html  # a zero stays a zero

@@ -75,7 +75,10 @@ def _fmt(value: Any, digits: int = 4) -> str:
     if isinstance(value, (int, np.integer)):
         return str(int(value))
     if isinstance(value, (float, np.floating)):
-        return f"{float(value):.{digits}f}"
+        value = float(value)
+        if value and abs(value) < 10.0 ** -digits * 50:  # 2e-05 is not 0.0000
+            return f"{value:.{digits - 1}g}"
+        return f"{value:.{digits}f}"
     return html.escape(str(value))
 
 
