@@ -306,15 +306,25 @@ def baseline_cell(folder: str, seed: int) -> bool:
 
 
 def _seeds_block(kind: str, entry: str, keys: tuple[str, ...]) -> dict:
+    return seeds_block({seed: _cell_path(kind, entry, seed) for seed in SEEDS}, keys,
+                       f"benchmarks/results/zoo_twins/{kind}/{entry}__s<seed>.json")
+
+
+def seeds_block(paths: dict, keys: tuple[str, ...], cells: str, metric=None,
+                command=None) -> dict:
+    """results.json's ``seeds``: each existing cell JSON of ``paths`` (``{seed: path}``)
+    read for ``keys`` (``metric(cell, key)``, default :func:`_metric`) and its command
+    (``command(cell, seed)``, default the cell's own); ``cells`` names them for a reader."""
+    metric = metric or _metric
     per_seed, commands = {}, {}
-    for seed in SEEDS:
-        path = _cell_path(kind, entry, seed)
+    for seed, path in paths.items():
         if os.path.isfile(path):
             cell = _read(path)
-            per_seed[str(seed)] = {k: _metric(cell, k) for k in keys}
-            commands[str(seed)] = cell.get("command") or cell.get("train_command")
+            per_seed[str(seed)] = {k: metric(cell, k) for k in keys}
+            commands[str(seed)] = (command(cell, seed) if command else
+                                   cell.get("command") or cell.get("train_command"))
     return {"weights_seed": WEIGHTS_SEED, "per_seed": per_seed, "commands": commands,
-            "cells": f"benchmarks/results/zoo_twins/{kind}/{entry}__s<seed>.json"}
+            "cells": cells}
 
 
 def _metric(cell: dict, key: str) -> float:
@@ -357,8 +367,10 @@ def _install_run(run_dir: str, target: str, entry: str, trained: dict) -> str:
     return path
 
 
-def _same_arrays(a: str, b: str) -> bool:
-    """Whether presets ``a`` and ``b`` hold the same weights, array for array."""
+def _same_arrays(a: str, b: str, cast: bool = False) -> bool:
+    """Whether presets ``a`` and ``b`` hold the same weights, array for array (with
+    ``cast``: ``b``'s arrays rounded to ``a``'s dtype first, e.g. a float16 copy ``a`` of
+    float32 weights ``b``)."""
     import h5py
 
     def arrays(folder):
@@ -371,7 +383,8 @@ def _same_arrays(a: str, b: str) -> bool:
     if not all(os.path.isfile(os.path.join(p, "model.weights.h5")) for p in (a, b)):
         return False
     x, y = arrays(a), arrays(b)
-    return x.keys() == y.keys() and all(np.array_equal(x[k], y[k]) for k in x)
+    return x.keys() == y.keys() and all(np.array_equal(
+        x[k], y[k].astype(x[k].dtype) if cast else y[k]) for k in x)
 
 
 def _strip_machine_paths(folder: str) -> None:

@@ -58,6 +58,8 @@ def describe(recipe):
                                         else ""))
     elif data["name"] == "image_folder":
         where = "CIFAR-10 JPEG"  # the folder the CPU entries were trained on
+    elif data["name"] == "beir":
+        where = f"BEIR {os.path.basename(str(data.get('path') or 'folder'))}"
     elif data["name"] in ("cifar10", "cifar100"):
         where = {"cifar10": "CIFAR-10", "cifar100": "CIFAR-100"}[data["name"]]
     else:
@@ -92,18 +94,63 @@ def _refresh_input_contract(preset_dir):
             f.write(json.dumps(card, indent=1) + ("\n" if raw.endswith("\n") else ""))
 
 
-def _card_markdown(name, recipe):
+def _card_markdown(name, recipe, root=HERE):
     """The entry's measured card: from ``preset/model_card.json`` (the Keras preset), else
     from ``encoder/model_card.md`` (the SavedModel); ``None`` when neither exists."""
-    preset_card = os.path.join(HERE, name, "preset", "model_card.json")
+    preset_card = os.path.join(root, name, "preset", "model_card.json")
     if os.path.isfile(preset_card):
         from keras_hardneg.export import ModelCard
 
-        _refresh_input_contract(os.path.join(HERE, name, "preset"))
+        _refresh_input_contract(os.path.join(root, name, "preset"))
         card = ModelCard.from_dict(json.load(open(preset_card)))
         return plain_card(card, recipe).to_markdown()
-    encoder_card = os.path.join(HERE, name, "encoder", "model_card.md")
+    encoder_card = os.path.join(root, name, "encoder", "model_card.md")
     return open(encoder_card).read() if os.path.isfile(encoder_card) else None
+
+
+def published_section(res):
+    """Figures published elsewhere that the card shows beside its own (``results.json``'s
+    ``published``: ``[{"what", "source", metric: value}]``; not run here); [] without."""
+    rows = res.get("published") or []
+    if not rows:
+        return []
+    lines = ["", "Published figures on the same test set (not run here):", ""]
+    for row in rows:
+        figures = ", ".join(f"{zf.METRICS[k][0].split(' (')[0]} {v:.3f}" for k, v in row.items()
+                            if k in zf.METRICS)
+        lines.append(f"- {row['what']}: {figures} ({row['source']})")
+    return lines
+
+
+def write_trained_card(name, recipe, res, records, root=HERE):
+    """Writes ``root/name/model_card.md`` of an entry with figures: its preset's card, its
+    figures over seeds (:func:`seeds_section`, from the index ``records``), published
+    figures beside them and how it was made; returns the text (``None``: no card)."""
+    card = _card_markdown(name, recipe, root)
+    if card is None:
+        return None
+    how = (f"Load it: `keras_hardneg.zoo.load({name!r})` (a trainable keras.Model under "
+           f"TensorFlow or JAX); TF Hub SavedModel: `keras-hardneg zoo export {name} "
+           "DIR`.")
+    if res.get("reproduce_command"):
+        scoring = "; ".join(f"`{c}`" for c in res.get("evaluate_commands", []))
+        how += (f" Made here with `{res['reproduce_command']}` (training: "
+                f"`{res['train_command']}`; scoring: "
+                + (scoring or "the training run's own final evaluation") + ").")
+    elif res.get("import_command"):
+        how += (f" Trained on the GPU with `{(res.get('gpu_commands') or ['?'])[0]}` "
+                f"and imported with `{res['import_command']}`"
+                + (f" (figures by `{res['figures_command']}`)"
+                   if res.get("figures_command") else "") + ".")
+    else:
+        how += (f" Trained here with `keras-hardneg train --recipe "
+                f"models/{name}/recipe.json --output models/{name}`; reproduce the "
+                f"accuracies with `keras-hardneg evaluate models/{name}/encoder`.")
+    extra = seeds_section(name, records) + published_section(res)
+    text = card.rstrip() + "".join("\n" + line for line in extra) + "\n\n" + how + "\n"
+    with open(os.path.join(root, name, "model_card.md"), "w") as f:
+        f.write(text)
+    return text
 
 
 def _with_name(records, name):
@@ -217,29 +264,8 @@ def main():
         else:
             recipe_rows.append(f"| `{name}` | {fw} | {loss} | {enc} | {sampler} | {data} | "
                                f"{epochs} | {record['why_no_weights']} |")
-        card = _card_markdown(name, recipe) if trained else None
-        if card is not None:
-            how = (f"Load it: `keras_hardneg.zoo.load({name!r})` (a trainable keras.Model under "
-                   f"TensorFlow or JAX); TF Hub SavedModel: `keras-hardneg zoo export {name} "
-                   "DIR`.")
-            if res.get("reproduce_command"):
-                how += (f" Made here with `{res['reproduce_command']}` (training: "
-                        f"`{res['train_command']}`; scoring: "
-                        + "; ".join(f"`{c}`" for c in res.get("evaluate_commands", []))
-                        + ").")
-            elif res.get("import_command"):
-                how += (f" Trained on the GPU with `{(res.get('gpu_commands') or ['?'])[0]}` "
-                        f"and imported with `{res['import_command']}`"
-                        + (f" (figures by `{res['figures_command']}`)"
-                           if res.get("figures_command") else "") + ".")
-            else:
-                how += (f" Trained here with `keras-hardneg train --recipe "
-                        f"models/{name}/recipe.json --output models/{name}`; reproduce the "
-                        f"accuracies with `keras-hardneg evaluate models/{name}/encoder`.")
-            extra = seeds_section(name, index["entries"])
-            with open(os.path.join(HERE, name, "model_card.md"), "w") as f:
-                f.write(card.rstrip() + "".join("\n" + line for line in extra) + "\n\n"
-                        + how + "\n")
+        if trained:
+            write_trained_card(name, recipe, res, index["entries"])
         if not trained:
             card = [f"# {name}", "",
                     "Status: **recipe only** -- not trained yet; no accuracy is claimed.", "",

@@ -38,11 +38,12 @@ def test_every_figure_over_seeds_is_a_committed_cell():
         for metric, summary in (record.get("metrics") or {}).items():
             if summary["n"] < 2:
                 continue
-            kind = "graph" if metric == "svm_accuracy" else "text"
+            cells = _results(name)["seeds"]["cells"]  # each entry names its cells
             for seed, value in summary["per_seed"].items():
-                with open(os.path.join(CELLS, kind, f"{name}__s{seed}.json")) as f:
+                with open(os.path.join(ROOT, cells.replace("<seed>", seed))) as f:
                     cell = json.load(f)
-                want = cell[metric] if kind == "graph" else cell[metric.split("_")[0]]["avg"]
+                want = (cell[metric] if metric in cell else cell["results"][metric]
+                        if "results" in cell else cell[metric.split("_")[0]]["avg"])
                 assert value == want, (name, metric, seed)
                 checked += 1
             assert summary["mean"] == pytest.approx(np.mean(list(summary["per_seed"].values())))

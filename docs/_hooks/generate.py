@@ -200,6 +200,14 @@ def _zoo_figures():
 
 #: The zoo page's sections, in this order: ``(modality, heading)``.
 ZOO_MODALITIES = (("image", "Images"), ("graph", "Graphs"), ("text", "Sentences"))
+#: Modalities listed in another's group: a retrieval entry is a sentence encoder (token ids
+#: -> embedding) fine-tuned on (query, document) pairs.
+ZOO_GROUPED = {"retrieval": "text"}
+
+
+def _zoo_group(record: dict) -> str | None:
+    modality = record.get("modality")
+    return ZOO_GROUPED.get(modality, modality)
 
 
 def _entry_links(name: str, models_dir: str | None, repo_url: str | None) -> str:
@@ -257,13 +265,13 @@ def zoo_page(index_path: str, models_dir: str | None = None,
            "How entries are fetched, cached and hosted: the [zoo guide](guides/zoo.md). "
            "Figures are measured on frozen features: images, weighted kNN (k=200, t=0.1) "
            "and a linear probe; graphs, 10-fold SVM accuracy; sentences, STS Spearman x 100 "
-           "and SentEval accuracy.", "",
+           "and SentEval accuracy; retrieval (listed with the sentences), BEIR's nDCG@10, "
+           "Recall@100 and MRR@10 on the test queries.", "",
            f"## Entries with weights ({len(weights)})", ""]
     for modality, heading in ZOO_MODALITIES + (("", "Other"),):
         known = {m for m, _ in ZOO_MODALITIES}
         group = {n: r for n, r in weights.items()
-                 if (r.get("modality") == modality if modality else
-                     r.get("modality") not in known)}
+                 if (_zoo_group(r) == modality if modality else _zoo_group(r) not in known)}
         if not group:
             continue
         out += [f"### {heading} ({len(group)})", "",
@@ -279,7 +287,7 @@ def zoo_page(index_path: str, models_dir: str | None = None,
             "|---|---|---|---|---|"]
     order = {m: i for i, (m, _) in enumerate(ZOO_MODALITIES)}
     for name, record in sorted(recipes.items(),
-                               key=lambda item: (order.get(item[1].get("modality"), 9),
+                               key=lambda item: (order.get(_zoo_group(item[1]), 9),
                                                  item[0])):
         recipe = _recipe_summary(_read_recipe(models_dir, name))
         what = ", ".join(x for x in (recipe["framework"], recipe["loss"],
