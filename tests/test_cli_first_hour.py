@@ -44,16 +44,17 @@ class _FakeZoo:
 
     ZOO_ENV = "KERAS_HARDNEG_ZOO"
 
-    def __init__(self, names):
+    def __init__(self, names, modalities=None):
         self.names = names
+        self.modalities = modalities or ["image"] * len(names)
 
     def zoo_source(self):
         return "folder", "/zoo"
 
     def catalog(self):
-        return [{"name": n, "modality": "image", "output_dim": 128, "parameter_count": 1000,
+        return [{"name": n, "modality": m, "output_dim": 128, "parameter_count": 1000,
                  "weights_dtype": "float32", "size": 2e6, "where": "local",
-                 "status": "weights"} for n in self.names]
+                 "status": "weights"} for n, m in zip(self.names, self.modalities)]
 
 
 def test_zoo_list_columns_hold_for_long_names(capsys):
@@ -64,6 +65,14 @@ def test_zoo_list_columns_hold_for_long_names(capsys):
     for name, line in zip(names, lines[1:]):
         assert line.startswith(name) and line.index(" image ") + 1 == column, line
         assert re.match(rf"{name} +image", line)
+
+
+def test_zoo_list_columns_hold_for_long_modality_names(capsys):
+    zoo = _FakeZoo(["a", "b"], ["retrieval", "image"])
+    cli_zoo._print_zoo_list(zoo, recipes=False)
+    lines = capsys.readouterr().out.splitlines()
+    features = lines[0].index("features") + len("features")
+    assert [line[features - 3:features] for line in lines[1:3]] == ["128", "128"]
 
 
 class _Called(Exception):

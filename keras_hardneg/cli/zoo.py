@@ -93,11 +93,11 @@ def _print_zoo_list(zoo: Any, recipes: bool) -> None:
     weights = [r for r in rows if r["status"] == "weights"]
     place = {"local": "here", "cached": "cached", "fetch": "fetch", "unavailable": "not here",
              "damaged": "damaged"}
-    w = _name_width(rows)
-    print(f"{'entry':{w}s} {'modality':8s} {'features':>8s} {'parameters':>11s} {'weights':7s} "
+    w, m = _name_width(rows), _width(rows, "modality")
+    print(f"{'entry':{w}s} {'modality':{m}s} {'features':>8s} {'parameters':>11s} {'weights':7s} "
           f"{'size':>8s}  where")
     for r in weights:
-        print(f"{r['name']:{w}s} {r['modality']:8s} {r['output_dim'] or '-':>8} "
+        print(f"{r['name']:{w}s} {r['modality']:{m}s} {r['output_dim'] or '-':>8} "
               f"{r['parameter_count'] or 0:>11,} {r['weights_dtype'] or '-':7s} "
               f"{r['size'] / 1e6:>5.1f} MB  {place.get(r['where'], r['where'])}")
     if not weights:
@@ -122,9 +122,9 @@ def _print_zoo_list(zoo: Any, recipes: bool) -> None:
     if recipes:
         print(f"\nRecipes without weights ({len(recipe_rows)}; train one from a clone with "
               "keras-hardneg train --recipe models/ENTRY/recipe.json --output RUN):")
-        print(f"{'entry':{w}s} {'modality':8s} why no weights")
+        print(f"{'entry':{w}s} {'modality':{m}s} why no weights")
         for r in recipe_rows:
-            print(f"{r['name']:{w}s} {r['modality']:8s} {r.get('why_no_weights', '-')}")
+            print(f"{r['name']:{w}s} {r['modality']:{m}s} {r.get('why_no_weights', '-')}")
     elif recipe_rows:
         print(f"({len(recipe_rows)} recipe-only entries: zoo list --all)")
     _print_twins(weights)
@@ -132,7 +132,12 @@ def _print_zoo_list(zoo: Any, recipes: bool) -> None:
 
 def _name_width(rows: list[dict[str, Any]]) -> int:
     """The width of the ``entry`` column: its longest name (so no row shifts)."""
-    return max([len("entry")] + [len(r["name"]) for r in rows])
+    return _width(rows, "name", "entry")
+
+
+def _width(rows: list[dict[str, Any]], key: str, title: str | None = None) -> int:
+    """A column's width: its longest value or its title (so no row shifts)."""
+    return max([len(title or key)] + [len(str(r[key])) for r in rows])
 
 
 def _print_twins(rows: list[dict[str, Any]]) -> None:
