@@ -8,7 +8,7 @@ Build the site, then count (from the repository root):
 Every table that follows a ``<span class="doc-section-title">Parameters:</span>`` title
 in ``api/**/index.html`` is read; a row counts as untyped when its second ``<td>`` holds
 no text. Prints the totals, then each untyped row as ``object: parameter``. Not a mkdocs hook
-(mkdocs.yml does not name it); docs/notes/docs_site.md gives the latest count.
+(mkdocs.yml does not name it).
 """
 import glob
 import os
