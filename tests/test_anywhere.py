@@ -279,6 +279,10 @@ def test_every_readme_command_runs_or_stops_in_one_line(user):
             assert code == 0, (line, out[-2000:], err[-3000:])
             for word in how.get("says", ()):
                 assert word in out, (line, word, out[-2000:])
+            for path in how.get("writes", ()):
+                assert os.path.exists(os.path.join(user.home, path)), (line, path)
+            for path in how.get("absent", ()):
+                assert not os.path.exists(os.path.join(user.home, path)), (line, path)
             done[command] = f"ran ({time.perf_counter() - start:.0f} s)"
     print(json.dumps(done, indent=1))
 
@@ -286,11 +290,17 @@ def test_every_readme_command_runs_or_stops_in_one_line(user):
 #: README command -> how to run it here: ``run`` (the command with this machine's
 #: placeholders filled), ``env``, ``says`` (words its output must hold), ``stops`` (it must
 #: stop with one line holding these words), ``needs`` (an optional module), ``first_stops``
-#: (a command that must stop in one line first, e.g. the one as written on a small folder).
+#: (a command that must stop in one line first, e.g. the one as written on a small folder),
+#: ``writes`` / ``absent`` (files under the user's folder it must / must not leave).
 PLAN = {
-    "keras-hardneg train --output runs/digits": {"says": ["kNN accuracy"]},
-    "KERAS_BACKEND=jax keras-hardneg train --output runs/digits-jax --no-export":
-        {"says": ["kNN accuracy"]},
+    "keras-hardneg train --output runs/digits": {"says": ["kNN accuracy"],
+                                                 "writes": ["runs/digits/report.html"]},
+    # 2 of its 10 epochs (the TensorFlow run above trains all 10): the JAX path from the
+    # wheel is what is checked
+    "KERAS_BACKEND=jax keras-hardneg train --output runs/digits-jax --no-export": {
+        "run": "KERAS_BACKEND=jax keras-hardneg train --output runs/digits-jax --no-export "
+               "--epochs 2",
+        "says": ["kNN accuracy"]},
     "keras-hardneg zoo list": {"says": ["simclr-hard-cifar10", "not here"]},
     "keras-hardneg zoo show simclr-hard-cifar10": {"says": ["kNN", "not here"]},
     "keras-hardneg zoo export simclr-hard-cifar10 hub_dir": {
@@ -330,5 +340,8 @@ PLAN = {
         "says": ["best trial"]},
     "keras-hardneg report runs/digits": {"says": ["report"]},
     "keras-hardneg report simclr-hard-cifar10 --dataset cifar10": {"says": ["report"]},
-    "keras-hardneg train --output runs/quiet --no-report": {"says": ["kNN accuracy"]},
+    # 2 of its 10 epochs: what is checked is that no report is written
+    "keras-hardneg train --output runs/quiet --no-report": {
+        "run": "keras-hardneg train --output runs/quiet --no-report --epochs 2",
+        "says": ["kNN accuracy"], "absent": ["runs/quiet/report.html"]},
 }
