@@ -148,7 +148,8 @@ class ReminingCallback(keras.callbacks.Callback):
         return emb
 
     def remine(self, epoch: int = -1) -> MinedNegatives:
-        """Encode, mine and hand the tuples to the feed now; returns them."""
+        """Encode, mine and hand the tuples to the feed now; returns them. ``epoch``: the
+        0-based epoch just ended (Keras' numbering), -1 before training."""
         t0 = time.perf_counter()
         query_emb = self._encode(self.queries)
         corpus_emb = self._encode(self.corpus)
@@ -157,7 +158,7 @@ class ReminingCallback(keras.callbacks.Callback):
         before = int(self.batches.num_tuples)
         if len(mined) < before:
             warnings.warn(
-                f"ReminingCallback: re-mining after epoch {epoch} left {len(mined)} tuples "
+                f"ReminingCallback: {_when(epoch)} left {len(mined)} tuples "
                 f"({before} before; {mined.summary.short} queries had too few candidates, "
                 f"{mined.summary.without_positive} no positive). Epochs keep "
                 f"{self.batches.steps_per_epoch} batches, so more tuples repeat.",
@@ -204,3 +205,8 @@ class ReminingCallback(keras.callbacks.Callback):
         return {"every_n_epochs": self.every_n_epochs, "mining_options": self.mining_options,
                 "batch_size": self.batch_size, "mine_on_train_begin": self.mine_on_train_begin,
                 "log_prefix": self.log_prefix}
+
+
+def _when(epoch: int) -> str:
+    """The mining's moment as a user reads it: Keras prints epochs from 1."""
+    return "the mining before training" if epoch < 0 else f"re-mining after epoch {epoch + 1}"

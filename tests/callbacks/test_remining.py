@@ -145,9 +145,15 @@ def test_fewer_tuples_warn_once_and_too_few_raise():
     positives = [[i] for i in range(8)] + [[] for _ in range(8)]  # 8 queries, no positive
     remine = ReminingCallback(batches, q_ids, d_ids, positives, encode_fn=fixed,
                               mining_options={"min_score": 0.5, "range_max": 4})
-    with pytest.warns(UserWarning, match=r"left 8 tuples \(16 before.*8 no positive") as w:
-        remine.remine(0)
+    with pytest.warns(UserWarning, match=r"re-mining after epoch 1 left 8 tuples \(16 before"
+                      r".*8 no positive") as w:
+        remine.remine(0)  # Keras' epoch 0 is the "Epoch 1/N" it prints
     assert len(w) == 1 and batches.num_tuples == 8
+    batches = TupleBatches(first, B, seed=0)
+    remine = ReminingCallback(batches, q_ids, d_ids, positives, encode_fn=fixed,
+                              mining_options={"min_score": 0.5, "range_max": 4})
+    with pytest.warns(UserWarning, match=r"the mining before training left 8 tuples"):
+        remine.remine(-1)
     remine = ReminingCallback(batches, q_ids, d_ids, [[0]] + [[]] * (Q - 1), encode_fn=fixed,
                               mining_options={"min_score": 0.5, "range_max": 4})
     with pytest.warns(UserWarning), pytest.raises(ValueError, match="`batch_size`"):
