@@ -437,6 +437,17 @@ class RetrievalModality(TextModality):
                       index_label="MRR@10 (x 100)"))
     benchmark_sets = None
 
+    def card_usage(self, card):
+        """Text's usage, then how to search with it: one encoder for both sides."""
+        return super().card_usage(card) + [
+            "",
+            "Search: the same encoder embeds queries and documents (the recipe's "
+            "`data.query_max_length` and `data.max_length` tokens); normalise the rows and rank "
+            "the documents by their dot product (cosine) with each query. For a large corpus "
+            "`khn.sampling.top_k_cosine` (exact, or ScaNN with `index=\"scann\"`) returns the "
+            "best `k` without the whole score matrix.",
+        ]
+
     # ----------------------------------------------------------------- building
     def input_shape(self, x):
         return (int(x.max_length),)

@@ -12,7 +12,7 @@ import keras
 import numpy as np
 import pytest
 
-from keras_hardneg import cli
+from keras_hardneg import cli, export
 from keras_hardneg.modalities import get_modality, modality_of
 from keras_hardneg.run import load_recipe
 
@@ -90,6 +90,9 @@ def test_a_tiny_beir_folder_trains_evaluates_and_reports_through_the_cli(tmp_pat
     assert mining["epoch"] == 0 and mining["queries"] == 4 * len(TOPICS)
     assert mining["tuples"] + mining["short"] == mining["queries"]
     assert results["pairs_per_second"] > 0 and results["steps_per_epoch"] == 32 // 4
+    card = export.ModelCard.from_dict(json.loads(  # text's usage, then how to search
+        (run_dir / "preset" / "model_card.json").read_text())).to_markdown()
+    assert "embed_sentences" in card and "rank the documents" in card and "top_k_cosine" in card
 
     assert cli.main(["evaluate", str(run_dir), "--json"]) == 0
     figures = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
