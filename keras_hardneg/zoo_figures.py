@@ -128,6 +128,7 @@ def index_fields(results: dict[str, Any], recipe: dict[str, Any] | None) -> dict
         "baseline": {"what": base.get("what"), "metrics": base_metrics} if base_metrics
         else None,
         "twin_name": results.get("twin"),
+        "twin_what": results.get("twin_what"),
         "setting": {"framework": (recipe.get("framework") or {}).get("name"), "loss": loss,
                     "sampler": (recipe.get("sampler") or {}).get("name")},
     }
@@ -160,6 +161,10 @@ def twin_candidate(name: str) -> str | None:
     return candidate if candidate != name else None
 
 
+#: What an entry's twin differs by, unless its ``results.json`` says (``twin_what``).
+DEFAULT_TWIN = "NT-Xent"
+
+
 def link_twins(records: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Fills ``twin`` and ``twinned_by`` of index ``records`` (``{name: record}``, changed in
     place and returned); drops the working key ``twin_name``."""
@@ -168,6 +173,8 @@ def link_twins(records: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     for name, record in records.items():
         if record.get("status") != "weights":
             continue
+        what = (record.pop("twin_what", None) or (record.get("twin") or {}).get("what")
+                or DEFAULT_TWIN)
         twin = (record.pop("twin_name", None) or (record.get("twin") or {}).get("name")
                 or twin_candidate(name))
         other = records.get(twin) if twin else None
@@ -177,13 +184,21 @@ def link_twins(records: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
         metric = headline(record)
         if metric is None or metric not in (other.get("metrics") or {}):
             continue
-        record["twin"] = {"name": twin, "metric": metric,
+        record["twin"] = {"name": twin, "metric": metric, "what": what,
                           **compare_summaries(record["metrics"][metric],
                                               other["metrics"][metric])}
         other.setdefault("twinned_by", []).append(name)
     for record in records.values():
         record.pop("twin_name", None)
+        record.pop("twin_what", None)
     return records
+
+
+def twin_label(what: str | None) -> str:
+    """How a card and ``zoo show`` name an entry's twin: ``"NT-Xent twin"`` (the default:
+    the same recipe with NT-Xent and uniform batches), or ``results.json``'s ``twin_what``
+    (e.g. ``"in-batch-only twin"`` for a retrieval entry whose twin mines no negatives)."""
+    return f"{what or DEFAULT_TWIN} twin"
 
 
 def format_summary(metric: str, summary: dict[str, Any] | None) -> str:

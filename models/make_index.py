@@ -167,13 +167,14 @@ def seeds_section(name, records):
     if not (several or record.get("baseline")):
         return []
     twin = (record.get("twin") or {}).get("name")
-    lines = ["", "## Figures over seeds" + (", beside the NT-Xent twin" if twin else ""), ""]
+    label = zf.twin_label((record.get("twin") or {}).get("what"))
+    lines = ["", "## Figures over seeds" + (f", beside the {label}" if twin else ""), ""]
     seeds = sorted({s for m in metrics.values() for s in m["per_seed"]})
     lines.append(f"Pre-trained at seeds {', '.join(seeds)}: each figure is the mean ± std over "
                  f"the seeds (n); the weights are seed {record['weights_seed']}'s.")
     if twin:
         table = zf.compare_records(_with_name(records, name), _with_name(records, twin))
-        lines += ["", f"| | `{name}` | NT-Xent twin `{twin}` | difference |", "|---|---|---|---|"]
+        lines += ["", f"| | `{name}` | {label} `{twin}` | difference |", "|---|---|---|---|"]
     else:
         table = zf.compare_records(_with_name(records, name), _with_name(records, name))
         lines += ["", f"| | `{name}` |", "|---|---|"]

@@ -134,8 +134,9 @@ def results_record(recipe: str, seed0: dict, zero: dict) -> dict:
                      "deterministic": True},
         "published": [{"what": label, "ndcg_at_10": value, "source": source}
                       for (label, value), source in zip(BM25, BM25_SOURCES)]})
-    if recipe == "mined":  # the same recipe with in-batch negatives only: its NT-Xent twin
+    if recipe == "mined":  # the same recipe with in-batch negatives only: its twin
         out["twin"] = entry_name("inbatch")
+        out["twin_what"] = "in-batch-only"
     return out
 
 

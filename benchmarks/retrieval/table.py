@@ -6,8 +6,8 @@ seeds found, beside the zero-shot model and BM25's published figures.
 Plain json (any interpreter). Ours: ``ours_<recipe>_seed<N>.json`` (written by
 ``benchmarks/retrieval/ours_all.sh`` from each run's ``results.json``); theirs:
 ``st_<recipe>_seed<N>.json`` (``benchmarks/retrieval/st_side.py``). Columns: nDCG@10,
-Recall@100, MRR@10 on the 300 test queries (population std over the seeds present; the seeds
-are listed), and the training throughput in (query, positive[, negative]) tuples a second of
+Recall@100, MRR@10 on the 300 test queries (sample std over the seeds present, as the
+zoo's cards give it; the seeds are listed), and the training throughput in (query, positive[, negative]) tuples a second of
 wall time, each run's own figure (the two sides' runs were not interleaved: the ratio that
 holds is the one measured side by side, docs/notes/retrieval.md).
 """
@@ -32,7 +32,7 @@ def fmt(values, digits=4):
         return "-"
     if len(values) == 1:
         return f"{values[0]:.{digits}f}"
-    return f"{statistics.mean(values):.{digits}f} +- {statistics.pstdev(values):.{digits}f}"
+    return f"{statistics.mean(values):.{digits}f} +- {statistics.stdev(values):.{digits}f}"
 
 
 def _runs(prefix: str, recipe: str) -> list:

@@ -60,8 +60,9 @@ def _seed_rows(name: str, results: dict[str, Any], recipe: dict[str, Any] | None
             for k, v in fields["baseline"]["metrics"].items())
             + f" ({fields['baseline']['what']})"))
     if fields["twin_name"]:
-        rows.append(("NT-Xent twin", f"{fields['twin_name']} (keras-hardneg zoo compare "
-                                     f"{name} {fields['twin_name']})"))
+        rows.append((zf.twin_label(fields.get("twin_what")),
+                     f"{fields['twin_name']} (keras-hardneg zoo compare "
+                     f"{name} {fields['twin_name']})"))
     return rows
 
 
@@ -141,8 +142,9 @@ def _width(rows: list[dict[str, Any]], key: str, title: str | None = None) -> in
 
 
 def _print_twins(rows: list[dict[str, Any]]) -> None:
-    """``zoo list``: each entry with an NT-Xent twin beside it, the headline figure over
-    seeds and the difference, saying whether it is inside the seeds' spread."""
+    """``zoo list``: each entry with a twin beside it (its NT-Xent twin, or the twin its
+    ``results.json`` names), the headline figure over seeds and the difference, saying
+    whether it is inside the seeds' spread."""
     from keras_hardneg import zoo_figures as zf
 
     twins = [r for r in rows if r.get("twin")]
@@ -152,8 +154,8 @@ def _print_twins(rows: list[dict[str, Any]]) -> None:
     print("\nTwins (mean ± std over seeds (n); the difference is inside the spread when the "
           "seeds of either entry vary as much; `zoo compare A B` for the rest):")
     w = _name_width(twins)
-    wt = max(len("NT-Xent twin"), *(len(r["twin"]["name"]) for r in twins))
-    print(f"  {'entry':{w}s} {'figure':>17s}   {'NT-Xent twin':{wt}s} {'twin':>17s}   difference")
+    wt = max(len("twin"), *(len(r["twin"]["name"]) for r in twins))
+    print(f"  {'entry':{w}s} {'figure':>17s}   {'twin':{wt}s} {'its figure':>17s}   difference")
     for r in twins:
         t = r["twin"]
         metric = t["metric"]
