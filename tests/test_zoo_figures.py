@@ -64,11 +64,13 @@ def test_twin_candidate_follows_the_zoo_names(name, twin):
     assert zf.twin_candidate(name) == twin
 
 
-def _record(per_seed, twin=None, status="weights"):
+def _record(per_seed, twin=None, status="weights", twin_what=None):
     results = {"seeds": {"per_seed": {s: {"svm_accuracy": v} for s, v in per_seed.items()}},
                "baseline": {"what": "random GIN", "per_seed": {"0": {"svm_accuracy": 0.6}}}}
     if twin:
         results["twin"] = twin
+    if twin_what:
+        results["twin_what"] = twin_what
     return {"status": status, **zf.index_fields(results, {"seed": 0, "loss": {"name": "x"}})}
 
 
@@ -90,6 +92,22 @@ def test_link_twins_by_name_or_by_the_entry_s_own_word():
     assert records["graphcl-hard-a"]["baseline"]["metrics"]["svm_accuracy"]["mean"] == 0.6
     zf.link_twins(records)  # idempotent: twinned_by is rebuilt, not appended to
     assert len(records["graphcl-ntxent-a"]["twinned_by"]) == 2
+
+
+def test_a_twin_names_what_it_differs_by():
+    records = {"a-inbatch": _record({"0": 0.67, "1": 0.68}),
+               "a-mined": _record({"0": 0.70, "1": 0.71}, twin="a-inbatch",
+                                  twin_what="in-batch-only"),
+               "graphcl-ntxent-a": _record({"0": 0.80, "1": 0.82}),
+               "graphcl-hard-a": _record({"0": 0.81, "1": 0.84})}
+    zf.link_twins(records)
+    assert records["a-mined"]["twin"]["what"] == "in-batch-only"
+    assert records["graphcl-hard-a"]["twin"]["what"] == zf.DEFAULT_TWIN == "NT-Xent"
+    assert all("twin_what" not in r for r in records.values())
+    zf.link_twins(records)  # from the index again: the word is kept
+    assert records["a-mined"]["twin"]["what"] == "in-batch-only"
+    assert zf.twin_label("in-batch-only") == "in-batch-only twin"
+    assert zf.twin_label(None) == "NT-Xent twin"
 
 
 def test_compare_records_rows_side_by_side():
