@@ -143,11 +143,13 @@ def results_record(recipe: str, seed0: dict, zero: dict) -> dict:
 def write_entry(recipe: str, target: str, results: dict) -> tuple[str, str]:
     """Seed 0's float16 preset, recipe.json, results.json and history.json in ``target``;
     returns (the stored preset, the run's preset)."""
-    from keras_hardneg.run import restore_run
+    from keras_hardneg.run import load_recipe, restore_run
     from keras_hardneg.run.artifacts import write_preset
 
     run = run_folder(recipe, zoo_twins.WEIGHTS_SEED)
-    trained = zoo_twins._read(os.path.join(run, "recipe.json"))
+    # the recipe as trained, completed with the defaults of keys added since (each one what
+    # the run did: e.g. the "mined" sampler's `order` is "shuffle", as before it existed)
+    trained = dict(load_recipe(zoo_twins._read(os.path.join(run, "recipe.json"))))
     data, checkpoint = trained["data"]["path"], trained["encoder"]["preset"]
     model, _, _, _, x = restore_run(run, with_data=True)
     description = zoo_twins._read(os.path.join(run, "results.json"))["data"]  # as trained

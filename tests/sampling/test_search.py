@@ -59,5 +59,12 @@ def test_scann_agrees_with_brute_force_on_a_small_corpus():
     exclude = [[i, i + 1] for i in range(20)]
     idx, scores = top_k_cosine(q, c, 10, exclude=exclude, index="scann")
     want_idx, want_scores = top_k_cosine(q, c, 10, exclude=exclude)
-    np.testing.assert_array_equal(idx, want_idx)
-    np.testing.assert_allclose(scores, want_scores, rtol=1e-5)
+    # ScaNN is approximate (a tree of 17 leaves, 16 searched, its k-means unseeded): one
+    # neighbour in a few hundred may be missed; what it returns is scored exactly, best first
+    recall = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(idx, want_idx)])
+    assert recall >= 0.97, recall
+    qn = q / np.linalg.norm(q, axis=1, keepdims=True)
+    cn = c / np.linalg.norm(c, axis=1, keepdims=True)
+    np.testing.assert_allclose(scores, np.take_along_axis(qn @ cn.T, idx, axis=1), rtol=1e-5)
+    assert np.all(np.diff(scores, axis=1) <= 1e-6)
+    assert not any(set(row) & set(ex) for row, ex in zip(idx, exclude))
