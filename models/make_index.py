@@ -208,19 +208,18 @@ def seeds_section(name, records):
 README_TABLE = "| entry | input -> features | figures | trained on |"
 
 
-#: What an entry of each modality takes, as the README's table names it (images: with
+#: What an entry of each modality takes, as the README's table names it (images with
 #: their size, from the entry's input).
-README_INPUTS = {"graph": "graphs", "text": "sentences",
+README_INPUTS = {"image": "images", "graph": "graphs", "text": "sentences",
                  "retrieval": "queries and documents"}
 
 
 def _readme_input(record):
     spec, modality = record.get("input") or {}, record.get("modality")
-    if "input_shape" in spec and modality == "image":
+    what = README_INPUTS.get(modality, modality)
+    if spec.get("input_shape") and modality == "image":
         h, w = spec["input_shape"][:2]
-        what = f"images {h}x{w}"
-    else:
-        what = README_INPUTS.get(modality, modality)
+        what += f" {h}x{w}"
     return f"{what} -> {record.get('output_dim')}"
 
 
