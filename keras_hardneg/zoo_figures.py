@@ -167,7 +167,8 @@ DEFAULT_TWIN = "NT-Xent"
 
 def link_twins(records: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Fills ``twin`` and ``twinned_by`` of index ``records`` (``{name: record}``, changed in
-    place and returned); drops the working key ``twin_name``."""
+    place and returned; ``twin["what"]``: what the twin differs by, ``twin_what`` or
+    :data:`DEFAULT_TWIN`); drops the working keys ``twin_name`` and ``twin_what``."""
     for record in records.values():
         record.pop("twinned_by", None)
     for name, record in records.items():
