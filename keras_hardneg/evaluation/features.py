@@ -59,6 +59,13 @@ def _compile(encoder):
     return lambda x: ref()(x, training=False)
 
 
+def compiles_each_shape() -> bool:
+    """Whether the running backend's compiled encoder (:func:`_encoder_fn`) compiles again
+    for every new input shape: ``jax.jit`` does; TensorFlow's function relaxes to any shape
+    after the second (``reduce_retracing``). Callers with many lengths bucket them then."""
+    return keras.backend.backend() == "jax"
+
+
 def _encoder_fn(encoder):
     """A function ``images -> features`` that runs ``encoder`` in inference mode."""
     if isinstance(encoder, keras.layers.Layer):

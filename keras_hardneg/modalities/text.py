@@ -23,6 +23,7 @@ from typing import Any, Callable, Sequence
 import keras
 import numpy as np
 
+from keras_hardneg.evaluation.features import _encoder_fn, compiles_each_shape
 from keras_hardneg.modalities import report
 from keras_hardneg.modalities.artifact import preset_usage
 from keras_hardneg.modalities.base import Modality
@@ -66,6 +67,13 @@ TOKENIZER_FILE = "tokenizer.json"
 #: Queries and neighbours of the report's nearest-sentence table.
 SENTENCE_QUERIES = 5
 SENTENCE_NEIGHBOURS = 5
+#: Where the backend compiles an encoder once per input shape (JAX), encoded lengths are
+#: rounded up to a multiple of this (at most ``L / 32`` compiles for ids of length ``L``).
+LENGTH_STEP = 32
+#: Encoding compiles (one trace, seconds) from this many batches on; fewer run eagerly.
+#: Measured on SciFact's first 1,024 abstracts (16 batches of 64, MiniLM, 2 cores, fresh
+#: process each): compiled 0.78x the wall of eager calls (docs/notes/retrieval.md).
+COMPILE_FROM_BATCHES = 4
 
 
 @MODALITIES.register("text")
@@ -416,45 +424,47 @@ def sentence_embedder(encoder: Any, tokenizer: Any, max_length: int, batch_size:
     An encoder whose input is ``(None,)`` (any length; padding never changes its output)
     gets the sentences sorted by length, each batch cut to its longest row (same
     embeddings, in the caller's order, without encoding padding)."""
-    if _any_length(encoder):
-        return _trimmed_embedder(encoder, tokenizer, max_length, batch_size)
+    trim = _any_length(encoder)
 
     def embed(sentences):
         ids = np.asarray(tokenizer.encode(list(sentences), max_length), dtype="int32")
-        out = []
-        for start in range(0, len(ids), batch_size):
-            chunk = ids[start:start + batch_size]
-            real = len(chunk)
-            if real < batch_size and len(ids) > batch_size:
-                chunk = np.concatenate([chunk, np.zeros((batch_size - real, ids.shape[1]),
-                                                        "int32")])
-            vec = keras.ops.convert_to_numpy(encoder(chunk, training=False))
-            out.append(np.asarray(vec, dtype="float32")[:real])
-        return np.concatenate(out) if out else np.zeros((0, 0), "float32")
-    return embed
-
-
-def _trimmed_embedder(encoder: Any, tokenizer: Any, max_length: int, batch_size: int):
-    def embed(sentences):
-        ids = np.asarray(tokenizer.encode(list(sentences), max_length), dtype="int32")
-        return _encode_ids(encoder, ids, batch_size, trim=True)
+        return _encode_ids(encoder, ids, batch_size, trim=trim)
     return embed
 
 
 def _encode_ids(encoder: Any, ids: np.ndarray, batch_size: int, trim: bool) -> np.ndarray:
-    """``float32 [n, d]`` of token ids ``[n, L]`` in inference mode. ``trim`` (an encoder
-    that reads any length): rows sorted by length, each batch cut to its longest row (same
-    features, no padding encoded), returned in the input order."""
+    """``float32 [n, d]`` of token ids ``[n, L]`` in inference mode: eager calls for fewer
+    than :data:`COMPILE_FROM_BATCHES` batches, else the encoder compiled for the running
+    backend (``tf.function`` on TensorFlow, ``jax.jit`` on JAX:
+    :mod:`keras_hardneg.evaluation.features`; the same features to float rounding).
+
+    ``trim`` (an encoder that reads any length): rows sorted by length, each batch cut to
+    its longest row (same features, no padding encoded), returned in the input order.
+    Where the backend compiles once per input shape (JAX), a trimmed length is rounded up to
+    a multiple of :data:`LENGTH_STEP` (at most ``L / LENGTH_STEP`` shapes compile);
+    compiled, the last batch is padded to ``batch_size`` rows (one batch shape)."""
     if len(ids) == 0:
         return np.zeros((0, 0), "float32")
+    batches = -(-len(ids) // batch_size)
+    compiled = batches >= COMPILE_FROM_BATCHES
+    run = _encoder_fn(encoder) if compiled else (lambda x: encoder(x, training=False))
+    per_shape = compiled and compiles_each_shape()
     lengths = (ids != 0).sum(axis=1)
     order = np.argsort(lengths, kind="stable") if trim else np.arange(len(ids))
     out = [None] * len(order)
     for start in range(0, len(order), batch_size):
         rows = order[start:start + batch_size]
-        chunk = ids[rows, :max(int(lengths[rows].max()), 1)] if trim else ids[rows]
-        vec = np.asarray(keras.ops.convert_to_numpy(encoder(chunk, training=False)),
-                         dtype="float32")
+        if trim:
+            width = max(int(lengths[rows].max()), 1)
+            if per_shape:
+                width = min(ids.shape[1], -(-width // LENGTH_STEP) * LENGTH_STEP)
+            chunk = ids[rows, :width]
+        else:
+            chunk = ids[rows]
+        if compiled and len(rows) < batch_size < len(ids):
+            chunk = np.concatenate([chunk, np.zeros((batch_size - len(rows), chunk.shape[1]),
+                                                    chunk.dtype)])
+        vec = np.asarray(keras.ops.convert_to_numpy(run(chunk)), dtype="float32")
         for i, row in enumerate(rows):
             out[row] = vec[i]
     return np.stack(out)
