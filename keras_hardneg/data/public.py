@@ -525,36 +525,41 @@ def beir_folder(name: str, data_dir: str | None = None) -> str:
         digest = _sha256(path)
         files = _extract_beir_zip(path, name, tmp, source)
         shutil.rmtree(zip_dir)
-        if not is_beir_folder(tmp):
-            raise FetchError(f"BEIR {name}: {source} holds no {name}/corpus.jsonl, "
-                             f"{name}/queries.jsonl and {name}/qrels/*.tsv; nothing was "
-                             "cached.")
-        hashes = {rel: _sha256(os.path.join(tmp, *rel.split("/"))) for rel in files}
-        for rel, want in spec.get("sha256", {}).items():
-            if hashes.get(rel) != want:
-                got = hashes.get(rel)
-                raise FetchError(f"BEIR {name}: {rel} from {source} "
-                                 + (f"has SHA-256 {got[:12]}..., not the recorded "
-                                    f"{want[:12]}..." if got else "is missing")
-                                 + "; nothing was cached.")
-        counts = _beir_counts(tmp)
-        want_counts = spec.get("counts")
-        if want_counts:
-            got_counts = {"documents": counts["documents"],
-                          "splits": {s: counts["splits"].get(s)
-                                     for s in want_counts["splits"]}}
-            if got_counts != want_counts:
-                raise FetchError(f"BEIR {name} from {source} has {got_counts}, not the "
-                                 f"published {want_counts}; nothing was cached.")
-        check = "zip MD5 as BEIR publishes it"
-        if spec.get("sha256"):
-            check += "; each file's SHA-256 as recorded"
-        if want_counts:
-            check += "; documents, queries and judgements equal the published counts"
-        return {"source": source, "md5": md5, "sha256": digest, "files": hashes,
-                "counts": counts, "check": check}
+        return {"source": source, "md5": md5, "sha256": digest,
+                **_checked_beir_files(name, tmp, files, source)}
 
     return fetch_folder(os.path.join(root, name), build, complete=is_beir_folder)
+
+
+def _checked_beir_files(name: str, folder: str, files: list[str], source: str
+                        ) -> dict[str, Any]:
+    """The extracted set in ``folder`` checked (a BEIR folder; the SHA-256 and counts that
+    :data:`BEIR_SETS` records for it): ``{"files", "counts", "check"}`` for the stamp."""
+    spec = BEIR_SETS[name]
+    if not is_beir_folder(folder):
+        raise FetchError(f"BEIR {name}: {source} holds no {name}/corpus.jsonl, "
+                         f"{name}/queries.jsonl and {name}/qrels/*.tsv; nothing was cached.")
+    hashes = {rel: _sha256(os.path.join(folder, *rel.split("/"))) for rel in files}
+    for rel, want in spec.get("sha256", {}).items():
+        got = hashes.get(rel)
+        if got != want:
+            raise FetchError(f"BEIR {name}: {rel} from {source} "
+                             + (f"has SHA-256 {got[:12]}..., not the recorded {want[:12]}..."
+                                if got else "is missing") + "; nothing was cached.")
+    counts = _beir_counts(folder)
+    want_counts = spec.get("counts")
+    if want_counts:
+        got_counts = {"documents": counts["documents"],
+                      "splits": {s: counts["splits"].get(s) for s in want_counts["splits"]}}
+        if got_counts != want_counts:
+            raise FetchError(f"BEIR {name} from {source} has {got_counts}, not the "
+                             f"published {want_counts}; nothing was cached.")
+    check = "zip MD5 as BEIR publishes it"
+    if spec.get("sha256"):
+        check += "; each file's SHA-256 as recorded"
+    if want_counts:
+        check += "; documents, queries and judgements equal the published counts"
+    return {"files": hashes, "counts": counts, "check": check}
 
 
 # ------------------------------------------------------------------------------ text

@@ -92,7 +92,7 @@ def test_a_zip_whose_md5_differs_is_refused_and_nothing_cached(mirror, monkeypat
     assert os.listdir(_beir_root()) == []
 
 
-def test_a_file_whose_sha256_differs_is_refused_and_nothing_cached(mirror, monkeypatch):
+def test_a_file_whose_sha256_or_counts_differ_is_refused_and_nothing_cached(mirror, monkeypatch):
     archive = _loopback.beir_zip(str(mirror.www), "tiny")
     spec = _publish(monkeypatch, archive)
     good = dict(spec["sha256"])
@@ -105,6 +105,12 @@ def test_a_file_whose_sha256_differs_is_refused_and_nothing_cached(mirror, monke
     monkeypatch.setitem(spec, "sha256", {**good, "qrels/dev.tsv": "f" * 64})
     with pytest.raises(fetch.FetchError, match="qrels/dev.tsv from .* is missing"):
         public.beir_folder("tiny")
+    # counts that differ from the published ones are refused too
+    monkeypatch.setitem(spec, "sha256", good)
+    monkeypatch.setitem(spec, "counts", {"documents": 7, "splits": {}})
+    with pytest.raises(fetch.FetchError, match="has .*'documents': 6.*, not the published"):
+        public.beir_folder("tiny")
+    assert os.listdir(_beir_root()) == []
 
 
 def test_only_the_sets_own_files_are_extracted_nothing_outside(mirror, monkeypatch, tmp_path):
