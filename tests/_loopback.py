@@ -1,6 +1,6 @@
 """A loopback HTTP server standing in for the public hosts, and the small fake files it
-serves (TU zips with the published counts, a CIFAR archive of a few images, a sentence
-file). No test reaches the internet: fetching code is pointed here through
+serves (TU zips with the published counts, a CIFAR archive of a few images, a tiny BEIR
+zip, a sentence file). No test reaches the internet: fetching code is pointed here through
 ``$KERAS_HARDNEG_DATA_MIRROR`` (data) or ``$KERAS_HARDNEG_ZOO`` (the zoo).
 
     python tests/_loopback.py ROOT PORT_FILE   # serve ROOT until killed (for child processes)
@@ -153,6 +153,48 @@ def published_tu_zip(folder: str, name: str = "MUTAG") -> str:
     stats = TU_STATISTICS[name]
     return tu_zip(os.path.join(folder, f"{name}.zip"), name, stats["graphs"],
                   stats["class_sizes"], stats["nodes"])
+
+
+def beir_files() -> dict[str, bytes]:
+    """The files of a tiny BEIR set (paths inside its folder -> bytes): 6 documents, 4
+    queries; ``qrels/train.tsv`` judges q1-q3 (3 judgements), ``qrels/test.tsv`` q4 (2)."""
+    import json
+
+    docs = [("d1", "Cats", "Cats purr when they are content."),
+            ("d2", "Dogs", "Dogs bark at strangers near the house."),
+            ("d3", "", "Cows graze on grass and give milk."),
+            ("d4", "Birds", "Birds sing at dawn in the spring."),
+            ("d5", "Owls", "Owls hunt mice at night."),
+            ("d6", "Fish", "Fish swim in schools in the sea.")]
+    queries = [("q1", "what purrs"), ("q2", "which animal barks"), ("q3", "who gives milk"),
+               ("q4", "birds at dawn and night")]
+
+    def jsonl(rows):
+        return "".join(json.dumps(r) + "\n" for r in rows).encode()
+
+    header = "query-id\tcorpus-id\tscore\n"
+    return {
+        "corpus.jsonl": jsonl({"_id": i, "title": t, "text": x, "metadata": {}}
+                              for i, t, x in docs),
+        "queries.jsonl": jsonl({"_id": i, "text": x, "metadata": {}} for i, x in queries),
+        "qrels/train.tsv": (header + "q1\td1\t1\nq2\td2\t1\nq3\td3\t1\n").encode(),
+        "qrels/test.tsv": (header + "q4\td4\t1\nq4\td5\t1\n").encode(),
+    }
+
+
+def beir_zip(folder: str, name: str = "tiny", extra: dict | None = None) -> str:
+    """``folder/NAME.zip`` as BEIR's host serves a set: ``NAME/corpus.jsonl``,
+    ``NAME/queries.jsonl``, ``NAME/qrels/train.tsv``, ``NAME/qrels/test.tsv`` (the tiny set of
+    :func:`beir_files`), plus ``extra`` entries (zip name -> bytes) as given."""
+    path = os.path.join(folder, f"{name}.zip")
+    os.makedirs(folder, exist_ok=True)
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr(f"{name}/", b"")
+        for rel, data in beir_files().items():
+            archive.writestr(f"{name}/{rel}", data)
+        for entry, data in (extra or {}).items():
+            archive.writestr(entry, data)
+    return path
 
 
 def cifar_batches(per_batch: int = 20, classes: int = 10, seed: int = 0):

@@ -35,6 +35,10 @@ NOT_RUN = {  # commands this run cannot run (several machines; hours of CPU), an
     "--preset path/to/all-MiniLM-L6-v2 --output runs/scifact":
         "SciFact and a MiniLM checkpoint, ~20 min an epoch on 2 cores; the same command on "
         "a tiny BEIR folder: tests/run/test_retrieval_modality.py",
+    "keras-hardneg train --recipe minilm-mined-scifact.json --dataset beir:scifact "
+    "--preset path/to/all-MiniLM-L6-v2 --output runs/scifact":
+        "the SciFact run above, its data fetched from BEIR's host (no test downloads: the "
+        "fetch by name is tested against a loopback server, tests/data/test_public_beir.py)",
     "keras-hardneg evaluate runs/scifact --json": "the SciFact run above",
     "keras-hardneg report runs/scifact": "the SciFact run above",
     "KERAS_BACKEND=jax keras-hardneg train --recipe recipe.json --output /shared/runs/r "

@@ -107,13 +107,16 @@ def add_model_flags(p: argparse.ArgumentParser) -> None:
                                      "'cifar100' (fetched once), 'tu:NAME' (a TU graph set "
                                      "fetched once, e.g. tu:MUTAG; graph recipe: GraphCL), "
                                      "'text:NAME' (sentences fetched once, e.g. text:wiki1m; "
-                                     "text recipe: SimCSE), 'tfds:NAME' (TensorFlow "
-                                     "Datasets); or a path: an image folder (class "
-                                     "subfolders, or train/ and test/ inside; a flat folder "
-                                     "of unlabeled images trains without evaluation), a TU "
-                                     "graph folder, or a .txt file of sentences")
+                                     "text recipe: SimCSE), 'beir:NAME' (a BEIR retrieval "
+                                     "set fetched once, e.g. beir:scifact), 'tfds:NAME' "
+                                     "(TensorFlow Datasets); or a path: an image folder "
+                                     "(class subfolders, or train/ and test/ inside; a flat "
+                                     "folder of unlabeled images trains without evaluation), "
+                                     "a TU graph folder, a BEIR folder (corpus.jsonl, "
+                                     "queries.jsonl, qrels/), or a .txt file of sentences")
     g.add_argument("--data-dir", help="where data fetched by name is cached (cifar10, "
-                                      "tu:NAME, text:NAME; default ~/.keras/datasets) or "
+                                      "tu:NAME, beir:NAME, text:NAME; default "
+                                      "~/.keras/datasets) or "
                                       "prepared (tfds:NAME; default $TFDS_DATA_DIR, else "
                                       "~/tensorflow_datasets): a folder holding it already "
                                       "needs no network")

@@ -41,7 +41,8 @@ def _with_data_dir(spec: dict[str, Any], data_dir: str) -> dict[str, Any]:
 
     if "data_dir" not in DATASETS.get(spec["name"]).params:
         raise CliError(f"--data-dir applies to data fetched by name (cifar10, cifar100, "
-                       f"tfds:NAME, tu:NAME, text:NAME); --dataset gives {spec['name']!r}.")
+                       f"tfds:NAME, tu:NAME, beir:NAME, text:NAME); --dataset gives "
+                       f"{spec['name']!r}.")
     return {**spec, "data_dir": data_dir}
 
 

@@ -9,7 +9,8 @@ and labels int64 ``[B]``.
 * :mod:`sources`: the datasets a recipe can name; :func:`dataset_spec` parses ``--dataset``,
   :func:`load_dataset` loads one.
 * :mod:`public`: datasets by name fetched once into ``~/.keras/datasets``
-  (:func:`load_cifar`, TU sets, SimCSE's sentences; :mod:`fetch`: the cache and the host).
+  (:func:`load_cifar`, TU sets, BEIR retrieval sets, SimCSE's sentences; :mod:`fetch`:
+  the cache and the host).
 * :mod:`text`: sentence files as token ids (:class:`TokenizedSentences`, the ``text_file``
   source); :mod:`tokenizer`: :func:`train_tokenizer`, :func:`load_tokenizer`,
   :func:`wordllama_start` (the ``tokenizers`` package, imported on use).

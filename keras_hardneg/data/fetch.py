@@ -2,7 +2,8 @@
 one lock per cached item, atomic placement, and plain output in logs.
 
 Used by the datasets a recipe names (:mod:`keras_hardneg.data.public`: CIFAR-10/100, the
-TU graph sets, SimCSE's Wikipedia sentences) and by the zoo (:mod:`keras_hardneg.zoo_store`).
+TU graph sets, the BEIR retrieval sets, SimCSE's Wikipedia sentences) and by the zoo
+(:mod:`keras_hardneg.zoo_store`).
 
 * **Cache**: ``data_dir`` when given, else ``$KERAS_HOME/datasets`` (``~/.keras/datasets``),
   the folder ``keras.datasets`` uses, so a CIFAR-10 that Keras fetched before is used as it

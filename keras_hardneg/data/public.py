@@ -12,6 +12,12 @@
   files: the seven sets of the papers (:data:`TU_STATISTICS`) are checked by content --
   graph count, graphs per class and node count against the published statistics -- and a
   fetch records the archive's SHA-256 in the folder's stamp (``keras_hardneg_source.json``).
+* **BEIR retrieval sets** (Thakur et al. 2021) from BEIR's public host
+  (``public.ukp.informatik.tu-darmstadt.de/thakur/BEIR/datasets/NAME.zip``, as the ``beir``
+  package fetches them): :func:`beir_folder` -> a BEIR folder (``corpus.jsonl``,
+  ``queries.jsonl``, ``qrels/SPLIT.tsv``) for the sets of :data:`BEIR_SETS` (SciFact,
+  NFCorpus, ArguAna, FiQA, SCIDOCS, TREC-COVID, Touche-2020, Quora), the zip checked against
+  the MD5 BEIR publishes, SciFact's files also by SHA-256 and its published counts.
 * **SimCSE's Wikipedia sentences** (Gao et al. 2021, ``wiki1m_for_simcse.txt``, 10^6
   sentences, one per line) from the authors' Hugging Face dataset:
   :func:`sentence_corpus` -> the file's path (its SHA-256 recorded beside it at first fetch).
@@ -26,11 +32,14 @@ Example:
 ['ENZYMES', 'IMDB-BINARY', 'IMDB-MULTI']
 >>> public.TU_STATISTICS["MUTAG"]["graphs"]
 188
+>>> public.BEIR_SETS["scifact"]["md5"]
+'5f7d1de60b170fc8027bb7898e2efca1'
 >>> (x, y), (xt, yt) = public.load_cifar("cifar10")   # doctest: +SKIP
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import pickle
@@ -46,8 +55,9 @@ import numpy as np
 from keras_hardneg.data.fetch import (MIRROR_ENV, FetchError, data_home, download, fetch_file,
                                       fetch_folder, read_stamp, source_url)
 
-__all__ = ["CIFAR", "TU_HOST", "TU_STATISTICS", "CORPORA", "load_cifar", "cifar_folder",
-           "cifar_class_names", "tu_folder", "sentence_corpus", "offline_hint"]
+__all__ = ["CIFAR", "TU_HOST", "TU_STATISTICS", "BEIR_HOST", "BEIR_SETS", "CORPORA",
+           "load_cifar", "cifar_folder", "cifar_class_names", "tu_folder", "beir_folder",
+           "is_beir_folder", "sentence_corpus", "offline_hint"]
 
 # ------------------------------------------------------------------------------ CIFAR
 #: name -> the archive, Keras's cache names and the SHA-256 keras.datasets publishes.
@@ -362,6 +372,194 @@ def tu_folder(name: str, data_dir: str | None = None) -> str:
                           if want else "none published here: SHA-256 recorded at this fetch")}
 
     return fetch_folder(os.path.join(root, name), build, complete=is_tu_folder)
+
+
+# ------------------------------------------------------------------------------ BEIR
+#: BEIR's public host (Thakur et al. 2021): ``NAME.zip`` holds the folder ``NAME/`` with
+#: ``corpus.jsonl``, ``queries.jsonl`` and ``qrels/SPLIT.tsv``.
+BEIR_HOST = "https://public.ukp.informatik.tu-darmstadt.de/thakur/BEIR/datasets"
+#: The public BEIR sets of modest size, by BEIR's name: ``md5`` is the zip's MD5 as the BEIR
+#: README publishes it (github.com/beir-cellar/beir, README.md, "Available Datasets"; the
+#: only hash BEIR publishes). Left out: the multi-GB sets (MS MARCO, NQ, HotpotQA, DBPedia,
+#: FEVER, Climate-FEVER) and CQADupStack (its zip holds twelve BEIR folders, not one).
+#: SciFact also has the SHA-256 of each extracted file and its published counts (5,183
+#: documents; test 300 queries / 339 judgements; train 809 / 919), from the provenance record
+#: of the copy this project measured with.
+BEIR_SETS: dict[str, dict[str, Any]] = {
+    "scifact": {
+        "md5": "5f7d1de60b170fc8027bb7898e2efca1",
+        "sha256": {
+            "corpus.jsonl": "dec31c8182f3d744c7d2c09423756fd1d17cbef75808db13ba01cc0aab4d1ac6",
+            "queries.jsonl": "8ff84a7c903f722981cd8d595c022660140c51867b27608a6d4910db86080313",
+            "qrels/test.tsv": "68c0ac63f1c24b9e8ce497649694f09b2d0850bab7ec2b103cc66996f5f8b3a3",
+            "qrels/train.tsv": "ac0902d9b1cb717df182aaff1306175877fdb8f55bb5c3e8597ad694fc8e539f"},
+        "counts": {"documents": 5183, "splits": {"test": {"queries": 300, "judgements": 339},
+                                                 "train": {"queries": 809, "judgements": 919}}}},
+    "nfcorpus": {"md5": "a89dba18a62ef92f7d323ec890a0d38d"},
+    "arguana": {"md5": "8ad3e3c2a5867cdced806d6503f29b99"},
+    "fiqa": {"md5": "17918ed23cd04fb15047f73e6c3bd9d9"},
+    "scidocs": {"md5": "38121350fc3a4d2f48850f6aff52e4a9"},
+    "trec-covid": {"md5": "ce62140cb23feb9becf6270d0d1fe6d1"},
+    "webis-touche2020": {"md5": "46f650ba5a527fc69e0a6521c5a23563"},
+    "quora": {"md5": "18fb154900ba42a600f84b839c173167"},
+}
+_BEIR_SPLIT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_\-]*")
+
+
+def is_beir_folder(folder: str) -> bool:
+    """Whether ``folder`` holds a BEIR set: ``corpus.jsonl``, ``queries.jsonl`` and at least
+    one ``qrels/SPLIT.tsv``."""
+    qrels = os.path.join(folder, "qrels")
+    return (os.path.isfile(os.path.join(folder, "corpus.jsonl"))
+            and os.path.isfile(os.path.join(folder, "queries.jsonl"))
+            and os.path.isdir(qrels) and any(f.endswith(".tsv") for f in os.listdir(qrels)))
+
+
+def _beir_member(filename: str, name: str) -> str | None:
+    """The path inside the set's folder (``corpus.jsonl``, ``qrels/test.tsv``) of zip entry
+    ``filename`` when it is one of the files a BEIR folder is read from, else None."""
+    parts = filename.replace("\\", "/").split("/")
+    if parts[0] != name:
+        return None
+    rest = parts[1:]
+    if rest in (["corpus.jsonl"], ["queries.jsonl"]):
+        return rest[0]
+    if len(rest) == 2 and rest[0] == "qrels" and rest[1].endswith(".tsv") \
+            and _BEIR_SPLIT.fullmatch(rest[1][:-4]):
+        return f"qrels/{rest[1]}"
+    return None
+
+
+def _extract_beir_zip(path: str, name: str, folder: str, source: str) -> list[str]:
+    """``NAME/corpus.jsonl``, ``NAME/queries.jsonl`` and ``NAME/qrels/*.tsv`` of the zip at
+    ``path`` into ``folder`` (nothing else: no other entry, no ``__MACOSX/``, no path out of
+    the folder); returns their paths inside it. A damaged archive: :class:`FetchError`."""
+    written = []
+    try:
+        with zipfile.ZipFile(path) as archive:
+            for info in archive.infolist():
+                rel = None if info.is_dir() else _beir_member(info.filename, name)
+                if rel is None or rel in written:
+                    continue
+                target = os.path.join(folder, *rel.split("/"))
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                with archive.open(info) as src, open(target, "wb") as out:
+                    shutil.copyfileobj(src, out)
+                written.append(rel)
+    except (zipfile.BadZipFile, EOFError, zlib.error) as e:
+        raise FetchError(f"BEIR {name}: {source} is not a complete zip archive ({e}); nothing "
+                         "was cached. Fetch it again, or give the extracted folder.") from None
+    return sorted(written)
+
+
+def _beir_counts(folder: str) -> dict[str, Any]:
+    """Documents (lines of ``corpus.jsonl``) and, per qrels split, its judged queries and
+    its judgements (rows after the header)."""
+    with open(os.path.join(folder, "corpus.jsonl"), "rb") as f:
+        documents = sum(1 for line in f if line.strip())
+    splits = {}
+    for split in sorted(f[:-4] for f in os.listdir(os.path.join(folder, "qrels"))
+                        if f.endswith(".tsv")):
+        with open(os.path.join(folder, "qrels", f"{split}.tsv"), "rb") as f:
+            rows = [line.split(b"\t") for line in f.read().splitlines() if line.strip()]
+        if rows and not rows[0][-1].strip().lstrip(b"-").isdigit():
+            rows = rows[1:]  # the header (query-id, corpus-id, score)
+        splits[split] = {"queries": len({r[0] for r in rows}), "judgements": len(rows)}
+    return {"documents": documents, "splits": splits}
+
+
+def _md5(path: str) -> str:
+    digest = hashlib.md5(usedforsecurity=False)  # BEIR publishes MD5: an integrity check
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def beir_folder(name: str, data_dir: str | None = None) -> str:
+    """The folder of BEIR set ``name`` (:data:`BEIR_SETS`: ``scifact``, ``nfcorpus``, ...) in
+    the cache (``DATA_HOME/beir/NAME``: ``corpus.jsonl``, ``queries.jsonl``,
+    ``qrels/SPLIT.tsv``), fetched from ``BEIR_HOST/NAME.zip`` when absent.
+
+    A fetch is checked before anything is cached: the zip's MD5 against the one BEIR
+    publishes, then (where :data:`BEIR_SETS` records them: SciFact) each extracted file's
+    SHA-256 and the counts of documents, queries and judgements. Only the set's own files
+    are extracted. The folder's stamp (``keras_hardneg_source.json``) records the source,
+    the zip's MD5 and SHA-256, the files' SHA-256, the counts and the check made. Without
+    network, ``NAME.zip`` put in ``DATA_HOME/beir/`` is checked and extracted the same way,
+    and a complete BEIR folder put at ``DATA_HOME/beir/NAME`` is used as it is.
+
+    Raises:
+        ValueError: ``name`` is not in :data:`BEIR_SETS`.
+        FetchError: no network (says what to give instead), or the archive or a file
+            differs from the published one.
+    """
+    if not isinstance(name, str) or name not in BEIR_SETS:
+        raise ValueError(f"`dataset` must be a BEIR set by name, one of "
+                         f"{', '.join(BEIR_SETS)}; got {name!r}.")
+    spec, root = BEIR_SETS[name], os.path.join(data_home(data_dir), "beir")
+    url, file_name = f"{BEIR_HOST}/{name}.zip", f"{name}.zip"
+
+    def build(tmp: str) -> dict[str, Any]:
+        placed = os.path.join(root, file_name)  # the zip as its host names it, put by hand
+        zip_dir = os.path.join(tmp, ".zip")
+        os.makedirs(zip_dir)
+        if os.path.isfile(placed):
+            path, source = placed, placed
+        else:
+            source = source_url(url)
+            try:
+                path = fetch_file(source, zip_dir, file_name, what=f"BEIR {name}")
+            except FetchError as e:
+                raise FetchError(f"{e} " + offline_hint(
+                    f"{file_name} or the extracted {name}/ folder", "give a BEIR folder "
+                    "holding corpus.jsonl, queries.jsonl and qrels/ (`path` in a recipe's "
+                    "data section, --dataset DIR in the CLI, --data DIR in the examples)",
+                    root, file_name)) from None
+        md5 = _md5(path)
+        if md5 != spec["md5"]:
+            raise FetchError(f"BEIR {name}: {source} does not match its published MD5 "
+                             f"({spec['md5']}; got {md5}); nothing was cached"
+                             + (". Remove it or replace it with the zip from BEIR's host."
+                                if path == placed else "."))
+        digest = _sha256(path)
+        files = _extract_beir_zip(path, name, tmp, source)
+        shutil.rmtree(zip_dir)
+        return {"source": source, "md5": md5, "sha256": digest,
+                **_checked_beir_files(name, tmp, files, source)}
+
+    return fetch_folder(os.path.join(root, name), build, complete=is_beir_folder)
+
+
+def _checked_beir_files(name: str, folder: str, files: list[str], source: str
+                        ) -> dict[str, Any]:
+    """The extracted set in ``folder`` checked (a BEIR folder; the SHA-256 and counts that
+    :data:`BEIR_SETS` records for it): ``{"files", "counts", "check"}`` for the stamp."""
+    spec = BEIR_SETS[name]
+    if not is_beir_folder(folder):
+        raise FetchError(f"BEIR {name}: {source} holds no {name}/corpus.jsonl, "
+                         f"{name}/queries.jsonl and {name}/qrels/*.tsv; nothing was cached.")
+    hashes = {rel: _sha256(os.path.join(folder, *rel.split("/"))) for rel in files}
+    for rel, want in spec.get("sha256", {}).items():
+        got = hashes.get(rel)
+        if got != want:
+            raise FetchError(f"BEIR {name}: {rel} from {source} "
+                             + (f"has SHA-256 {got[:12]}..., not the recorded {want[:12]}..."
+                                if got else "is missing") + "; nothing was cached.")
+    counts = _beir_counts(folder)
+    want_counts = spec.get("counts")
+    if want_counts:
+        got_counts = {"documents": counts["documents"],
+                      "splits": {s: counts["splits"].get(s) for s in want_counts["splits"]}}
+        if got_counts != want_counts:
+            raise FetchError(f"BEIR {name} from {source} has {got_counts}, not the "
+                             f"published {want_counts}; nothing was cached.")
+    check = "zip MD5 as BEIR publishes it"
+    if spec.get("sha256"):
+        check += "; each file's SHA-256 as recorded"
+    if want_counts:
+        check += "; documents, queries and judgements equal the published counts"
+    return {"files": hashes, "counts": counts, "check": check}
 
 
 # ------------------------------------------------------------------------------ text

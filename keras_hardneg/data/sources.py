@@ -328,8 +328,8 @@ def _incomplete_tu_folder(path: str) -> str:
 
 
 _ALLOWED = ("'digits', 'cifar10', 'cifar100', 'tfds:NAME', 'tu:NAME' (e.g. tu:MUTAG), "
-            "'text:wiki1m', an image folder, a TU graph folder, a BEIR retrieval folder or a "
-            ".txt file of sentences")
+            "'beir:NAME' (e.g. beir:scifact), 'text:wiki1m', an image folder, a TU graph "
+            "folder, a BEIR retrieval folder or a .txt file of sentences")
 
 
 def _is_beir_folder(path: str) -> bool:
@@ -343,6 +343,7 @@ def dataset_spec(text: str, **overrides: Any) -> dict[str, Any]:
 
     ``"digits"``, ``"cifar10"`` / ``"cifar100"`` (fetched once, as ``keras.datasets``),
     ``"tfds:NAME"``, ``"tu:NAME"`` (a TU graph set fetched once, e.g. ``"tu:MUTAG"``),
+    ``"beir:NAME"`` (a BEIR retrieval set fetched once, e.g. ``"beir:scifact"``),
     ``"text:wiki1m"`` (SimCSE's Wikipedia sentences, fetched once), ``"synthetic"`` or
     ``"synthetic:N"`` (``N`` synthetic JPEGs read by index), a ``.txt`` file of sentences (one per line: the
     ``text_file`` dataset), a BEIR retrieval folder (``corpus.jsonl`` and ``qrels/``: the
@@ -369,6 +370,10 @@ def dataset_spec(text: str, **overrides: Any) -> dict[str, Any]:
         if not text[len("tu:"):]:
             raise ConfigError("dataset 'tu:' needs a TU set name, e.g. 'tu:MUTAG'.")
         spec = {"name": "tu", "dataset": text[len("tu:"):]}
+    elif text.startswith("beir:"):
+        if not text[len("beir:"):]:
+            raise ConfigError("dataset 'beir:' needs a BEIR set name, e.g. 'beir:scifact'.")
+        spec = {"name": "beir", "dataset": text[len("beir:"):]}
     elif text.startswith("text:"):
         spec = {"name": "text_file", "corpus": text[len("text:"):]}
     elif text.startswith("tfds:"):

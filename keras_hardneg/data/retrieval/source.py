@@ -1,7 +1,10 @@
 """The ``"beir"`` dataset of a recipe: a BEIR folder (or a pair file) as token ids, ready to mine
 and feed (``modality="retrieval"``).
 
-:func:`beir_dataset` reads the user's folder with :func:`~keras_hardneg.data.retrieval.load_beir`
+:func:`beir_dataset` reads the user's folder (``path``), or a public BEIR set by name
+(``dataset``: ``"scifact"``, ``"nfcorpus"``, ...) fetched once from BEIR's host into the cache
+and checked (:func:`keras_hardneg.data.public.beir_folder`), with
+:func:`~keras_hardneg.data.retrieval.load_beir`
 (the training split's judged queries and the test split's), tokenizes every query and every
 document once (BEIR's ``title + " " + text``; the pretrained encoder's tokenizer when
 ``tokenizer`` is its checkpoint folder, as the ``text_file`` dataset does) and returns two
@@ -143,10 +146,33 @@ def _from_pairs(path: str, corpus: Corpus
     return extended, queries, np.array(pairs, np.int64).reshape(-1, 2), neg
 
 
+_NEEDS = ("'path' (a BEIR folder: corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv) or 'dataset' "
+          "(a BEIR set by name, e.g. 'scifact', fetched once) is required")
+
+
+def _check_beir(config: dict[str, Any]) -> str | None:
+    if config.get("path"):
+        return None
+    if not config.get("dataset"):
+        return _NEEDS
+    from keras_hardneg.data.public import BEIR_SETS
+
+    if config["dataset"] not in BEIR_SETS:
+        return (f"'dataset' must be a BEIR set by name, one of {', '.join(BEIR_SETS)} (or give "
+                f"'path', a BEIR folder); got {config['dataset']!r}")
+    return None
+
+
 @DATASETS.register(
     "beir", modality="retrieval",
     params={
-        "path": Param("path", help="a BEIR folder: corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv"),
+        "path": Param("path", help="a BEIR folder: corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv "
+                                   "(wins over 'dataset')"),
+        "dataset": Param(str, help="a BEIR set by name ('scifact', 'nfcorpus', 'fiqa', "
+                                   "'arguana', ...), fetched once from BEIR's host into the "
+                                   "cache (DATA_DIR/beir/NAME) and checked"),
+        "data_dir": Param("path", help="cache folder of fetched sets (default "
+                                       "~/.keras/datasets)"),
         "train_split": Param(str, help="the qrels split whose (query, positive) pairs train"),
         "test_split": Param(str, help="the qrels split scored at the end (nDCG@10, "
                                       "Recall@100, MRR@10)"),
@@ -164,18 +190,21 @@ def _from_pairs(path: str, corpus: Corpus
                                      "(its tokenizer: give the encoder's preset)"),
         "vocab_size": Param(int, low=258, help="vocabulary of a trained tokenizer (>= 258)"),
     },
-    check=lambda c: None if c["path"] else (
-        "'path' (a BEIR folder: corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv) is required"))
+    check=_check_beir)
 def beir_dataset(seed: int, path: str | None = None, train_split: str = "train",
                  test_split: str = "test", pairs: str | None = None, max_length: int = 256,
                  tokenizer: str = "train", vocab_size: int = 8192,
-                 query_max_length: int | None = None):
+                 query_max_length: int | None = None, dataset: str | None = None,
+                 data_dir: str | None = None):
     """A BEIR folder as ``((train RetrievalData, None), (test RetrievalData, None),
     description)`` (module docstring).
 
     Args:
         seed: the recipe's seed (a trained tokenizer is deterministic: unused).
-        path: the BEIR folder (the user's; nothing is downloaded).
+        path: the BEIR folder (the user's; nothing is downloaded). Wins over ``dataset``.
+        dataset: a BEIR set by name (:data:`keras_hardneg.data.public.BEIR_SETS`), fetched
+            once into ``data_dir/beir/NAME`` and checked when ``path`` is not given.
+        data_dir: the cache folder (default ``~/.keras/datasets``).
         train_split, test_split: qrels split names (``qrels/NAME.tsv``).
         pairs: a pair / n-tuple file training instead of ``train_split``.
         max_length: token ids per text.
@@ -186,13 +215,24 @@ def beir_dataset(seed: int, path: str | None = None, train_split: str = "train",
     Raises:
         RetrievalFileError: the folder, a split or a file is missing or malformed (one line
             naming the file, the line and what is allowed).
+        ValueError: ``dataset`` is not a BEIR set by name.
+        FetchError: ``dataset`` cannot be fetched (one line saying what to give instead) or
+            differs from the published set.
     """
     from keras_hardneg.data.text import _tokenizer_for
 
-    if not path:
-        raise RetrievalFileError("dataset 'beir' needs `path`: the BEIR folder (corpus.jsonl, "
-                                 "queries.jsonl, qrels/SPLIT.tsv).")
-    folder = os.fspath(path)
+    if not path and not dataset:
+        raise RetrievalFileError("dataset 'beir' needs `path` (a BEIR folder: corpus.jsonl, "
+                                 "queries.jsonl, qrels/SPLIT.tsv) or `dataset` (a BEIR set by "
+                                 "name, e.g. 'scifact', fetched once).")
+    if path:
+        folder = os.fspath(path)
+        where = f"BEIR folder {folder}"
+    else:
+        from keras_hardneg.data.public import beir_folder, describe_cache
+
+        folder = beir_folder(dataset, data_dir)
+        where = f"BEIR {dataset} {describe_cache(folder)}"
     test = load_beir(folder, test_split)
     if pairs:
         corpus, queries, train_pairs, negatives = _from_pairs(pairs, test.corpus)
@@ -227,7 +267,7 @@ def beir_dataset(seed: int, path: str | None = None, train_split: str = "train",
         corpus_ids=corpus_ids[:n], tokenizer=tok, max_length=int(max_length),
         query_max_length=q_len, split=test_split, folder=folder)
     source = f"pair file {os.fspath(pairs)}" if pairs else f"split {train_split!r}"
-    desc = (f"BEIR folder {folder} (train: {source}, {len(queries)} queries, "
+    desc = (f"{where} (train: {source}, {len(queries)} queries, "
             f"{len(train_pairs)} pairs; test: split {test_split!r}, {len(test.queries)} "
             f"queries; {n} documents; max_length {max_length}; {tok_desc}; splits "
             f"{', '.join(beir_splits(folder))})")
