@@ -1,10 +1,14 @@
-"""Fixtures for the data tests: a small image folder with deliberately bad files."""
+"""Fixtures for the data tests: a small image folder with deliberately bad files; a loopback
+server as the public hosts' mirror."""
 
 import io
 
 import numpy as np
 import pytest
 from PIL import Image
+
+from keras_hardneg.data import fetch
+from tests import _loopback
 
 
 def _jpeg_bytes(rng, size=(12, 10)):
@@ -36,3 +40,18 @@ def messy_folder(tmp_path):
     Image.fromarray(rgba, mode="RGBA").save(root / "dog" / "13_rgba.png")
     (root / "cat" / "notes.txt").write_text("not an image either")
     return root
+
+
+@pytest.fixture
+def mirror(tmp_path, monkeypatch):
+    """An empty served folder ``www`` as the data mirror; KERAS_HOME in tmp_path."""
+    www = tmp_path / "www"
+    www.mkdir()
+    monkeypatch.setenv("KERAS_HOME", str(tmp_path / "keras_home"))
+    for key in ("NO_PROXY", "no_proxy"):
+        monkeypatch.setenv(key, "127.0.0.1")
+    server = _loopback.Server(str(www))
+    monkeypatch.setenv(fetch.MIRROR_ENV, server.url)
+    server.www = www
+    yield server
+    server.close()

@@ -16,21 +16,6 @@ from keras_hardneg.registry import DATASETS
 from tests import _loopback
 
 
-@pytest.fixture
-def mirror(tmp_path, monkeypatch):
-    """An empty served folder ``www`` as the data mirror; KERAS_HOME in tmp_path."""
-    www = tmp_path / "www"
-    www.mkdir()
-    monkeypatch.setenv("KERAS_HOME", str(tmp_path / "keras_home"))
-    for key in ("NO_PROXY", "no_proxy"):
-        monkeypatch.setenv(key, "127.0.0.1")
-    server = _loopback.Server(str(www))
-    monkeypatch.setenv(fetch.MIRROR_ENV, server.url)
-    server.www = www
-    yield server
-    server.close()
-
-
 def test_the_mirror_replaces_the_host_and_the_cache_is_keras_s(tmp_path, monkeypatch):
     monkeypatch.setenv("KERAS_HOME", str(tmp_path))
     monkeypatch.delenv(fetch.MIRROR_ENV, raising=False)

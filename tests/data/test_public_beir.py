@@ -17,22 +17,9 @@ from keras_hardneg.data import dataset_spec, fetch, public
 from keras_hardneg.registry import DATASETS, ConfigError
 from tests import _loopback
 
-SCIFACT = os.environ.get("KHN_SCIFACT", "/work/shared/data/retrieval/scifact")
-
-
-@pytest.fixture
-def mirror(tmp_path, monkeypatch):
-    """An empty served folder ``www`` as the data mirror; KERAS_HOME in tmp_path."""
-    www = tmp_path / "www"
-    www.mkdir()
-    monkeypatch.setenv("KERAS_HOME", str(tmp_path / "keras_home"))
-    for key in ("NO_PROXY", "no_proxy"):
-        monkeypatch.setenv(key, "127.0.0.1")
-    server = _loopback.Server(str(www))
-    monkeypatch.setenv(fetch.MIRROR_ENV, server.url)
-    server.www = www
-    yield server
-    server.close()
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SCIFACT = os.environ.get("KHN_SCIFACT", os.path.join(REPO, "..", "shared", "data", "retrieval",
+                                                  "scifact"))
 
 
 def _md5(path):
