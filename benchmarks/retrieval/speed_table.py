@@ -16,7 +16,14 @@ Encoding (the corpus's first 1,024 documents at 256 tokens, each side's own batc
     PEER/bin/python benchmarks/retrieval/st_side.py --recipe mined --encode 1024 \\
         --out /tmp/tp_st --tag _tp >> speed/encode_st.log
 
-    python benchmarks/retrieval/speed_table.py        # prints the table, writes speed.json
+The encoding pair again after our encoding was compiled (``tf.function`` from four batches
+on; 2026-11-29), both sides measured anew in one call::
+
+    python benchmarks/retrieval/time_steps.py 0 --encode 1024 >> speed/encode_ours_compiled.log
+    PEER/bin/python benchmarks/retrieval/st_side.py --recipe mined --encode 1024 \
+        --out /tmp/tp_st --tag _tp >> speed/encode_st_compiled.log
+
+    python benchmarks/retrieval/speed_table.py        # prints the tables, writes speed.json
 """
 
 from __future__ import annotations
@@ -59,16 +66,18 @@ def main() -> dict:
         pairs.append({"ours_step_s": sa, "theirs_step_s": sb,
                       "ours_tuples_per_s": BATCH / sa, "theirs_tuples_per_s": BATCH / sb,
                       "ours_over_theirs": sb / sa})
-    enc_a = encode_rates(os.path.join(SPEED, "encode_ours.log"))
-    enc_b = encode_rates(os.path.join(SPEED, "encode_st.log"))
-    enc = [{"ours_docs_per_s": a, "theirs_docs_per_s": b, "ours_over_theirs": a / b}
-           for a, b in zip(enc_a, enc_b)]
+    enc = _encoding_pairs("encode_ours.log", "encode_st.log")
     out = {"training": {"what": "median seconds a step after the first, per run; batch 32 "
                                 "triplets, 256-token documents (queries: ours 128 ids padded, "
                                 "theirs padded to each batch's longest)", "pairs": pairs},
            "encoding": {"what": "documents a second, the corpus's first 1,024 at 256 tokens "
                                 "(ours length-sorted batches of 64, theirs model.encode batch "
                                 "32)", "pairs": enc}}
+    compiled = _encoding_pairs("encode_ours_compiled.log", "encode_st_compiled.log")
+    if compiled:
+        out["encoding_compiled"] = {
+            "what": "as 'encoding', ours compiled (tf.function from four batches on) and "
+                    "both sides measured anew, in turn, in one call", "pairs": compiled}
     with open(os.path.join(SPEED, "speed.json"), "w", encoding="utf-8") as f:
         json.dump(out, f, indent=1)
     print("| pair | training tuples/s, ours | theirs | ours / theirs | encoding docs/s, ours "
@@ -79,7 +88,26 @@ def main() -> dict:
                 f"{e['ours_over_theirs']:.2f}x" if e else "| |")
         print(f"| {i + 1} | {p['ours_tuples_per_s']:.2f} | {p['theirs_tuples_per_s']:.2f} | "
               f"{p['ours_over_theirs']:.2f}x | {tail} |")
+    if compiled:
+        print("\n| pair | encoding docs/s, ours compiled | theirs | ours / theirs |\n"
+              "|---|---|---|---|")
+        for i, e in enumerate(compiled):
+            print(f"| {i + 1} | {e['ours_docs_per_s']:.1f} | {e['theirs_docs_per_s']:.1f} | "
+                  f"{e['ours_over_theirs']:.2f}x |")
     return out
+
+
+def _encoding_pairs(ours_log: str, theirs_log: str) -> list[dict]:
+    """The encoding pairs of two logs (``[]`` when ours is absent)."""
+    if not os.path.isfile(os.path.join(SPEED, ours_log)):
+        return []
+    a = encode_rates(os.path.join(SPEED, ours_log))
+    b = encode_rates(os.path.join(SPEED, theirs_log))
+    if len(a) != len(b):
+        raise SystemExit(f"{SPEED}: {len(a)} encoding runs in {ours_log}, {len(b)} in "
+                         f"{theirs_log}: the logs must hold the same number of paired runs")
+    return [{"ours_docs_per_s": x, "theirs_docs_per_s": y, "ours_over_theirs": x / y}
+            for x, y in zip(a, b)]
 
 
 if __name__ == "__main__":

@@ -23,10 +23,12 @@ def test_the_committed_table_is_the_logs_recomputed(tmp_path, monkeypatch, capsy
     assert speed_table.main() == committed
     pairs = committed["training"]["pairs"]
     assert len(pairs) == 2 and len(committed["encoding"]["pairs"]) == 2
+    assert len(committed["encoding_compiled"]["pairs"]) == 2  # the pair after compiling ours
     for p in pairs:  # each side's median step after the first, 32 tuples a step
         assert p["ours_tuples_per_s"] == pytest.approx(32 / p["ours_step_s"])
         assert p["ours_over_theirs"] == pytest.approx(p["theirs_step_s"] / p["ours_step_s"])
-    assert "| 1 |" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "| 1 |" in out and "ours compiled" in out
 
 
 def test_unpaired_logs_are_refused(tmp_path, monkeypatch):
