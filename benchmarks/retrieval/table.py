@@ -85,12 +85,34 @@ def rows() -> list:
     return out
 
 
+def comparison() -> list:
+    """Per recipe with at least two seeds a side: ``(recipe, ours' nDCG@10 list, theirs,
+    difference of the means, verdict)``. "level" is the issue's bar read on the seeds: ours'
+    mean at least theirs' less the larger of the two sample standard deviations (a gap the
+    seeds alone make); "ahead" / "behind" when the gap is larger than that either way."""
+    out = []
+    for recipe in ("mined", "inbatch"):
+        ours = [_ours(r)[1] for r in _runs("ours", recipe)]
+        theirs = [_theirs(r)[1] for r in _runs("st", recipe)]
+        if len(ours) < 2 or len(theirs) < 2:
+            continue
+        gap = statistics.mean(ours) - statistics.mean(theirs)
+        spread = max(statistics.stdev(ours), statistics.stdev(theirs))
+        verdict = "ahead" if gap > spread else ("behind" if gap < -spread else "level")
+        out.append((recipe, ours, theirs, gap, spread, verdict))
+    return out
+
+
 def main() -> str:
     lines = ["| run | seeds | nDCG@10 | Recall@100 | MRR@10 | train tuples/s (wall) |",
              "| --- | --- | --- | --- | --- | --- |"]
     for label, seeds, ndcg, recall, mrr, tps in rows():
         lines.append(f"| {label} | {seeds} | {fmt(ndcg)} | {fmt(recall)} | {fmt(mrr)} | "
                      f"{fmt(tps, 2)} |")
+    for recipe, ours, theirs, gap, spread, verdict in comparison():
+        lines.append(f"\n{recipe}: ours - sentence-transformers = {gap:+.4f} nDCG@10 "
+                     f"({len(ours)} and {len(theirs)} seeds; larger seed std {spread:.4f}): "
+                     f"{verdict}")
     text = "\n".join(lines)
     print(text)
     return text
