@@ -87,9 +87,11 @@ def rows() -> list:
 
 def comparison() -> list:
     """Per recipe with at least two seeds a side: ``(recipe, ours' nDCG@10 list, theirs,
-    difference of the means, verdict)``. "level" is the issue's bar read on the seeds: ours'
-    mean at least theirs' less the larger of the two sample standard deviations (a gap the
-    seeds alone make); "ahead" / "behind" when the gap is larger than that either way."""
+    difference of the means, Welch's t, its two-sided p, verdict)``. The verdict reads the
+    seeds: "ahead" / "behind" where Welch's test gives p < 0.05, else "level" (the issue's
+    bar is "at least level")."""
+    from scipy import stats
+
     out = []
     for recipe in ("mined", "inbatch"):
         ours = [_ours(r)[1] for r in _runs("ours", recipe)]
@@ -97,9 +99,10 @@ def comparison() -> list:
         if len(ours) < 2 or len(theirs) < 2:
             continue
         gap = statistics.mean(ours) - statistics.mean(theirs)
-        spread = max(statistics.stdev(ours), statistics.stdev(theirs))
-        verdict = "ahead" if gap > spread else ("behind" if gap < -spread else "level")
-        out.append((recipe, ours, theirs, gap, spread, verdict))
+        test = stats.ttest_ind(ours, theirs, equal_var=False)
+        t, p = float(test.statistic), float(test.pvalue)
+        verdict = "level" if not p < 0.05 else ("ahead" if gap > 0 else "behind")
+        out.append((recipe, ours, theirs, gap, t, p, verdict))
     return out
 
 
@@ -109,9 +112,9 @@ def main() -> str:
     for label, seeds, ndcg, recall, mrr, tps in rows():
         lines.append(f"| {label} | {seeds} | {fmt(ndcg)} | {fmt(recall)} | {fmt(mrr)} | "
                      f"{fmt(tps, 2)} |")
-    for recipe, ours, theirs, gap, spread, verdict in comparison():
+    for recipe, ours, theirs, gap, t, p, verdict in comparison():
         lines.append(f"\n{recipe}: ours - sentence-transformers = {gap:+.4f} nDCG@10 "
-                     f"({len(ours)} and {len(theirs)} seeds; larger seed std {spread:.4f}): "
+                     f"({len(ours)} and {len(theirs)} seeds; Welch t {t:.2f}, p {p:.3f}): "
                      f"{verdict}")
     text = "\n".join(lines)
     print(text)
